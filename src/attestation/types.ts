@@ -1,0 +1,123 @@
+/**
+ * The values the appraisal core takes and gives. Nothing here knows about HTTP or storage.
+ */
+
+export type AppraisalStatus =
+  | "Success"
+  | "DeviceError"
+  | "CertificateInvalid"
+  | "SignatureInvalid"
+  | "NonceMismatch"
+  | "Revoked";
+
+export type VerdictValue = "Yes" | "No" | "Unknown";
+
+/** The eleven-field record of attestation-api.md, in wire order. Every field is a string, "" when absent. */
+export interface VerdictRecord {
+  measurements: string;
+  tamperBit: string;
+  IMEI: string;
+  status: AppraisalStatus;
+  nonce: string;
+  chipId: string;
+  verdict: VerdictValue;
+  MAC: string;
+  version: string;
+  createdDate: string;
+  updateDate: string;
+}
+
+export const VERDICT_FIELDS = [
+  "measurements",
+  "tamperBit",
+  "IMEI",
+  "status",
+  "nonce",
+  "chipId",
+  "verdict",
+  "MAC",
+  "version",
+  "createdDate",
+  "updateDate",
+] as const satisfies readonly (keyof VerdictRecord)[];
+
+export type BlobFormatName = "vendor" | "android-key";
+
+/** What an appraisal returns: the record, plus why (for logs and `attestd appraise`) and the parsed detail. */
+export interface AppraisalResult {
+  format: BlobFormatName;
+  record: VerdictRecord;
+  /** One line saying which rule decided the status and verdict. Never sent to clients by default. */
+  reason: string;
+  /** The full parsed attestation (JSON-safe), kept with the stored verdict for `?detail=full`. */
+  detail: Record<string, unknown>;
+}
+
+/** Reference values: known-good measurement sets per (model, firmwareVersion). */
+export interface ReferenceValue {
+  model: string;
+  firmwareVersion: string;
+  /** lowercase hex SHA-256 digests in blob order */
+  measurements: string[];
+}
+
+/** A revocation / status list entry (Google's status-list shape, also used for the vendor list). */
+export interface StatusEntry {
+  status: "REVOKED" | "SUSPENDED";
+  reason?: string;
+}
+
+/** Serial (lowercase hex, no leading zeros stripped beyond DER's own) → entry. */
+export type StatusList = ReadonlyMap<string, StatusEntry>;
+
+/**
+ * Everything an appraisal needs besides the blob, the nonce and the time. Built once at start-up (and rebuilt
+ * when a trust source is refreshed); appraisal never reads a file or the network.
+ */
+export interface TrustConfig {
+  vendor: VendorTrust;
+  android: AndroidTrust;
+}
+
+export interface VendorTrust {
+  /** DER of each operator-trusted vendor root. */
+  rootsDer: readonly Uint8Array[];
+  revocations: StatusList;
+  referenceValues: readonly ReferenceValue[];
+}
+
+/** Filled in by the android-key format module (issue 3). */
+export interface AndroidTrust {
+  /** SHA-256 (lowercase hex) of each pinned root's SubjectPublicKeyInfo DER. Empty → android-key fails closed. */
+  pinnedRootSpkiSha256: ReadonlySet<string>;
+  /** DER of the pinned root certificates (used when the chain leaves the root out). */
+  rootsDer: readonly Uint8Array[];
+  status: StatusList;
+  /** false when the roots or the status list are missing or older than the configured maximum age. */
+  fresh: boolean;
+  allowedBootKeys: readonly AllowedBootKey[];
+  policy: AndroidPolicy;
+}
+
+export interface AllowedBootKey {
+  /** lowercase hex of verifiedBootKey */
+  key: string;
+  label: string;
+  models?: string[];
+}
+
+export interface AndroidPolicy {
+  /** YYYYMM or YYYYMMDD as Android reports osPatchLevel; undefined = no minimum */
+  minOsPatchLevel?: number;
+  /** undefined = any app; otherwise one of these package names, with a signing-cert SHA-256 (hex) if given */
+  allowedApps?: { packageName: string; signatureDigests?: string[] }[];
+}
+
+/** Input of one appraisal. `challenge` holds the bytes a device may have embedded for this nonce. */
+export interface AppraisalInput {
+  blob: Uint8Array;
+  /** the nonce string from the query */
+  nonce: string;
+  trust: TrustConfig;
+  now: Date;
+}

@@ -1,0 +1,41 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { Rng } from "../clock.ts";
+
+/**
+ * API key layout: `atd_<keyId>_<secret>`. The prefix makes a leaked key recognisable to secret scanners; the
+ * keyId (10 base32 chars) finds the record without a scan; the secret is 32 CSPRNG bytes (base64url). Only
+ * SHA-256(secret) is stored: a 256-bit random secret needs no slow hash, and lookups stay cheap.
+ */
+export const API_KEY_PREFIX = "atd_";
+const KEY_RE = /^atd_([a-z2-7]{10})_([A-Za-z0-9_-]{43})$/;
+
+export interface NewApiKey {
+  key: string;
+  keyId: string;
+  secretHash: string;
+}
+
+const BASE32 = "abcdefghijklmnopqrstuvwxyz234567";
+
+export function generateApiKey(rng: Rng): NewApiKey {
+  const idBytes = rng.bytes(10);
+  const keyId = Array.from(idBytes, (b) => BASE32[b & 31]).join("");
+  const secret = rng.bytes(32).toString("base64url");
+  return { key: `${API_KEY_PREFIX}${keyId}_${secret}`, keyId, secretHash: hashSecret(secret) };
+}
+
+export function hashSecret(secret: string): string {
+  return createHash("sha256").update(secret, "utf8").digest("hex");
+}
+
+export function parseApiKey(key: string): { keyId: string; secret: string } | undefined {
+  const m = KEY_RE.exec(key);
+  return m ? { keyId: m[1]!, secret: m[2]! } : undefined;
+}
+
+/** Constant-time comparison of the presented secret's hash with the stored one. */
+export function secretMatches(secret: string, storedHashHex: string): boolean {
+  const presented = createHash("sha256").update(secret, "utf8").digest();
+  const stored = Buffer.from(storedHashHex, "hex");
+  return stored.length === presented.length && timingSafeEqual(presented, stored);
+}

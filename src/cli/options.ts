@@ -1,0 +1,60 @@
+import { Command, Option } from "commander";
+import { flagName, envName, loadConfig, settings, type Config, type SettingName } from "../config.ts";
+import { openStores } from "../store/openStores.ts";
+import type { Stores } from "../store/types.ts";
+
+export const STORAGE_SETTINGS: SettingName[] = [
+  "dataDir",
+  "store",
+  "databaseUrl",
+  "redisUrl",
+  "pgPoolMax",
+  "sqliteSynchronous",
+  "logLevel",
+];
+
+export const TRUST_SETTINGS: SettingName[] = [
+  "vendorRoots",
+  "referenceValues",
+  "revocations",
+  "androidRoots",
+  "androidStatus",
+  "allowedBootKeys",
+  "androidMaxAge",
+  "androidRefresh",
+  "androidMinPatchLevel",
+];
+
+/** Adds `--flag` options for settings; defaults are left to loadConfig so env and the config file can apply. */
+export function addSettings(cmd: Command, names: readonly SettingName[]): Command {
+  for (const name of names) {
+    const s = settings[name];
+    const flag = s.kind === "bool" ? `--${flagName(name)}` : `--${flagName(name)} <${s.kind === "list" ? "list" : "value"}>`;
+    const def = "default" in s && s.default !== undefined && s.kind !== "bool" ? ` (default ${JSON.stringify(s.default)})` : "";
+    const opt = new Option(flag, `${s.help}${def}; env ${envName(name)}`);
+    if ("choices" in s && s.choices) opt.choices(s.choices as readonly string[]);
+    cmd.addOption(opt);
+  }
+  if (!cmd.options.some((o) => o.long === "--config")) {
+    cmd.addOption(new Option("--config <file>", "JSON config file (keys as in the settings); env ATTESTD_CONFIG"));
+  }
+  return cmd;
+}
+
+export function configFrom(cmd: Command): Config {
+  return loadConfig(cmd.opts());
+}
+
+/** Runs `fn` with the stores of the command's configuration, closing them afterwards. */
+export async function withStores<T>(cmd: Command, fn: (stores: Stores, config: Config) => Promise<T>): Promise<T> {
+  const config = configFrom(cmd);
+  const stores = await openStores(config);
+  try {
+    return await fn(stores, config);
+  } finally {
+    await stores.close();
+  }
+}
+
+/** A command failure the user can act on: printed as one line, exit 1, no stack. */
+export class CliError extends Error {}

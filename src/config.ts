@@ -1,0 +1,167 @@
+import { readFileSync } from "node:fs";
+
+/**
+ * One table of settings. Each becomes a CLI flag (`--nonce-ttl`), an environment variable (`ATTESTD_NONCE_TTL`) and
+ * a key of the optional JSON config file (`"nonceTtl"`); flags win over env, env over the file, the file over the
+ * default. Unknown config-file keys and malformed values stop start-up with a message naming the setting.
+ */
+type Kind = "string" | "int" | "number" | "bool" | "list";
+
+interface Setting<K extends Kind = Kind> {
+  kind: K;
+  default?: unknown;
+  help: string;
+  choices?: readonly string[];
+  min?: number;
+  max?: number;
+}
+
+function s<K extends Kind>(kind: K, help: string, extra: Omit<Setting<K>, "kind" | "help"> = {}): Setting<K> {
+  return { kind, help, ...extra };
+}
+
+export const settings = {
+  host: s("string", "address to listen on", { default: "127.0.0.1" }),
+  port: s("int", "port to listen on", { default: 8443, min: 0, max: 65535 }),
+  dataDir: s("string", "directory for the SQLite file, dev TLS material and trust caches", { default: "./data" }),
+  store: s("string", "durable store backend", { default: "sqlite", choices: ["sqlite", "postgres"] }),
+  databaseUrl: s("string", "PostgreSQL URL (with --store postgres)"),
+  redisUrl: s("string", "Redis URL for shared nonces, rate limits and jti replay"),
+  pgPoolMax: s("int", "PostgreSQL connection pool size per process", { default: 10, min: 1, max: 1000 }),
+  sqliteSynchronous: s("string", "SQLite durability: NORMAL survives crashes, FULL also power loss", {
+    default: "NORMAL",
+    choices: ["NORMAL", "FULL"],
+  }),
+  workers: s("int", "worker processes (node:cluster); 1 runs in-process", { default: 1, min: 1, max: 64 }),
+  tlsCert: s("string", "PEM file with the server certificate and its intermediates (leaf first)"),
+  tlsKey: s("string", "PEM file with the server private key"),
+  devTls: s("bool", "generate and use a local dev CA + leaf in the data dir (default when no cert is given)"),
+  insecureHttp: s("bool", "serve plain HTTP (only behind a TLS-terminating proxy)"),
+  trustedProxies: s("list", "proxy addresses/CIDRs whose X-Forwarded-For is trusted (comma-separated)", {
+    default: [],
+  }),
+  vendorRoots: s("string", "PEM bundle of trusted vendor root certificates"),
+  referenceValues: s("string", "JSON file of reference values (model, firmwareVersion, measurements)"),
+  revocations: s("string", "vendor revocation list (Google status-list JSON shape)"),
+  androidRoots: s("string", "Google attestation roots: file or URL, roots JSON or PEM bundle"),
+  androidStatus: s("string", "Google attestation status list: file or URL"),
+  allowedBootKeys: s("string", "JSON allow-list of verified-boot keys for SelfSigned devices"),
+  androidMaxAge: s("int", "seconds after which cached Android roots/status are stale and appraisal fails closed", {
+    default: 7 * 24 * 3600,
+    min: 60,
+  }),
+  androidRefresh: s("int", "seconds between refreshes of Android roots/status from their URLs", {
+    default: 3600,
+    min: 10,
+  }),
+  androidMinPatchLevel: s("int", "minimum Android OS patch level (YYYYMM) for a Yes verdict"),
+  nonceTtl: s("int", "seconds a nonce stays valid", { default: 300, min: 1, max: 86_400 }),
+  nonceRetain: s("int", "seconds a used/expired nonce is remembered after expiry", { default: 86_400, min: 0 }),
+  maxOutstandingNonces: s("int", "unused, unexpired nonces allowed per tenant", { default: 100_000, min: 1 }),
+  maxBlobBytes: s("int", "largest accepted blob", { default: 65_536, min: 1, max: 16 * 1024 * 1024 }),
+  maxBatch: s("int", "largest batch in POST /api/v1/transaction", { default: 100, min: 1, max: 10_000 }),
+  rps: s("number", "default requests/s per API key", { default: 50, min: 0.001 }),
+  burst: s("int", "default burst per API key", { default: 100, min: 1 }),
+  maxDevices: s("int", "largest device list in one enrollment request", { default: 1000, min: 1 }),
+  logLevel: s("string", "pino log level", {
+    default: "info",
+    choices: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
+  }),
+} as const satisfies Record<string, Setting>;
+
+export type SettingName = keyof typeof settings;
+
+type ValueOf<K extends Kind> = K extends "string"
+  ? string
+  : K extends "int" | "number"
+    ? number
+    : K extends "bool"
+      ? boolean
+      : string[];
+
+export type Config = {
+  [N in SettingName]: (typeof settings)[N] extends { default: unknown }
+    ? ValueOf<(typeof settings)[N]["kind"]>
+    : ValueOf<(typeof settings)[N]["kind"]> | undefined;
+};
+
+export function flagName(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase());
+}
+
+export function envName(name: string): string {
+  return "ATTESTD_" + flagName(name).replace(/-/g, "_").toUpperCase();
+}
+
+export class ConfigError extends Error {}
+
+function coerce(name: string, setting: Setting, raw: unknown, source: string): unknown {
+  const fail = (why: string) => new ConfigError(`${source}: ${flagName(name)} ${why}`);
+  let v: unknown = raw;
+  switch (setting.kind) {
+    case "string":
+      if (typeof v !== "string" || v === "") throw fail("must be a non-empty string");
+      if (setting.choices && !setting.choices.includes(v)) throw fail(`must be one of ${setting.choices.join(", ")}`);
+      return v;
+    case "int":
+    case "number": {
+      if (typeof v === "string" && v.trim() !== "") v = Number(v);
+      if (typeof v !== "number" || !Number.isFinite(v)) throw fail("must be a number");
+      if (setting.kind === "int" && !Number.isInteger(v)) throw fail("must be an integer");
+      if (setting.min !== undefined && v < setting.min) throw fail(`must be at least ${setting.min}`);
+      if (setting.max !== undefined && v > setting.max) throw fail(`must be at most ${setting.max}`);
+      return v;
+    }
+    case "bool":
+      if (typeof v === "boolean") return v;
+      if (v === "true" || v === "1") return true;
+      if (v === "false" || v === "0") return false;
+      throw fail("must be true or false");
+    case "list":
+      if (Array.isArray(v) && v.every((x) => typeof x === "string")) return v;
+      if (typeof v === "string") return v.split(",").map((x) => x.trim()).filter(Boolean);
+      throw fail("must be a comma-separated list");
+  }
+}
+
+/**
+ * Resolves the configuration. `flags` holds only flags the user gave (camelCase keys); `env` defaults to
+ * process.env; `configFile` is the path from --config / ATTESTD_CONFIG.
+ */
+export function loadConfig(
+  flags: Partial<Record<string, unknown>>,
+  env: NodeJS.ProcessEnv = process.env,
+  configFile: string | undefined = (flags.config as string | undefined) ?? env.ATTESTD_CONFIG,
+): Config {
+  let file: Record<string, unknown> = {};
+  if (configFile) {
+    try {
+      file = JSON.parse(readFileSync(configFile, "utf8")) as Record<string, unknown>;
+    } catch (e) {
+      throw new ConfigError(`config file ${configFile}: ${(e as Error).message}`);
+    }
+    if (typeof file !== "object" || file === null || Array.isArray(file)) {
+      throw new ConfigError(`config file ${configFile}: expected a JSON object`);
+    }
+    for (const key of Object.keys(file)) {
+      if (!(key in settings)) throw new ConfigError(`config file ${configFile}: unknown setting "${key}"`);
+    }
+  }
+  const out: Record<string, unknown> = {};
+  for (const [name, setting] of Object.entries(settings) as [SettingName, Setting][]) {
+    const fromFlag = flags[name];
+    const fromEnv = env[envName(name)];
+    const fromFile = file[name];
+    if (fromFlag !== undefined) out[name] = coerce(name, setting, fromFlag, "flag");
+    else if (fromEnv !== undefined && fromEnv !== "") out[name] = coerce(name, setting, fromEnv, envName(name));
+    else if (fromFile !== undefined) out[name] = coerce(name, setting, fromFile, `config file ${configFile}`);
+    else out[name] = setting.default;
+  }
+  const c = out as Config;
+  if (c.store === "postgres" && !c.databaseUrl) throw new ConfigError("--store postgres needs --database-url");
+  if (c.insecureHttp && (c.tlsCert || c.devTls)) {
+    throw new ConfigError("--insecure-http cannot be combined with --tls-cert or --dev-tls");
+  }
+  if (Boolean(c.tlsCert) !== Boolean(c.tlsKey)) throw new ConfigError("--tls-cert and --tls-key go together");
+  return c;
+}

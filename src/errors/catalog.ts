@@ -1,0 +1,86 @@
+/**
+ * Every error a client can see, Part A and Part B, in one table.
+ *
+ * The key is the catalog name used in code; `message` is what goes on the wire. Part A and Part B share some
+ * messages (AUTHORIZATION_FAIL) with different codes, so the key, not the message, identifies an entry.
+ * `docs/errors.md` and the tests are checked against this table (test/catalog.test.ts).
+ */
+export interface CatalogEntry {
+  readonly key: string;
+  readonly status: number;
+  readonly code: string;
+  readonly message: string;
+  readonly part: "A" | "B" | "AB";
+  readonly meaning: string;
+}
+
+function entry(part: CatalogEntry["part"], status: number, code: string, message: string, meaning: string) {
+  return { part, status, code, message, meaning } as const;
+}
+
+const table = {
+  // ---- Part A (attestation-api.md) ----
+  INVALID_REQUEST: entry("A", 400, "4000000", "INVALID_REQUEST", "Request body or parameters invalid"),
+  NONCE_REQUIRED: entry("A", 400, "4000001", "NONCE_REQUIRED", "The nonce query parameter is missing"),
+  NONCE_INVALID: entry("A", 400, "4000002", "NONCE_INVALID", "Nonce unknown, malformed or another tenant's"),
+  NONCE_EXPIRED: entry("A", 400, "4000003", "NONCE_EXPIRED", "Nonce older than the nonce TTL"),
+  NONCE_ALREADY_USED: entry("A", 400, "4000004", "NONCE_ALREADY_USED", "Nonce already consumed by a blob"),
+  BLOB_EMPTY: entry("A", 400, "4000005", "BLOB_EMPTY", "The request body is empty"),
+  BLOB_MALFORMED: entry("A", 400, "4000006", "BLOB_MALFORMED", "The blob container cannot be read"),
+  A_AUTHORIZATION_FAIL: entry("A", 401, "4010000", "AUTHORIZATION_FAIL", "API key missing or invalid"),
+  A_FORBIDDEN: entry("A", 403, "4030000", "AUTHORIZATION_FAIL", "Tenant not active, restriction refused, or not yours"),
+  A_NOT_FOUND: entry("A", 404, "4040000", "RESOURCE_NOT_FOUND", "Path or record does not exist"),
+  METHOD_NOT_ALLOWED: entry("A", 405, "4050000", "METHOD_NOT_ALLOWED", "Only POST is allowed"),
+  NOT_ACCEPTABLE: entry("A", 406, "4060000", "NOT_ACCEPTABLE", "Accept names no media type the server produces"),
+  UNSUPPORTED_MEDIA_TYPE: entry("A", 415, "4150000", "UNSUPPORTED_MEDIA_TYPE", "Content-Type is not application/octet-stream"),
+  BLOB_TOO_LARGE: entry("A", 422, "4220001", "BLOB_TOO_LARGE", "Body larger than maxBlobBytes"),
+  BATCH_TOO_LARGE: entry("A", 422, "4220002", "BATCH_TOO_LARGE", "More batch items than maxBatch"),
+  NONCE_LIMIT_EXCEEDED: entry("A", 422, "4220003", "NONCE_LIMIT_EXCEEDED", "Too many outstanding nonces for the tenant"),
+  NOT_IMPLEMENTED: entry("A", 501, "5010000", "NOT_IMPLEMENTED", "Recognised but unsupported container version"),
+
+  // ---- shared by both parts: same status, code and message ----
+  TOO_MANY_REQUESTS: entry("AB", 429, "4290000", "TOO_MANY_REQUESTS", "Rate limit exceeded; see Retry-After"),
+  INTERNAL_SERVER_ERROR: entry("AB", 500, "5000000", "INTERNAL_SERVER_ERROR", "Unexpected failure; the reason names an error id"),
+  SERVICE_UNAVAILABLE: entry("AB", 503, "5030000", "SERVICE_UNAVAILABLE", "A backing store is unreachable; retry later"),
+
+  // ---- Part B (enrollment-api.md, seed table) ----
+  RESOURCE_INVALID_PARAM: entry("B", 400, "4000000", "RESOURCE_INVALID_PARAM", "Request parameters not valid"),
+  TOO_MANY_DEVICES: entry("B", 400, "4000019", "TOO_MANY_DEVICES", "Device list exceeds the maximum count"),
+  TENANT_MISMATCH: entry("B", 400, "4000904", "TENANT_MISMATCH", "Customer ID does not match the current tenant"),
+  SEG_PROFILE_INVALID: entry("B", 400, "4001600", "SEG_PROFILE_INVALID", "Profile request invalid"),
+  BULK_ENROLL_PROFILE_INVALID: entry("B", 400, "4001700", "BULK_ENROLL_PROFILE_INVALID", "Profile request invalid"),
+  CUSTOMER_ID_INVALID: entry("B", 400, "4001701", "CUSTOMER_ID_INVALID", "Customer ID invalid"),
+  BULK_ENROLL_REQUEST_INVALID: entry("B", 400, "4001701", "BULK_ENROLL_REQUEST_INVALID", "Request invalid"),
+  BULK_ENROLL_DEVICE_INVALID: entry("B", 400, "4001703", "BULK_ENROLL_DEVICE_INVALID", "Requested device invalid"),
+  BAD_REQUEST_CLIENTIDENTIFIER_CLAIM_NOT_POPULATED: entry("B", 400, "4002251", "BAD_REQUEST_CLIENTIDENTIFIER_CLAIM_NOT_POPULATED", "Null or empty clientIdentifier claim"),
+  B_AUTHORIZATION_FAIL: entry("B", 401, "4010000", "AUTHORIZATION_FAIL", "Authentication required but missing"),
+  ACCESS_TOKEN_BAD_REQUEST: entry("B", 401, "4010050", "ACCESS_TOKEN_BAD_REQUEST", "Access-token request invalid"),
+  BAD_REQUEST_ACCESS_TOKEN_CLAIM_NOT_POPULATED: entry("B", 401, "4012251", "BAD_REQUEST_ACCESS_TOKEN_CLAIM_NOT_POPULATED", "Null or empty accessToken claim"),
+  B_FORBIDDEN: entry("B", 403, "40300000", "AUTHORIZATION_FAIL", "Authenticated but lacks permission, or resource cannot be found"),
+  TENANT_BLOCKED: entry("B", 403, "4030003", "TENANT_BLOCKED", "Tenant blocked from the service"),
+  RESELLER_BLOCKED: entry("B", 403, "4030004", "RESELLER_BLOCKED", "Reseller accounts cannot use the enrollment APIs by default"),
+  TENANT_INACTIVE: entry("B", 403, "4030005", "TENANT_INACTIVE", "Tenant inactive"),
+  USER_AUTHENTICATION_FAIL: entry("B", 403, "4030100", "USER_AUTHENTICATION_FAIL", "User not registered in the service"),
+  RESOURCE_NOT_FOUND: entry("B", 404, "4040000", "RESOURCE_NOT_FOUND", "Resource does not exist"),
+  USER_NOT_FOUND: entry("B", 404, "4040100", "USER_NOT_FOUND", "User does not exist"),
+  DEVICE_NOT_FOUND: entry("B", 404, "4040300", "DEVICE_NOT_FOUND", "Device does not exist"),
+  PROFILE_NOT_FOUND: entry("B", 404, "4040400", "PROFILE_NOT_FOUND", "Profile does not exist"),
+  TENANT_NOT_FOUND: entry("B", 404, "4040900", "TENANT_NOT_FOUND", "Tenant does not exist"),
+  SEG_PROFILE_NOT_FOUND: entry("B", 404, "4041600", "SEG_PROFILE_NOT_FOUND", "Profile does not exist"),
+  BULK_ENROLL_PROFILE_NOT_FOUND: entry("B", 404, "4041700", "BULK_ENROLL_PROFILE_NOT_FOUND", "Profile does not exist"),
+  BULK_ENROLL_CONFIGURATION_DEVICE_NOT_FOUND: entry("B", 404, "4041701", "BULK_ENROLL_CONFIGURATION_DEVICE_NOT_FOUND", "Devices to configure do not exist"),
+  RESELLER_NOT_FOUND: entry("B", 404, "4042100", "RESELLER_NOT_FOUND", "Reseller does not exist"),
+  API_KEY_RESTRICTION_INVALID: entry("B", 404, "4042251", "API_KEY_RESTRICTION_INVALID", "IP address or HTTP referer format incorrect or empty"),
+  SEG_PROFILE_ALREADY_EXISTS: entry("B", 409, "4091600", "SEG_PROFILE_ALREADY_EXISTS", "Profile already exists"),
+  BULK_ENROLL_PROFILE_NAME_CONFLICT: entry("B", 409, "4091700", "BULK_ENROLL_PROFILE_NAME_CONFLICT", "A profile with the same name exists"),
+  RESELLER_ASSOCIATION_ALREADY_EXISTS: entry("B", 409, "4092103", "RESELLER_ASSOCIATION_ALREADY_EXISTS", "Reseller already associated with the current tenant"),
+  RSA_DECRYPTION_FAIL: entry("B", 500, "5000006", "RSA_DECRYPTION_FAIL", "Text could not be decrypted"),
+} as const;
+
+export type CatalogKey = keyof typeof table;
+
+export const catalog: { readonly [K in CatalogKey]: CatalogEntry } = Object.fromEntries(
+  Object.entries(table).map(([key, value]) => [key, Object.freeze({ key, ...value })]),
+) as { readonly [K in CatalogKey]: CatalogEntry };
+
+export const catalogEntries: readonly CatalogEntry[] = Object.values(catalog);

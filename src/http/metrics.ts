@@ -1,0 +1,42 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { AppraisalResult } from "../attestation/types.ts";
+
+/** Prometheus metrics of one process. A registry per instance keeps tests (several apps per process) apart. */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: "attestd_http_requests_total",
+    help: "HTTP requests by route, method and status",
+    labelNames: ["route", "method", "status"] as const,
+    registers: [this.registry],
+  });
+  readonly latency = new Histogram({
+    name: "attestd_http_request_duration_seconds",
+    help: "HTTP request latency by route",
+    labelNames: ["route"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+  readonly appraisals = new Counter({
+    name: "attestd_appraisals_total",
+    help: "Blob appraisals by format, status and verdict",
+    labelNames: ["format", "status", "verdict"] as const,
+    registers: [this.registry],
+  });
+  readonly appraisalSeconds = new Histogram({
+    name: "attestd_appraisal_duration_seconds",
+    help: "Time spent in the pure appraisal (parse, chain, signature, policy) by format",
+    labelNames: ["format"] as const,
+    buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05],
+    registers: [this.registry],
+  });
+
+  constructor(defaultMetrics = true) {
+    if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: "attestd_" });
+  }
+
+  recordAppraisal(r: AppraisalResult, seconds: number): void {
+    this.appraisals.inc({ format: r.format, status: r.record.status, verdict: r.record.verdict });
+    this.appraisalSeconds.observe({ format: r.format }, seconds);
+  }
+}

@@ -1,0 +1,96 @@
+import { Type } from "typebox";
+import { catalog } from "../../errors/catalog.ts";
+import { AppError, isAppError } from "../../errors/AppError.ts";
+import { methodNotAllowed, partAGuards, sendBody, type AppDeps, type AppInstance } from "../app.ts";
+import { partAErrors } from "../schemas/common.ts";
+
+const Item = Type.Object(
+  {
+    requestedId: Type.String({ minLength: 1, maxLength: 256 }),
+    nonce: Type.Optional(Type.String({ maxLength: 256 })),
+    blob: Type.String(),
+  },
+  { additionalProperties: false },
+);
+
+const ItemResult = Type.Union([
+  Type.Object({ result: Type.Literal("SUCCESS"), objectId: Type.String(), requestedId: Type.String() }),
+  Type.Object({
+    result: Type.Literal("FAIL"),
+    requestedId: Type.String(),
+    error: Type.Object({ code: Type.String(), message: Type.String(), reason: Type.String() }),
+  }),
+]);
+
+const BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+type ItemOutcome =
+  | { result: "SUCCESS"; objectId: string; requestedId: string }
+  | { result: "FAIL"; requestedId: string; error: { code: string; message: string; reason: string } };
+
+/**
+ * POST /api/v1/transaction: many blobs in one request, each checked exactly as a POST /v2/blobs would be (nonce
+ * rules included). Items run one after another so each nonce is consumed in request order.
+ */
+export function registerTransactionRoutes(app: AppInstance, deps: AppDeps): void {
+  const { maxBatch, maxBlobBytes } = deps.limits;
+  const maxItemChars = Math.ceil(maxBlobBytes / 3) * 4;
+
+  methodNotAllowed(app, "/api/v1/transaction", ["POST"]);
+  app.post(
+    "/api/v1/transaction",
+    {
+      onRequest: partAGuards(deps),
+      // room for maxBatch full-size items plus JSON overhead; more items than that are refused by count below
+      bodyLimit: (maxBatch + 1) * (maxItemChars + 1024),
+      config: { tooLargeEntry: catalog.BATCH_TOO_LARGE },
+      schema: {
+        tags: ["attestation"],
+        summary: "Appraise a batch of blobs",
+        security: [{ apiKey: [] }],
+        body: Type.Object({ items: Type.Array(Item) }, { additionalProperties: false }),
+        response: {
+          200: Type.Object({
+            count: Type.Integer(),
+            success: Type.Integer(),
+            fail: Type.Integer(),
+            resultList: Type.Array(ItemResult),
+          }),
+          ...partAErrors(400, 401, 403, 405, 406, 415, 422, 429, 500),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { items } = request.body;
+      if (items.length > maxBatch) throw new AppError(catalog.BATCH_TOO_LARGE, `At most ${maxBatch} items per batch`);
+      const tenantId = request.principal!.tenant.tenantId;
+      const resultList: ItemOutcome[] = [];
+      for (const item of items) {
+        try {
+          if (item.blob.length > maxItemChars) {
+            throw new AppError(catalog.BLOB_TOO_LARGE, `The blob exceeds ${maxBlobBytes} bytes`);
+          }
+          if (!BASE64_RE.test(item.blob)) throw new AppError(catalog.INVALID_REQUEST, "blob is not base64");
+          const blob = Buffer.from(item.blob, "base64");
+          if (blob.length > maxBlobBytes) throw new AppError(catalog.BLOB_TOO_LARGE, `The blob exceeds ${maxBlobBytes} bytes`);
+          const stored = await deps.attestation.submitBlob(tenantId, item.nonce, blob);
+          resultList.push({ result: "SUCCESS", objectId: stored.objectId, requestedId: item.requestedId });
+        } catch (err) {
+          if (!isAppError(err) || err.entry.status >= 500 && err.entry !== catalog.NOT_IMPLEMENTED) throw err;
+          resultList.push({
+            result: "FAIL",
+            requestedId: item.requestedId,
+            error: { code: err.entry.code, message: err.entry.message, reason: err.reason },
+          });
+        }
+      }
+      const success = resultList.filter((r) => r.result === "SUCCESS").length;
+      return sendBody(request, reply, "asyncResult", {
+        count: resultList.length,
+        success,
+        fail: resultList.length - success,
+        resultList,
+      });
+    },
+  );
+}

@@ -1,0 +1,71 @@
+import { Type } from "typebox";
+import { catalog } from "../../errors/catalog.ts";
+import { AppError } from "../../errors/AppError.ts";
+import { methodNotAllowed, partAGuards, sendBody, type AppDeps, type AppInstance } from "../app.ts";
+import { partAErrors, verdictRecordRef } from "../schemas/common.ts";
+import type { FastifyRequest } from "fastify";
+
+const OCTET = "application/octet-stream";
+
+/** POST /v2/nonces and POST /v2/blobs, with the checks in attestation-api.md's order. */
+export function registerV2Routes(app: AppInstance, deps: AppDeps): void {
+  const guards = partAGuards(deps);
+
+  methodNotAllowed(app, "/v2/nonces", ["POST"]);
+  app.post(
+    "/v2/nonces",
+    {
+      onRequest: guards,
+      schema: {
+        tags: ["attestation"],
+        summary: "Issue a single-use nonce",
+        security: [{ apiKey: [] }],
+        response: {
+          200: Type.Object({ nonce: Type.String({ pattern: "^[A-Za-z0-9_-]{43}$" }) }),
+          ...partAErrors(400, 401, 403, 405, 406, 422, 429, 500),
+        },
+      },
+    },
+    async (request, reply) => {
+      const nonce = await deps.attestation.issueNonce(request.principal!.tenant.tenantId);
+      return sendBody(request, reply, "nonceResponse", { nonce });
+    },
+  );
+
+  // The body check runs in onRequest, before Fastify reads the body, so a wrong type or an oversized
+  // Content-Length is refused without buffering anything (415 and 422 precede the nonce checks).
+  const contentChecks = async (request: FastifyRequest) => {
+    const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+    if (type !== OCTET) throw new AppError(catalog.UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/octet-stream");
+    const declared = Number(request.headers["content-length"] ?? NaN);
+    if (declared > deps.limits.maxBlobBytes) {
+      throw new AppError(catalog.BLOB_TOO_LARGE, `The blob exceeds ${deps.limits.maxBlobBytes} bytes`);
+    }
+  };
+
+  methodNotAllowed(app, "/v2/blobs", ["POST"]);
+  app.post(
+    "/v2/blobs",
+    {
+      onRequest: [...guards, contentChecks],
+      bodyLimit: deps.limits.maxBlobBytes,
+      config: { tooLargeEntry: catalog.BLOB_TOO_LARGE, invalidEntry: catalog.NONCE_INVALID },
+      schema: {
+        tags: ["attestation"],
+        summary: "Appraise a blob against a nonce",
+        security: [{ apiKey: [] }],
+        querystring: Type.Object({ nonce: Type.Optional(Type.String()) }),
+        response: {
+          200: verdictRecordRef,
+          ...partAErrors(400, 401, 403, 405, 406, 415, 422, 429, 500, 501),
+        },
+      },
+    },
+    async (request, reply) => {
+      const blob = (request.body as Buffer | undefined) ?? Buffer.alloc(0);
+      const stored = await deps.attestation.submitBlob(request.principal!.tenant.tenantId, request.query.nonce, blob);
+      reply.header("Location", `/api/v1/verdicts/${stored.objectId}`);
+      return sendBody(request, reply, "verdictRecord", { ...stored.record });
+    },
+  );
+}

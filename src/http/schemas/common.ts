@@ -1,0 +1,41 @@
+import { Type, type TSchema } from "typebox";
+import { VERDICT_FIELDS } from "../../attestation/types.ts";
+
+export const PartAError = Type.Object(
+  {
+    result: Type.Literal("FAIL"),
+    error: Type.Object({ code: Type.String(), message: Type.String(), reason: Type.String() }),
+  },
+  { $id: "PartAError", description: "Part A error body (attestation-api.md)" },
+);
+
+export const PartBError = Type.Object(
+  {
+    errorId: Type.String(),
+    code: Type.String(),
+    message: Type.String(),
+    data: Type.Optional(Type.String()),
+  },
+  { $id: "PartBError", description: "Part B error body (enrollment-api.md)" },
+);
+
+/** Properties in wire order: fast-json-stringify writes them in schema order, which the spec fixes. */
+export const VerdictRecord = Type.Object(
+  Object.fromEntries(VERDICT_FIELDS.map((f) => [f, Type.String()])) as Record<(typeof VERDICT_FIELDS)[number], TSchema>,
+  { $id: "VerdictRecord", description: "The eleven-field verdict record; every field a string" },
+);
+
+const ref = (id: string) => Type.Unsafe<unknown>({ $ref: `${id}#` });
+
+/** Response-schema entries for Part A error statuses. */
+export function partAErrors(...statuses: number[]): Record<number, TSchema> {
+  return Object.fromEntries(statuses.map((s) => [s, ref("PartAError")]));
+}
+
+/** Response-schema entries for Part B error statuses. */
+export function partBErrors(...statuses: number[]): Record<number, TSchema> {
+  return Object.fromEntries(statuses.map((s) => [s, ref("PartBError")]));
+}
+
+export const verdictRecordRef = ref("VerdictRecord");
+export const sharedSchemas = [PartAError, PartBError, VerdictRecord];

@@ -1,0 +1,116 @@
+import type { FastifyBaseLogger } from "fastify";
+import pino from "pino";
+import type { TrustConfig } from "./attestation/types.ts";
+import { cryptoRng, systemClock, type Clock, type Rng } from "./clock.ts";
+import type { Config } from "./config.ts";
+import { ActivityRecorder } from "./http/activityRecorder.ts";
+import { buildApp, type AppInstance } from "./http/app.ts";
+import { Metrics } from "./http/metrics.ts";
+import type { ReadinessReport } from "./http/routes/health.ts";
+import { ApiKeyAuthenticator } from "./services/apiKeyAuth.ts";
+import { AttestationService } from "./services/attestationService.ts";
+import { openStores } from "./store/openStores.ts";
+import type { Stores } from "./store/types.ts";
+import { openAndroidTrust, type AndroidTrustHandle } from "./trust/androidTrust.ts";
+import { VendorTrustSource } from "./trust/vendorTrustSource.ts";
+
+export interface Runtime {
+  app: AppInstance;
+  stores: Stores;
+  log: FastifyBaseLogger;
+  /** stops accepting, lets in-flight requests finish, flushes the activity log, closes the stores */
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  logger?: FastifyBaseLogger;
+  clock?: Clock;
+  rng?: Rng;
+  /** open stores already (tests); otherwise opened from the config */
+  stores?: Stores;
+  https?: { cert: string; key: string };
+}
+
+export function createLogger(level: string): FastifyBaseLogger {
+  return pino({ level, base: { service: "attestd", pid: process.pid } }) as unknown as FastifyBaseLogger;
+}
+
+/** The composition root: config → stores → trust → services → app. `main` only listens and handles signals. */
+export async function createRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
+  const log = opts.logger ?? createLogger(config.logLevel);
+  const clock = opts.clock ?? systemClock;
+  const rng = opts.rng ?? cryptoRng;
+  const stores = opts.stores ?? (await openStores(config));
+  const vendor = await VendorTrustSource.open(config, stores.durable);
+  vendor.start(10_000, (err) => log.warn({ err }, "reference values refresh failed"));
+  const android: AndroidTrustHandle = await openAndroidTrust(config, log, clock);
+
+  // One TrustConfig object per (vendor, android) pair, so the appraisal's per-trust caches survive between calls.
+  let trust: TrustConfig | undefined;
+  const currentTrust = (): TrustConfig => {
+    const v = vendor.get();
+    const a = android.current();
+    if (!trust || trust.vendor !== v || trust.android !== a) trust = { vendor: v, android: a };
+    return trust;
+  };
+
+  const metrics = new Metrics();
+  const activity = new ActivityRecorder(stores.durable, log);
+  const attestation = new AttestationService({
+    nonces: stores.nonces,
+    verdicts: stores.durable,
+    trust: currentTrust,
+    clock,
+    rng,
+    limits: { nonceTtlMs: config.nonceTtl * 1000, maxOutstandingNonces: config.maxOutstandingNonces },
+    onAppraisal: (r, s) => metrics.recordAppraisal(r, s),
+  });
+  const auth = new ApiKeyAuthenticator(stores.durable, clock);
+
+  const readiness = async (): Promise<ReadinessReport> => {
+    const checks = (await stores.health()).map((h) => ({
+      name: h.name,
+      ok: h.ok,
+      ...(h.error ? { detail: h.error } : {}),
+    }));
+    checks.push(...android.health());
+    return { ready: checks.every((c) => c.ok), checks };
+  };
+
+  const app = await buildApp({
+    logger: log,
+    clock,
+    rng,
+    limits: { maxBlobBytes: config.maxBlobBytes, maxBatch: config.maxBatch, rps: config.rps, burst: config.burst },
+    attestation,
+    auth,
+    rateLimits: stores.rateLimits,
+    activity,
+    metrics,
+    readiness,
+    trustedProxies: config.trustedProxies,
+    https: opts.https,
+  });
+
+  const retainMs = config.nonceRetain * 1000;
+  const purge = setInterval(() => {
+    stores.nonces
+      .purgeExpired(clock.nowMs(), retainMs)
+      .then((n) => n > 0 && log.debug({ purged: n }, "expired nonces purged"))
+      .catch((err: unknown) => log.warn({ err }, "nonce purge failed"));
+  }, 60_000);
+  purge.unref();
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      clearInterval(purge);
+      vendor.stop();
+      android.stop();
+      await app.close();
+      await activity.close();
+      await stores.close();
+    })());
+
+  return { app, stores, log, close };
+}

@@ -1,0 +1,320 @@
+import Database from "better-sqlite3";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { loadMigrations } from "../migrations.ts";
+import type {
+  ActivityEntry,
+  ActivityFilter,
+  ApiKeyRecord,
+  ApiKeyRestrictions,
+  DurableStore,
+  NewTenant,
+  NonceConsumeOutcome,
+  NonceIssueOutcome,
+  NonceRecord,
+  NonceStore,
+  ReferenceValue,
+  StoredVerdict,
+  Tenant,
+  TenantState,
+} from "../types.ts";
+
+const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
+
+export interface SqliteOptions {
+  /** file path, or ":memory:" */
+  file: string;
+  /**
+   * NORMAL (default) survives a process crash or SIGKILL with every acknowledged commit (WAL); FULL also
+   * survives power loss at the cost of an fsync per commit.
+   */
+  synchronous?: "NORMAL" | "FULL";
+}
+
+type Row = Record<string, unknown>;
+
+function tenantFromRow(r: Row): Tenant {
+  return {
+    tenantId: r.tenant_id as string,
+    name: r.name as string,
+    customerId: r.customer_id as string,
+    kind: r.kind as Tenant["kind"],
+    state: r.state as TenantState,
+    enrollmentEnabled: r.enrollment_enabled === 1,
+    createdAt: r.created_at as string,
+  };
+}
+
+function apiKeyFromRow(r: Row): ApiKeyRecord {
+  return {
+    keyId: r.key_id as string,
+    tenantId: r.tenant_id as string,
+    secretHash: r.secret_hash as string,
+    rps: r.rps as number,
+    burst: r.burst as number,
+    createdAt: r.created_at as string,
+    revokedAt: (r.revoked_at as string | null) ?? null,
+    restrictions: r.restrictions ? (JSON.parse(r.restrictions as string) as ApiKeyRestrictions) : null,
+  };
+}
+
+function activityFromRow(r: Row): ActivityEntry {
+  return {
+    time: r.time as string,
+    errorId: (r.error_id as string | null) ?? null,
+    tenantId: (r.tenant_id as string | null) ?? null,
+    clientId: (r.client_id as string | null) ?? null,
+    method: r.method as string,
+    route: r.route as string,
+    status: r.status as number,
+    code: (r.code as string | null) ?? null,
+    latencyMs: r.latency_ms as number,
+    remoteAddress: r.remote_address as string,
+  };
+}
+
+/**
+ * The embedded default: one SQLite file (WAL) holding durable records and nonces. better-sqlite3 is synchronous,
+ * so each method finishes its statements before yielding, and multi-statement operations run in IMMEDIATE
+ * transactions, which also serialise concurrent CLI processes and `--workers` siblings on the same file.
+ */
+export class SqliteStore implements DurableStore, NonceStore {
+  readonly kind = "sqlite";
+  readonly db: Database.Database;
+  private readonly stmt: ReturnType<SqliteStore["prepare"]>;
+
+  constructor(opts: SqliteOptions) {
+    if (opts.file !== ":memory:") mkdirSync(path.dirname(opts.file), { recursive: true });
+    this.db = new Database(opts.file);
+    this.db.pragma("journal_mode = WAL");
+    this.db.pragma(`synchronous = ${opts.synchronous ?? "NORMAL"}`);
+    this.db.pragma("busy_timeout = 10000");
+    this.db.pragma("foreign_keys = ON");
+    this.migrate();
+    this.stmt = this.prepare();
+  }
+
+  private migrate(): void {
+    this.db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
+    const apply = this.db.transaction(() => {
+      const done = new Set(
+        (this.db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
+      );
+      for (const m of loadMigrations(MIGRATIONS_DIR)) {
+        if (done.has(m.version)) continue;
+        this.db.exec(m.sql);
+        this.db
+          .prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)")
+          .run(m.version, m.name, new Date().toISOString());
+      }
+    });
+    apply.immediate();
+  }
+
+  private prepare() {
+    const db = this.db;
+    return {
+      insertTenant: db.prepare(
+        "INSERT INTO tenants (tenant_id, name, customer_id, kind, state, enrollment_enabled, created_at) VALUES (?, ?, ?, ?, 'active', ?, ?)",
+      ),
+      tenantById: db.prepare("SELECT * FROM tenants WHERE tenant_id = ?"),
+      tenantByName: db.prepare("SELECT * FROM tenants WHERE name = ?"),
+      tenantByCustomerId: db.prepare("SELECT * FROM tenants WHERE customer_id = ?"),
+      tenants: db.prepare("SELECT * FROM tenants ORDER BY created_at, name"),
+      setTenantState: db.prepare("UPDATE tenants SET state = ? WHERE name = ?"),
+      setEnrollment: db.prepare("UPDATE tenants SET enrollment_enabled = ? WHERE name = ?"),
+      insertKey: db.prepare(
+        "INSERT INTO api_keys (key_id, tenant_id, secret_hash, rps, burst, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+      ),
+      keyById: db.prepare("SELECT * FROM api_keys WHERE key_id = ?"),
+      keysByTenant: db.prepare("SELECT * FROM api_keys WHERE tenant_id = ? ORDER BY created_at"),
+      revokeKey: db.prepare("UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL"),
+      setRestrictions: db.prepare("UPDATE api_keys SET restrictions = ? WHERE key_id = ?"),
+      unusedCount: db.prepare("SELECT n FROM nonce_unused_counts WHERE tenant_id = ?").pluck(),
+      exactOutstanding: db
+        .prepare("SELECT COUNT(*) FROM nonces WHERE tenant_id = ? AND used_at_ms IS NULL AND expires_at_ms > ?")
+        .pluck(),
+      bumpUnused: db.prepare(
+        "INSERT INTO nonce_unused_counts (tenant_id, n) VALUES (?, ?) ON CONFLICT (tenant_id) DO UPDATE SET n = MAX(0, n + excluded.n)",
+      ),
+      insertNonce: db.prepare("INSERT INTO nonces (nonce, tenant_id, created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?)"),
+      useNonce: db.prepare(
+        "UPDATE nonces SET used_at_ms = ? WHERE nonce = ? AND tenant_id = ? AND used_at_ms IS NULL AND expires_at_ms > ?",
+      ),
+      nonceState: db.prepare("SELECT tenant_id, expires_at_ms, used_at_ms FROM nonces WHERE nonce = ?"),
+      purgeCounts: db.prepare(
+        "SELECT tenant_id, COUNT(*) AS n FROM nonces WHERE expires_at_ms <= ? AND used_at_ms IS NULL GROUP BY tenant_id",
+      ),
+      purgeNonces: db.prepare("DELETE FROM nonces WHERE expires_at_ms <= ?"),
+      insertVerdict: db.prepare(
+        "INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      ),
+      verdictById: db.prepare("SELECT * FROM verdicts WHERE object_id = ?"),
+      upsertRefval: db.prepare(
+        "INSERT INTO reference_values (model, firmware_version, measurements, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (model, firmware_version) DO UPDATE SET measurements = excluded.measurements, updated_at = excluded.updated_at",
+      ),
+      refvals: db.prepare("SELECT model, firmware_version, measurements FROM reference_values ORDER BY model, firmware_version"),
+      insertActivity: db.prepare(
+        "INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      ),
+    };
+  }
+
+  async ping(): Promise<void> {
+    this.db.prepare("SELECT 1").get();
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  // ---- tenants and keys ----
+  async createTenant(t: NewTenant): Promise<Tenant> {
+    this.stmt.insertTenant.run(t.tenantId, t.name, t.customerId, t.kind, t.kind === "customer" ? 1 : 0, t.createdAt);
+    return tenantFromRow(this.stmt.tenantById.get(t.tenantId) as Row);
+  }
+  async getTenant(id: string) {
+    const r = this.stmt.tenantById.get(id) as Row | undefined;
+    return r && tenantFromRow(r);
+  }
+  async getTenantByName(name: string) {
+    const r = this.stmt.tenantByName.get(name) as Row | undefined;
+    return r && tenantFromRow(r);
+  }
+  async getTenantByCustomerId(customerId: string) {
+    const r = this.stmt.tenantByCustomerId.get(customerId) as Row | undefined;
+    return r && tenantFromRow(r);
+  }
+  async listTenants() {
+    return (this.stmt.tenants.all() as Row[]).map(tenantFromRow);
+  }
+  async setTenantState(name: string, state: TenantState) {
+    return this.stmt.setTenantState.run(state, name).changes === 1;
+  }
+  async setEnrollmentEnabled(name: string, enabled: boolean) {
+    return this.stmt.setEnrollment.run(enabled ? 1 : 0, name).changes === 1;
+  }
+  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions">) {
+    this.stmt.insertKey.run(k.keyId, k.tenantId, k.secretHash, k.rps, k.burst, k.createdAt);
+  }
+  async getApiKey(keyId: string) {
+    const r = this.stmt.keyById.get(keyId) as Row | undefined;
+    return r && apiKeyFromRow(r);
+  }
+  async listApiKeys(tenantId: string) {
+    return (this.stmt.keysByTenant.all(tenantId) as Row[]).map(apiKeyFromRow);
+  }
+  async revokeApiKey(keyId: string, at: string) {
+    return this.stmt.revokeKey.run(at, keyId).changes === 1;
+  }
+  async setApiKeyRestrictions(keyId: string, r: ApiKeyRestrictions | null) {
+    return this.stmt.setRestrictions.run(r ? JSON.stringify(r) : null, keyId).changes === 1;
+  }
+
+  // ---- nonces ----
+  private readonly issueTx = (n: NonceRecord, max: number, nowMs: number): NonceIssueOutcome => {
+    const unused = (this.stmt.unusedCount.get(n.tenantId) as number | undefined) ?? 0;
+    // The counter includes expired-but-unpurged nonces, so only at the boundary is the exact count needed.
+    if (unused >= max && (this.stmt.exactOutstanding.get(n.tenantId, nowMs) as number) >= max) return "limit";
+    this.stmt.insertNonce.run(n.nonce, n.tenantId, n.createdAtMs, n.expiresAtMs);
+    this.stmt.bumpUnused.run(n.tenantId, 1);
+    return "ok";
+  };
+
+  async issue(n: NonceRecord, maxOutstanding: number, nowMs: number): Promise<NonceIssueOutcome> {
+    return this.db.transaction(this.issueTx).immediate(n, maxOutstanding, nowMs);
+  }
+
+  private readonly consumeTx = (nonce: string, tenantId: string, nowMs: number): NonceConsumeOutcome => {
+    if (this.stmt.useNonce.run(nowMs, nonce, tenantId, nowMs).changes === 1) {
+      this.stmt.bumpUnused.run(tenantId, -1);
+      return "ok";
+    }
+    const r = this.stmt.nonceState.get(nonce) as Row | undefined;
+    if (!r || r.tenant_id !== tenantId) return "unknown";
+    return r.used_at_ms !== null ? "used" : "expired";
+  };
+
+  async consume(nonce: string, tenantId: string, nowMs: number): Promise<NonceConsumeOutcome> {
+    return this.db.transaction(this.consumeTx).immediate(nonce, tenantId, nowMs);
+  }
+
+  async purgeExpired(nowMs: number, retainMs: number): Promise<number> {
+    const cutoff = nowMs - retainMs;
+    return this.db
+      .transaction(() => {
+        for (const r of this.stmt.purgeCounts.all(cutoff) as { tenant_id: string; n: number }[]) {
+          this.stmt.bumpUnused.run(r.tenant_id, -r.n);
+        }
+        return this.stmt.purgeNonces.run(cutoff).changes;
+      })
+      .immediate();
+  }
+
+  // ---- verdicts ----
+  async saveVerdict(v: StoredVerdict): Promise<void> {
+    this.stmt.insertVerdict.run(
+      v.objectId,
+      v.tenantId,
+      v.format,
+      JSON.stringify(v.record),
+      v.reason,
+      JSON.stringify(v.detail),
+      v.createdAt,
+    );
+  }
+
+  async getVerdict(objectId: string): Promise<StoredVerdict | undefined> {
+    const r = this.stmt.verdictById.get(objectId) as Row | undefined;
+    if (!r) return undefined;
+    return {
+      objectId: r.object_id as string,
+      tenantId: r.tenant_id as string,
+      format: r.format as string,
+      record: JSON.parse(r.record as string),
+      reason: r.reason as string,
+      detail: JSON.parse(r.detail as string),
+      createdAt: r.created_at as string,
+    };
+  }
+
+  // ---- reference values ----
+  async upsertReferenceValues(values: readonly ReferenceValue[], at: string): Promise<number> {
+    return this.db.transaction(() => {
+      for (const v of values) this.stmt.upsertRefval.run(v.model, v.firmwareVersion, JSON.stringify(v.measurements), at);
+      return values.length;
+    })();
+  }
+
+  async listReferenceValues(): Promise<ReferenceValue[]> {
+    return (this.stmt.refvals.all() as Row[]).map((r) => ({
+      model: r.model as string,
+      firmwareVersion: r.firmware_version as string,
+      measurements: JSON.parse(r.measurements as string) as string[],
+    }));
+  }
+
+  // ---- activity ----
+  async appendActivity(entries: readonly ActivityEntry[]): Promise<void> {
+    const insert = this.db.transaction((rows: readonly ActivityEntry[]) => {
+      for (const e of rows) {
+        this.stmt.insertActivity.run(
+          e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress,
+        );
+      }
+    });
+    insert(entries);
+  }
+
+  async queryActivity(f: ActivityFilter): Promise<ActivityEntry[]> {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    if (f.tenantId) (where.push("tenant_id = ?"), args.push(f.tenantId));
+    if (f.errorId) (where.push("error_id = ?"), args.push(f.errorId));
+    if (f.since) (where.push("time >= ?"), args.push(f.since));
+    const sql = `SELECT * FROM activity ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY time DESC, id DESC LIMIT ?`;
+    args.push(Math.min(Math.max(f.limit ?? 1000, 1), 100_000));
+    return (this.db.prepare(sql).all(...args) as Row[]).map(activityFromRow);
+  }
+}
