@@ -16,8 +16,12 @@ interface Setting<K extends Kind = Kind> {
   max?: number;
 }
 
-function s<K extends Kind>(kind: K, help: string, extra: Omit<Setting<K>, "kind" | "help"> = {}): Setting<K> {
-  return { kind, help, ...extra };
+function s<K extends Kind, E extends Omit<Setting<K>, "kind" | "help"> = {}>(
+  kind: K,
+  help: string,
+  extra?: E,
+): { kind: K; help: string } & E {
+  return { kind, help, ...(extra as E) };
 }
 
 export const settings = {

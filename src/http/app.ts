@@ -1,7 +1,7 @@
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Clock, Rng } from "../clock.ts";
 import type { CatalogEntry } from "../errors/catalog.ts";
 import { catalog } from "../errors/catalog.ts";
@@ -84,7 +84,10 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, err: App
   }
   const reason = err.entry.status >= 500 ? `${err.reason} (error id ${errorId})` : err.reason;
   const body = partAErrorBody(err.entry, reason);
-  if (request.mediaFormat === "xml") return reply.type(CONTENT_TYPES.xml).send(renderXml("error", { ...body }));
+  if (request.mediaFormat === "xml") {
+    // attestation-api.md: the XML error is flat, <error><result/><code/><message/><reason/></error>
+    return reply.type(CONTENT_TYPES.xml).send(renderXml("error", { result: body.result, ...body.error }));
+  }
   return reply.type(CONTENT_TYPES.json).send(body);
 }
 
@@ -111,7 +114,7 @@ function toAppError(err: unknown, request: FastifyRequest): AppError | undefined
 
 export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   const app = Fastify({
-    logger: deps.logger,
+    ...(typeof deps.logger === "boolean" ? { logger: deps.logger } : { loggerInstance: deps.logger }),
     https: deps.https ?? null,
     trustProxy: deps.trustedProxies.length > 0 ? deps.trustedProxies : false,
     // Bodies are bounded per route; this is the ceiling for routes that set nothing.
@@ -119,7 +122,8 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
     return503OnClosing: true,
     forceCloseConnections: "idle",
     ajv: { customOptions: { removeAdditional: false, allErrors: false } },
-    disableRequestLogging: true,
+    // Requests are logged once, by the activity log and metrics, not by Fastify per request.
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => deps.rng.bytes(9).toString("base64url"),
   }).withTypeProvider<TypeBoxTypeProvider>();
 

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { webcrypto } from "node:crypto";
 import path from "node:path";
 
-x509.cryptoProvider.set(webcrypto as unknown as Crypto);
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
 export interface DevTlsFiles {
   caFile: string;
@@ -15,8 +15,8 @@ export interface DevTlsFiles {
 const EC = { name: "ECDSA", namedCurve: "P-256" } as const;
 const SIGN = { name: "ECDSA", hash: "SHA-256" } as const;
 
-async function exportKeyPem(key: CryptoKey): Promise<string> {
-  const der = await webcrypto.subtle.exportKey("pkcs8", key as webcrypto.CryptoKey);
+async function exportKeyPem(key: webcrypto.CryptoKey): Promise<string> {
+  const der = await webcrypto.subtle.exportKey("pkcs8", key);
   return x509.PemConverter.encode(der, "PRIVATE KEY");
 }
 
@@ -39,7 +39,7 @@ export async function ensureDevTls(dataDir: string, now = new Date()): Promise<D
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const day = 86_400_000;
-  const gen = async () => (await webcrypto.subtle.generateKey(EC, true, ["sign", "verify"])) as unknown as CryptoKeyPair;
+  const gen = async () => (await webcrypto.subtle.generateKey(EC, true, ["sign", "verify"])) as webcrypto.CryptoKeyPair;
   const [rootKeys, interKeys, leafKeys] = await Promise.all([gen(), gen(), gen()]);
   const serial = () => Buffer.from(webcrypto.getRandomValues(new Uint8Array(16))).toString("hex").replace(/^[89a-f]/, "1");
   const root = await x509.X509CertificateGenerator.createSelfSigned({

@@ -5,11 +5,14 @@ import { partAErrors } from "../schemas/common.ts";
 
 const VerdictWithDetail = Type.Object({
   ...Object.fromEntries(VERDICT_FIELDS.map((f) => [f, Type.String()])),
-  attestation: Type.Object({
-    format: Type.String(),
-    reason: Type.String(),
-    detail: Type.Record(Type.String(), Type.Unknown()),
-  }),
+  // only with ?detail=full; the default answer is exactly the eleven-field record
+  attestation: Type.Optional(
+    Type.Object({
+      format: Type.String(),
+      reason: Type.String(),
+      detail: Type.Record(Type.String(), Type.Unknown()),
+    }),
+  ),
 });
 
 /** GET /api/v1/verdicts/{objectId}: the stored record, for the tenant that created it only. */
@@ -26,7 +29,7 @@ export function registerVerdictRoutes(app: AppInstance, deps: AppDeps): void {
         params: Type.Object({ objectId: Type.String({ maxLength: 64 }) }),
         querystring: Type.Object({ detail: Type.Optional(Type.Union([Type.Literal("full"), Type.Literal("none")])) }),
         response: {
-          200: Type.Union([Type.Unsafe({ $ref: "VerdictRecord#" }), VerdictWithDetail]),
+          200: VerdictWithDetail,
           ...partAErrors(400, 401, 403, 404, 405, 406, 429, 500),
         },
       },

@@ -21,7 +21,7 @@ export const PartBError = Type.Object(
 
 /** Properties in wire order: fast-json-stringify writes them in schema order, which the spec fixes. */
 export const VerdictRecord = Type.Object(
-  Object.fromEntries(VERDICT_FIELDS.map((f) => [f, Type.String()])) as Record<(typeof VERDICT_FIELDS)[number], TSchema>,
+  Object.fromEntries(VERDICT_FIELDS.map((f) => [f, Type.String()])) as unknown as Record<(typeof VERDICT_FIELDS)[number], TSchema>,
   { $id: "VerdictRecord", description: "The eleven-field verdict record; every field a string" },
 );
 

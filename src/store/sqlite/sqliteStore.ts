@@ -2,6 +2,7 @@ import Database from "better-sqlite3";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { ReferenceValue } from "../../attestation/types.ts";
 import { loadMigrations } from "../migrations.ts";
 import type {
   ActivityEntry,
@@ -14,7 +15,6 @@ import type {
   NonceIssueOutcome,
   NonceRecord,
   NonceStore,
-  ReferenceValue,
   StoredVerdict,
   Tenant,
   TenantState,

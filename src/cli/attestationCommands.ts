@@ -1,0 +1,179 @@
+import { Command, Option } from "commander";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { appraise } from "../attestation/appraise.ts";
+import { parseReferenceValues } from "../attestation/policy/referenceValues.ts";
+import { createDevCa, readDevCa, writeDevCa, type KeyType } from "../attestation/sim/devCa.ts";
+import { buildVendorBlob, demoReferenceValues, UNKNOWN_FIRMWARE } from "../attestation/sim/deviceSim.ts";
+import type { TrustConfig } from "../attestation/types.ts";
+import { systemClock } from "../clock.ts";
+import { isAppError } from "../errors/AppError.ts";
+import { partAErrorBody } from "../http/render.ts";
+import { createLogger } from "../server.ts";
+import { openStores } from "../store/openStores.ts";
+import { openAndroidTrust } from "../trust/androidTrust.ts";
+import { VendorTrustSource } from "../trust/vendorTrustSource.ts";
+import { addSettings, CliError, configFrom, STORAGE_SETTINGS, TRUST_SETTINGS, withStores } from "./options.ts";
+
+const SIM_KEY_TYPES = ["ec", "rsa", "ed25519"] as const;
+export const DEMO_REFERENCE_VALUES_FILE = "reference-values.json";
+
+function readFileOrFail(file: string, what: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (e) {
+    throw new CliError(`${what} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+}
+
+/**
+ * The nonce string whose challenge bytes are `bytes`: base64url for the 32-byte challenges this service issues,
+ * else the bytes as a latin1 string, which is what the appraisal compares for challenges apps pass as text
+ * (and round-trips any byte string, e.g. the "challenge" or UUID challenges of Google's test chains).
+ */
+export function nonceForChallenge(bytes: Buffer): string {
+  return bytes.length === 32 ? bytes.toString("base64url") : bytes.toString("latin1");
+}
+
+/** `refvals import`, `dev-ca`, `device-sim`, `appraise` (operator.md). */
+export function registerAttestationCommands(program: Command): void {
+  const refvals = program.command("refvals").description("manage reference values");
+  addSettings(
+    refvals
+      .command("import <file>")
+      .description('load reference values ([{"model","firmwareVersion","measurements":[hex...]}]); replaces same model+firmware'),
+    STORAGE_SETTINGS,
+  ).action(async (file: string, _opts: unknown, cmd: Command) => {
+    let values;
+    try {
+      values = parseReferenceValues(readFileOrFail(file, "reference values").toString("utf8"), file);
+    } catch (e) {
+      throw new CliError((e as Error).message);
+    }
+    await withStores(cmd, async ({ durable }) => {
+      const n = await durable.upsertReferenceValues(values, new Date().toISOString());
+      process.stdout.write(JSON.stringify({ imported: n }) + "\n");
+      process.stderr.write(`${n} reference value set(s) imported; running servers pick them up within 10 s\n`);
+    });
+  });
+
+  program
+    .command("dev-ca")
+    .description("write a demo vendor root + intermediate (PEM) for the device simulator, and its reference values")
+    .requiredOption("--out <dir>", "directory to write to")
+    .addOption(new Option("--key-type <type>", "CA key algorithm").choices(SIM_KEY_TYPES).default("ec"))
+    .option("--force", "replace an existing CA in that directory")
+    .action(async (opts: { out: string; keyType: KeyType; force?: boolean }) => {
+      const ca = await createDevCa({ keyType: opts.keyType });
+      let written: string[];
+      try {
+        written = await writeDevCa(ca, opts.out, { overwrite: Boolean(opts.force) });
+      } catch (e) {
+        throw new CliError((e as Error).message);
+      }
+      const refFile = path.join(opts.out, DEMO_REFERENCE_VALUES_FILE);
+      writeFileSync(refFile, JSON.stringify(demoReferenceValues(), null, 2) + "\n");
+      written.push(refFile);
+      process.stdout.write(written.join("\n") + "\n");
+      process.stderr.write(
+        `serve with: --vendor-roots ${path.join(opts.out, "root.pem")} --reference-values ${refFile}\n`,
+      );
+    });
+
+  program
+    .command("device-sim")
+    .description("write a vendor-container blob as a device would (every case the appraisal distinguishes)")
+    .requiredOption("--ca <dir>", "a directory written by `attestd dev-ca`")
+    .requiredOption("--nonce <nonce>", "the nonce from POST /v2/nonces")
+    .requiredOption("--out <file>", "where to write the blob")
+    .option("--model <model>", "device model (default SM-X100)")
+    .option("--firmware <version>", "firmware version (default X100XXU1AAA1, known to the demo reference values)")
+    .option("--unknown-firmware", `report firmware ${UNKNOWN_FIRMWARE}, for which no reference values exist`)
+    .option("--tamper", "set the tamper bit")
+    .option("--wrong-nonce", "embed a nonce other than --nonce")
+    .option("--ascii-nonce", "embed the nonce string's ASCII bytes instead of its 32 decoded bytes")
+    .option("--bad-signature", "corrupt the signature over the data")
+    .option("--device-error [exitCode]", "report a device-side failure (exit code, default 1) with no data")
+    .addOption(new Option("--key-type <type>", "device key algorithm").choices(SIM_KEY_TYPES).default("ec"))
+    .option("--include-root", "carry the root certificate too")
+    .option("--container-version <n>", "container version byte (2; 1 gives 501 NOT_IMPLEMENTED)")
+    .action(async (opts: Record<string, string | boolean | undefined>) => {
+      let ca;
+      try {
+        ca = await readDevCa(opts.ca as string);
+      } catch (e) {
+        throw new CliError(`--ca ${opts.ca as string}: ${(e as Error).message}`);
+      }
+      const deviceError =
+        opts.deviceError === undefined
+          ? undefined
+          : { exitCode: opts.deviceError === true ? 1 : Number(opts.deviceError), omitData: true, omitSignature: true };
+      if (deviceError && !(deviceError.exitCode >= 1 && deviceError.exitCode <= 255)) {
+        throw new CliError("--device-error exit code must be 1..255");
+      }
+      let blob: Uint8Array;
+      try {
+        blob = await buildVendorBlob({
+          ca,
+          nonce: opts.nonce as string,
+          leafKeyType: opts.keyType as KeyType,
+          ...(opts.model ? { model: opts.model as string } : {}),
+          ...(opts.firmware ? { firmwareVersion: opts.firmware as string } : {}),
+          ...(opts.unknownFirmware ? { firmwareVersion: UNKNOWN_FIRMWARE } : {}),
+          tamper: Boolean(opts.tamper),
+          wrongNonce: Boolean(opts.wrongNonce),
+          asciiNonce: Boolean(opts.asciiNonce),
+          badSignature: Boolean(opts.badSignature),
+          includeRoot: Boolean(opts.includeRoot),
+          ...(deviceError ? { deviceError } : {}),
+          ...(opts.containerVersion ? { version: Number(opts.containerVersion) } : {}),
+        });
+      } catch (e) {
+        throw new CliError((e as Error).message);
+      }
+      writeFileSync(opts.out as string, blob);
+      process.stderr.write(`${blob.length} bytes written to ${opts.out as string}\n`);
+    });
+
+  addSettings(
+    program
+      .command("appraise <file>")
+      .description("appraise one blob offline with the same trust flags as serve; prints the verdict record")
+      .option("--nonce <nonce>", "the nonce the blob should carry")
+      .option("--challenge-hex <hex>", "the challenge bytes the blob should carry, as hex")
+      .option("--at <iso8601>", "appraisal time (default now)")
+      .option("--detail", "print the format, the deciding rule and the full parsed attestation too"),
+    [...TRUST_SETTINGS, ...STORAGE_SETTINGS],
+  ).action(async (file: string, opts: { nonce?: string; challengeHex?: string; at?: string; detail?: boolean }, cmd: Command) => {
+    if ((opts.nonce === undefined) === (opts.challengeHex === undefined)) {
+      throw new CliError("give exactly one of --nonce or --challenge-hex");
+    }
+    if (opts.challengeHex !== undefined && !/^([0-9a-fA-F]{2})+$/.test(opts.challengeHex)) {
+      throw new CliError("--challenge-hex must be an even number of hex digits");
+    }
+    const now = opts.at === undefined ? new Date() : new Date(opts.at);
+    if (Number.isNaN(now.getTime())) throw new CliError(`--at ${opts.at}: not an ISO 8601 time`);
+    const nonce = opts.nonce ?? nonceForChallenge(Buffer.from(opts.challengeHex!, "hex"));
+    const blob = readFileOrFail(file, "blob");
+    const config = configFrom(cmd);
+    const log = createLogger(config.logLevel === "info" ? "warn" : config.logLevel);
+    const useStore = config.store !== "sqlite" || existsSync(path.join(config.dataDir, "attestd.sqlite"));
+    const stores = useStore ? await openStores(config) : undefined;
+    try {
+      const vendor = await VendorTrustSource.open(config, stores?.durable ?? { listReferenceValues: async () => [], upsertReferenceValues: async () => 0 });
+      const android = await openAndroidTrust(config, log, systemClock, false);
+      const trust: TrustConfig = { vendor: vendor.get(), android: android.current() };
+      try {
+        const r = appraise({ blob, nonce, trust, now });
+        const out = opts.detail ? { record: r.record, format: r.format, reason: r.reason, detail: r.detail } : r.record;
+        process.stdout.write(JSON.stringify(out, null, 2) + "\n");
+      } catch (e) {
+        if (!isAppError(e)) throw e;
+        process.stdout.write(JSON.stringify(partAErrorBody(e.entry, e.reason), null, 2) + "\n");
+        process.exitCode = 2;
+      }
+    } finally {
+      await stores?.close();
+    }
+  });
+}

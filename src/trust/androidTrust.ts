@@ -1,0 +1,53 @@
+import path from "node:path";
+import type { AndroidTrust } from "../attestation/types.ts";
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import { loadAndroidTrust, type AndroidTrustSource, type TrustLog } from "./androidTrustSource.ts";
+
+export interface AndroidTrustHandle {
+  current(): AndroidTrust;
+  /** readiness checks: failing only when a source is configured and missing or stale */
+  health(): { name: string; ok: boolean; detail?: string }[];
+  stop(): void;
+}
+
+export type AndroidTrustConfig = Pick<
+  Config,
+  "androidRoots" | "androidStatus" | "allowedBootKeys" | "androidMaxAge" | "androidRefresh" | "androidMinPatchLevel" | "dataDir"
+>;
+
+/**
+ * The server's android-key trust: Google's roots and status list from the configured files or URLs, cached in
+ * `<dataDir>/android-trust`, refreshed in the background. Nothing configured → android-key appraisal fails closed
+ * and /readyz says so without failing (a deployment may use the vendor format only).
+ */
+export async function openAndroidTrust(c: AndroidTrustConfig, log: TrustLog, clock: Clock, start = true): Promise<AndroidTrustHandle> {
+  const source: AndroidTrustSource = await loadAndroidTrust({
+    ...(c.androidRoots ? { rootsSource: c.androidRoots } : {}),
+    ...(c.androidStatus ? { statusSource: c.androidStatus } : {}),
+    ...(c.allowedBootKeys ? { allowedBootKeysFile: c.allowedBootKeys } : {}),
+    cacheDir: path.join(c.dataDir, "android-trust"),
+    maxAgeSeconds: c.androidMaxAge,
+    refreshSeconds: c.androidRefresh,
+    policy: c.androidMinPatchLevel ? { minOsPatchLevel: c.androidMinPatchLevel } : {},
+    now: () => new Date(clock.nowMs()),
+    log,
+  });
+  if (start) source.start();
+  const configured = Boolean(c.androidRoots || c.androidStatus);
+  return {
+    current: () => source.current(),
+    health: () => {
+      const h = source.health();
+      const part = (name: string, s: { state: string; configured: boolean; lastError?: string; ageSeconds?: number }) => ({
+        name,
+        ok: !s.configured || s.state === "ok",
+        detail: s.configured
+          ? `${s.state}${s.ageSeconds !== undefined ? `, ${s.ageSeconds} s old` : ""}${s.lastError ? `, last error: ${s.lastError}` : ""}`
+          : "not configured: android-key appraisal fails closed",
+      });
+      return configured ? [part("android-roots", h.roots), part("android-status", h.status)] : [part("android-trust", h.roots)];
+    },
+    stop: () => source.stop(),
+  };
+}

@@ -1,0 +1,45 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, it } from "node:test";
+import { ConfigError, envName, loadConfig } from "../src/config.ts";
+
+describe("configuration", () => {
+  const file = (obj: unknown) => {
+    const f = path.join(mkdtempSync(path.join(tmpdir(), "attestd-cfg-")), "c.json");
+    writeFileSync(f, JSON.stringify(obj));
+    return f;
+  };
+
+  it("defaults match operator.md", () => {
+    const c = loadConfig({}, {});
+    assert.equal(c.host, "127.0.0.1");
+    assert.equal(c.port, 8443);
+    assert.equal(c.dataDir, "./data");
+    assert.equal(c.store, "sqlite");
+    assert.equal(c.nonceTtl, 300);
+    assert.equal(c.maxBlobBytes, 65536);
+    assert.equal(c.rps, 50);
+    assert.equal(c.burst, 100);
+  });
+
+  it("flags win over env, env over the file, the file over defaults", () => {
+    const f = file({ port: 1111, nonceTtl: 60, host: "0.0.0.0" });
+    const c = loadConfig({ port: "3333", config: f }, { [envName("port")]: "2222", [envName("nonceTtl")]: "90" });
+    assert.equal(c.port, 3333);
+    assert.equal(c.nonceTtl, 90);
+    assert.equal(c.host, "0.0.0.0");
+    assert.equal(envName("nonceTtl"), "ATTESTD_NONCE_TTL");
+  });
+
+  it("rejects unknown config keys, bad types, out-of-range values and contradictions with one clear message", () => {
+    assert.throws(() => loadConfig({ config: file({ nonceTTL: 5 }) }, {}), (e: Error) => e instanceof ConfigError && /unknown setting "nonceTTL"/.test(e.message));
+    assert.throws(() => loadConfig({ port: "http" }, {}), /port must be a number/);
+    assert.throws(() => loadConfig({}, { ATTESTD_PORT: "70000" }), /ATTESTD_PORT: port must be at most 65535/);
+    assert.throws(() => loadConfig({ store: "mysql" }, {}), /store must be one of sqlite, postgres/);
+    assert.throws(() => loadConfig({ store: "postgres" }, {}), /needs --database-url/);
+    assert.throws(() => loadConfig({ insecureHttp: true, devTls: true }, {}), /cannot be combined/);
+    assert.throws(() => loadConfig({ tlsCert: "a.pem" }, {}), /go together/);
+  });
+});
