@@ -130,6 +130,9 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   for (const schema of sharedSchemas) app.addSchema(schema);
   // Blobs arrive as raw bytes; the per-route bodyLimit bounds them before they are buffered.
   app.addContentTypeParser("application/octet-stream", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
+  // Any other type arrives as bytes too: /v2/nonces ignores its body whatever it is, and elsewhere the route's
+  // own checks (415 on /v2/blobs, schema validation on JSON routes) refuse it with a catalog error.
+  app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
 
   await app.register(fastifySwagger, {
     openapi: {

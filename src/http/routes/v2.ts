@@ -16,6 +16,8 @@ export function registerV2Routes(app: AppInstance, deps: AppDeps): void {
     "/v2/nonces",
     {
       onRequest: guards,
+      // a body is accepted and ignored (attestation-api.md); this bounds what is read of it
+      bodyLimit: 4096,
       schema: {
         tags: ["attestation"],
         summary: "Issue a single-use nonce",
