@@ -19,7 +19,8 @@ export type AndroidTrustConfig = Pick<
 /**
  * The server's android-key trust: Google's roots and status list from the configured files or URLs, cached in
  * `<dataDir>/android-trust`, refreshed in the background. Nothing configured → android-key appraisal fails closed
- * and /readyz says so without failing (a deployment may use the vendor format only).
+ * and /readyz says so without failing (a deployment may use the vendor format only); once either source is
+ * configured, /readyz fails while either is missing or stale.
  */
 export async function openAndroidTrust(c: AndroidTrustConfig, log: TrustLog, clock: Clock, start = true): Promise<AndroidTrustHandle> {
   const source: AndroidTrustSource = await loadAndroidTrust({
@@ -39,14 +40,18 @@ export async function openAndroidTrust(c: AndroidTrustConfig, log: TrustLog, clo
     current: () => source.current(),
     health: () => {
       const h = source.health();
+      if (!configured) {
+        return [{ name: "android-trust", ok: true, detail: "not configured: android-key appraisal fails closed" }];
+      }
+      // Once android-key is configured, both sources are needed: without either, every android-key blob fails closed.
       const part = (name: string, s: { state: string; configured: boolean; lastError?: string; ageSeconds?: number }) => ({
         name,
-        ok: !s.configured || s.state === "ok",
+        ok: s.configured && s.state === "ok",
         detail: s.configured
           ? `${s.state}${s.ageSeconds !== undefined ? `, ${s.ageSeconds} s old` : ""}${s.lastError ? `, last error: ${s.lastError}` : ""}`
           : "not configured: android-key appraisal fails closed",
       });
-      return configured ? [part("android-roots", h.roots), part("android-status", h.status)] : [part("android-trust", h.roots)];
+      return [part("android-roots", h.roots), part("android-status", h.status)];
     },
     stop: () => source.stop(),
   };

@@ -1,0 +1,243 @@
+import { AppError } from "../../errors/AppError.ts";
+import { catalog } from "../../errors/catalog.ts";
+import type { AppraisalInput, AppraisalResult, AppraisalStatus, VerdictRecord, VerdictValue } from "../types.ts";
+import type { BlobFormat } from "./format.ts";
+import { challengeMatches } from "../encoding/nonce.ts";
+import { ExtensionError, findExtension, splitDerCertificates } from "../encoding/derChain.ts";
+import {
+  KEY_DESCRIPTION_OID,
+  keyDescriptionToJson,
+  parseKeyDescription,
+  type KeyDescriptionInfo,
+} from "../encoding/keyDescription.ts";
+import { KNOX_OID, knoxToJson, parseKnoxExtension, type KnoxInfo } from "../encoding/knox.ts";
+import {
+  CertificateReadError,
+  findRevoked,
+  readChain,
+  validateAndroidChain,
+  type CertificateRole,
+  type ChainCertificate,
+} from "../chain/androidChain.ts";
+import { androidTamperBit, evaluateAndroidPolicy } from "../policy/androidPolicy.ts";
+
+/**
+ * android-key: the body is the certificate chain an Android app gets from KeyStore.getCertificateChain, DER
+ * certificates laid end to end, leaf first (blob-format.md). Appraisal, first rule that applies:
+ *
+ * 0. Unreadable container → AppError BLOB_MALFORMED: a certificate that is not X.509, more than MAX_CERTS
+ *    certificates, a KeyDescription or Knox extension whose DER is broken.
+ * 1. Trust unusable (no pinned roots, roots or status list missing or stale) → CertificateInvalid, No.
+ * 2. The leaf has no KeyDescription, the chain does not validate to a pinned root (androidChain.ts), or the
+ *    KeyDescription / Knox extension is readable but malformed (non-DER, tags out of order, wrong types)
+ *    → CertificateInvalid, No.
+ * 3. A batch / intermediate serial is REVOKED or SUSPENDED in the status list → Revoked, No.
+ * 4. attestationChallenge is not the nonce (its 32 base64url-decoded bytes, or its ASCII) → NonceMismatch, No.
+ * 5. Success; verdict by androidPolicy.ts (Yes or No).
+ *
+ * The record is filled from the attestation only when the chain authenticated it (Success, NonceMismatch);
+ * otherwise it carries the nonce, the leaf serial as chipId and the attestation version, and the rest is "".
+ */
+
+/** Real chains have 2 to 6 certificates; more is not a key-attestation chain. */
+export const MAX_CERTS = 10;
+
+const malformed = (reason: string) => new AppError(catalog.BLOB_MALFORMED, reason);
+
+function readExtension<T>(
+  cert: ChainCertificate,
+  oid: string,
+  parse: (v: Uint8Array) => T,
+  where: string,
+): T | ExtensionError | undefined {
+  const ext = findExtension(cert.facts, oid);
+  if (!ext) return undefined;
+  try {
+    return parse(ext.value);
+  } catch (e) {
+    const err = e instanceof ExtensionError ? e : new ExtensionError("semantic", (e as Error).message);
+    if (err.kind === "der") throw malformed(`${where}: ${err.message}`);
+    return err;
+  }
+}
+
+interface Parsed {
+  certs: ChainCertificate[];
+  leafKd: KeyDescriptionInfo | ExtensionError | undefined;
+  attestKd: KeyDescriptionInfo | ExtensionError | undefined;
+  knox: KnoxInfo | ExtensionError | undefined;
+}
+
+function parse(input: AppraisalInput): Parsed {
+  const ders = splitDerCertificates(input.blob, MAX_CERTS + 1);
+  if (!ders) throw malformed("the body is not DER certificates laid end to end");
+  if (ders.length > MAX_CERTS) throw malformed(`more than ${MAX_CERTS} certificates`);
+  let certs: ChainCertificate[];
+  try {
+    certs = readChain(ders, input.trust.android);
+  } catch (e) {
+    if (e instanceof CertificateReadError) throw malformed(e.message);
+    throw e;
+  }
+  const leaf = certs[0]!;
+  return {
+    certs,
+    leafKd: readExtension(leaf, KEY_DESCRIPTION_OID, parseKeyDescription, "leaf KeyDescription"),
+    attestKd: certs[1] && readExtension(certs[1], KEY_DESCRIPTION_OID, parseKeyDescription, "certificate 1 KeyDescription"),
+    knox: readExtension(leaf, KNOX_OID, parseKnoxExtension, "Knox extension"),
+  };
+}
+
+function chainDetail(certs: readonly ChainCertificate[], roles: readonly CertificateRole[] | undefined) {
+  return certs.map((c, i) => ({
+    index: i,
+    role: roles?.[i] ?? (i === 0 ? "leaf" : "not evaluated"),
+    subject: c.facts.subject,
+    issuer: c.facts.issuer,
+    serial: c.facts.serialHex,
+    notBefore: c.facts.notBefore.toISOString(),
+    notAfter: c.facts.notAfter.toISOString(),
+    sha256: c.facts.sha256,
+    spkiSha256: c.facts.spkiSha256,
+    ca: c.facts.ca ?? false,
+  }));
+}
+
+function record(
+  input: AppraisalInput,
+  status: AppraisalStatus,
+  verdict: VerdictValue,
+  leafSerial: string,
+  kd: KeyDescriptionInfo | undefined,
+  knox: KnoxInfo | undefined,
+  authenticated: boolean,
+): VerdictRecord {
+  const at = input.now.toISOString();
+  const hw = kd?.hardwareEnforced;
+  const rot = hw?.rootOfTrust;
+  const imei = hw?.attestationIdImei;
+  return {
+    measurements: authenticated && rot
+      ? rot.verifiedBootKey.toString("hex") + (rot.verifiedBootHash?.toString("hex") ?? "")
+      : "",
+    tamperBit: authenticated && kd ? androidTamperBit(kd, knox) : "",
+    IMEI: authenticated && imei !== undefined && /^\d{15}$/.test(imei) ? imei : "",
+    status,
+    nonce: input.nonce,
+    chipId: leafSerial,
+    verdict,
+    MAC: "",
+    version: kd ? String(kd.attestationVersion) : "",
+    createdDate: at,
+    updateDate: at,
+  };
+}
+
+export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
+  const { certs, leafKd, attestKd, knox } = parse(input);
+  const trust = input.trust.android;
+  const leafSerial = certs[0]!.facts.serialHex;
+  const kd = leafKd instanceof ExtensionError ? undefined : leafKd;
+  const knoxInfo = knox instanceof ExtensionError ? undefined : knox;
+  let roles: readonly CertificateRole[] | undefined;
+  const detail: Record<string, unknown> = {
+    format: "android-key",
+    appraisedAt: input.now.toISOString(),
+    chain: null,
+    keyDescription: kd ? keyDescriptionToJson(kd) : null,
+  };
+  if (attestKd && !(attestKd instanceof ExtensionError)) detail.attestKeyDescription = keyDescriptionToJson(attestKd);
+  if (knoxInfo) detail.knox = knoxToJson(knoxInfo);
+
+  const done = (status: AppraisalStatus, verdict: VerdictValue, reason: string, authenticated: boolean) => {
+    detail.chain = chainDetail(certs, roles);
+    detail.status = status;
+    detail.reason = reason;
+    return {
+      format: "android-key" as const,
+      record: record(input, status, verdict, leafSerial, kd, knoxInfo, authenticated),
+      reason,
+      detail,
+    };
+  };
+
+  // 1. Trust.
+  if (trust.pinnedRootSpkiSha256.size === 0) {
+    return done("CertificateInvalid", "No", "no Android attestation roots are configured (fail closed)", false);
+  }
+  if (!trust.fresh) {
+    return done("CertificateInvalid", "No",
+      "the Android attestation roots or status list are missing or stale (fail closed)", false);
+  }
+
+  // 2. KeyDescription present, chain, then the extensions' semantics.
+  if (leafKd === undefined) return done("CertificateInvalid", "No", "the leaf carries no KeyDescription", false);
+  if (!kd) {
+    // Untrustworthy either way; validating the chain too tells the log whether the certificate is genuine (a
+    // device's odd encoding) or not (an edited leaf).
+    const chain = validateAndroidChain({ certs, leaf: placeholderKd, attestKey: attestKd }, trust, input.now);
+    roles = chain.roles;
+    const why = (leafKd as ExtensionError).message;
+    return done("CertificateInvalid", "No", chain.ok ? `leaf ${why}` : `${chain.reason}; leaf ${why}`, false);
+  }
+  const chain = validateAndroidChain({ certs, leaf: kd, attestKey: attestKd }, trust, input.now);
+  roles = chain.roles;
+  if (!chain.ok) return done("CertificateInvalid", "No", chain.reason, false);
+  detail.anchor = chain.anchor;
+  if (knox instanceof ExtensionError) return done("CertificateInvalid", "No", knox.message, false);
+
+  // 3. Revocation.
+  const revoked = findRevoked(certs, chain.roles, trust.status);
+  if (revoked) {
+    detail.revoked = revoked;
+    return done("Revoked", "No",
+      `certificate ${revoked.index} (serial ${revoked.serial}) is ${revoked.entry.status}` +
+      (revoked.entry.reason ? ` (${revoked.entry.reason})` : ""), false);
+  }
+
+  // 4. Challenge.
+  if (!challengeMatches(input.nonce, kd.attestationChallenge)) {
+    return done("NonceMismatch", "No", "attestationChallenge does not match the nonce", true);
+  }
+
+  // 5. Policy.
+  const decision = evaluateAndroidPolicy({
+    keyDescription: kd,
+    knox: knoxInfo,
+    allowedBootKeys: trust.allowedBootKeys,
+    policy: trust.policy,
+  });
+  detail.policy = { verdict: decision.verdict, failures: decision.failures, bootKey: decision.bootKey ?? null };
+  const reason = decision.verdict === "Yes"
+    ? `verified chain to a pinned root; ${describeBoot(kd, decision.bootKey?.label)}`
+    : decision.failures.join("; ");
+  return done("Success", decision.verdict, reason, true);
+}
+
+function describeBoot(kd: KeyDescriptionInfo, label: string | undefined): string {
+  const rot = kd.hardwareEnforced.rootOfTrust;
+  const boot = rot?.verifiedBootState === "SelfSigned" ? `SelfSigned boot key allowed (${label})` : "Verified boot";
+  return `${kd.attestationSecurityLevel}, locked, ${boot}`;
+}
+
+/**
+ * A stand-in leaf KeyDescription for validating the chain of a leaf whose own KeyDescription is unreadable: it
+ * has no root of trust, so an attest key at position 1 can never agree with it.
+ */
+const placeholderKd: KeyDescriptionInfo = {
+  attestationVersion: 0,
+  attestationSecurityLevel: "Software",
+  keyMintVersion: 0,
+  keyMintSecurityLevel: "Software",
+  attestationChallenge: Buffer.alloc(0),
+  uniqueId: Buffer.alloc(0),
+  softwareEnforced: { unknownTags: [] },
+  hardwareEnforced: { unknownTags: [] },
+};
+
+export const androidKeyFormat: BlobFormat = {
+  name: "android-key",
+  // any number of certificates is "this format" (the appraisal then refuses more than MAX_CERTS)
+  matches: (blob) => splitDerCertificates(blob, 4096) !== null,
+  appraise: appraiseAndroidKey,
+};

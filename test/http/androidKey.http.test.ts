@@ -1,0 +1,106 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { ManualClock } from "../../src/clock.ts";
+import { pemBlob, vec } from "../android/fixtures.ts";
+import { attestdCli } from "../helpers/serverProcess.ts";
+import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
+
+/**
+ * One real chain end to end over HTTP: a Sony Xperia 10 III (factory batch certificate, root 2016, TEE, Verified +
+ * locked) whose 32-byte attestation challenge is seeded as a nonce through the store interface, at a pinned time
+ * inside the chain's validity. The roots and status list are Google's real files from ../shared/vectors.
+ */
+const AT = Date.parse("2025-06-01T00:00:00Z");
+const SONY = "android_keyattestation/testdata/sony-xperia10-iii/sdk33/TEE_EC.pem";
+const SONY_CHALLENGE = Buffer.from("3eafe4d5dd0090de5a42b432b42481af5ce29963656b2584c59a492de16d00c9", "hex");
+
+describe("android-key over HTTP (real device chain)", () => {
+  let t: TestRuntime;
+  const blob = pemBlob(SONY);
+
+  const seed = async (nonce: string) =>
+    t.runtime.stores.nonces.issue({ nonce, tenantId: t.tenant.tenantId, createdAtMs: AT, expiresAtMs: AT + 300_000 }, 1000, AT);
+  const post = (nonce: string) =>
+    t.runtime.app.inject({
+      method: "POST",
+      url: `/v2/blobs?nonce=${nonce}`,
+      headers: { [KEY_HEADER]: t.key, "content-type": "application/octet-stream" },
+      payload: blob,
+    });
+
+  before(async () => {
+    t = await startTestRuntime(
+      {
+        androidRoots: vec("android_keyattestation/roots.json"),
+        androidStatus: vec("google_android-key-attestation/status.json"),
+      },
+      { clock: new ManualClock(AT) },
+    );
+  });
+  after(async () => t.close());
+
+  it("/readyz reports both Android trust sources loaded", async () => {
+    const res = await t.runtime.app.inject({ method: "GET", url: "/readyz" });
+    assert.equal(res.statusCode, 200, res.body);
+    const names = res.json().checks.filter((c: { ok: boolean }) => c.ok).map((c: { name: string }) => c.name);
+    assert.ok(names.includes("android-roots") && names.includes("android-status"), res.body);
+  });
+
+  it("the matching challenge → Success / Yes, with the record mapping of blob-format.md", async () => {
+    const nonce = SONY_CHALLENGE.toString("base64url");
+    await seed(nonce);
+    const res = await post(nonce);
+    assert.equal(res.statusCode, 200, res.body);
+    const v = res.json();
+    assert.equal(v.status, "Success");
+    assert.equal(v.verdict, "Yes");
+    assert.equal(v.tamperBit, "0");
+    assert.equal(v.MAC, "");
+    assert.equal(v.version, "3");
+    assert.ok(v.measurements.startsWith("81d1bb21455394da"), v.measurements);
+    assert.match(v.chipId, /^[0-9a-f]+$/);
+
+    const full = await t.runtime.app.inject({ method: "GET", url: `${res.headers.location}?detail=full`, headers: { [KEY_HEADER]: t.key } });
+    assert.equal(full.statusCode, 200);
+    const attestation = full.json().attestation;
+    assert.equal(attestation.format, "android-key");
+    assert.match(JSON.stringify(attestation.detail), /com\.android\.vending/);
+    // the default answer stays exactly the eleven fields
+    const plain = await t.runtime.app.inject({ method: "GET", url: String(res.headers.location), headers: { [KEY_HEADER]: t.key } });
+    assert.deepEqual(plain.json(), v);
+  });
+
+  it("another nonce → NonceMismatch / No", async () => {
+    const nonce = Buffer.alloc(32, 7).toString("base64url");
+    await seed(nonce);
+    const res = await post(nonce);
+    assert.equal(res.json().status, "NonceMismatch");
+    assert.equal(res.json().verdict, "No");
+  });
+
+  it("`attestd appraise` gives the same verdict offline, and explains it with --detail", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "attestd-appraise-"));
+    const file = path.join(dir, "sony.der");
+    writeFileSync(file, blob);
+    const common = [
+      "--android-roots", vec("android_keyattestation/roots.json"),
+      "--android-status", vec("google_android-key-attestation/status.json"),
+      "--data-dir", dir, "--at", "2025-06-01T00:00:00Z",
+    ];
+    const ok = attestdCli(["appraise", file, "--challenge-hex", SONY_CHALLENGE.toString("hex"), ...common]);
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.equal(JSON.parse(ok.stdout).verdict, "Yes");
+    const detailed = attestdCli(["appraise", file, "--nonce", Buffer.alloc(32, 1).toString("base64url"), "--detail", ...common]);
+    const d = JSON.parse(detailed.stdout);
+    assert.equal(d.record.status, "NonceMismatch");
+    assert.equal(d.format, "android-key");
+    assert.equal(typeof d.reason, "string");
+    writeFileSync(file, Buffer.from([0x30, 0x82, 0x01]));
+    const broken = attestdCli(["appraise", file, "--challenge-hex", "00", ...common]);
+    assert.equal(broken.status, 2);
+    assert.equal(JSON.parse(broken.stdout).error.code, "4000006");
+  });
+});
