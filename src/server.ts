@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import pino from "pino";
 import type { TrustConfig } from "./attestation/types.ts";
+import { vendorTrustProblems } from "./attestation/chain/vendorChain.ts";
 import { cryptoRng, systemClock, type Clock, type Rng } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { ActivityRecorder } from "./http/activityRecorder.ts";
@@ -8,6 +9,8 @@ import { buildApp, type AppInstance } from "./http/app.ts";
 import { Metrics } from "./http/metrics.ts";
 import type { ReadinessReport } from "./http/routes/health.ts";
 import { ApiKeyAuthenticator } from "./services/apiKeyAuth.ts";
+import { createEnrollment } from "./enrollment/enrollment.ts";
+import { registerPartB } from "./http/routes/svc/index.ts";
 import { AttestationService } from "./services/attestationService.ts";
 import { openStores } from "./store/openStores.ts";
 import type { Stores } from "./store/types.ts";
@@ -42,6 +45,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const rng = opts.rng ?? cryptoRng;
   const stores = opts.stores ?? (await openStores(config));
   const vendor = await VendorTrustSource.open(config, stores.durable);
+  for (const problem of vendorTrustProblems(vendor.get())) log.warn({ problem }, "vendor root unusable; skipped");
+  if (vendor.get().rootsDer.length === 0) log.warn("no --vendor-roots: every vendor blob will be CertificateInvalid");
   vendor.start(10_000, (err) => log.warn({ err }, "reference values refresh failed"));
   const android: AndroidTrustHandle = await openAndroidTrust(config, log, clock);
 
@@ -65,7 +70,16 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     limits: { nonceTtlMs: config.nonceTtl * 1000, maxOutstandingNonces: config.maxOutstandingNonces },
     onAppraisal: (r, s) => metrics.recordAppraisal(r, s),
   });
-  const auth = new ApiKeyAuthenticator(stores.durable, clock);
+  const enrollment = createEnrollment({
+    tenants: stores.durable,
+    store: stores.enrollment,
+    jti: stores.jti,
+    clock,
+    rng,
+    log,
+    maxDevices: config.maxDevices,
+  });
+  const auth = new ApiKeyAuthenticator(stores.durable, clock, enrollment.restrictionCheck);
 
   const readiness = async (): Promise<ReadinessReport> => {
     const checks = (await stores.health()).map((h) => ({
@@ -89,6 +103,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     metrics,
     readiness,
     trustedProxies: config.trustedProxies,
+    partB: registerPartB({ enrollment, rateLimits: stores.rateLimits, clock, maxDevices: config.maxDevices }),
     https: opts.https,
   });
 
@@ -100,6 +115,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       .catch((err: unknown) => log.warn({ err }, "nonce purge failed"));
   }, 60_000);
   purge.unref();
+  enrollment.start();
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -108,6 +124,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       vendor.stop();
       android.stop();
       await app.close();
+      await enrollment.stop();
       await activity.close();
       await stores.close();
     })());

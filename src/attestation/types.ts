@@ -67,7 +67,7 @@ export interface StatusEntry {
   reason?: string;
 }
 
-/** Serial (lowercase hex, no leading zeros stripped beyond DER's own) → entry. */
+/** Serial (lowercase hex without leading zeros, as normalizeSerial gives it) → entry. */
 export type StatusList = ReadonlyMap<string, StatusEntry>;
 
 /**
