@@ -78,14 +78,10 @@ describe("KeyDescription: real devices against Google's expected parse", () => {
   }
 
   for (const name of pairs) {
-    test(name, (t) => {
-      let expected: Record<string, any>;
-      try {
-        expected = JSON.parse(readFileSync(`${root}/${name}.json`, "utf8"));
-      } catch {
-        t.skip("expected .json is not JSON upstream");
-        return;
-      }
+    test(name, () => {
+      // one upstream file opens with a `// ...` comment line; comments are not JSON, so they are dropped
+      const text = readFileSync(`${root}/${name}.json`, "utf8").replace(/^\s*\/\/.*$/gm, "");
+      const expected: Record<string, any> = JSON.parse(text);
       const kd = parseKeyDescription(leafKeyDescription(pemBlob(`android_keyattestation/testdata/${name}.pem`)));
       assert.equal(String(kd.attestationVersion), expected.attestationVersion);
       assert.equal(String(kd.keyMintVersion), expected.keyMintVersion);
