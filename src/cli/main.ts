@@ -4,6 +4,7 @@ import { serve, StartupError } from "../main.ts";
 import { addSettings, CliError, configFrom } from "./options.ts";
 import { registerTenantCommands } from "./tenantCommands.ts";
 import { registerAttestationCommands } from "./attestationCommands.ts";
+import { registerClientCommands } from "./clientCommands.ts";
 
 const program = new Command()
   .name("attestd")
@@ -20,6 +21,7 @@ addSettings(
 
 registerTenantCommands(program);
 registerAttestationCommands(program);
+registerClientCommands(program);
 
 try {
   await program.parseAsync(process.argv);

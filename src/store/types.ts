@@ -1,4 +1,5 @@
 import type { ReferenceValue, VerdictRecord } from "../attestation/types.ts";
+import type { EnrollmentStore } from "./enrollmentTypes.ts";
 
 /**
  * Store interfaces, split by lifetime so each can live on the backend that suits it:
@@ -159,11 +160,23 @@ export interface DurableStore extends TenantStore, VerdictStore, ActivityStore, 
   close(): Promise<void>;
 }
 
+export interface JtiStore {
+  /**
+   * Remembers `jti` until `expiresAtMs`. Answers true when it was not already remembered (or its earlier entry has
+   * expired at `nowMs`), false for a replay. Atomic: of concurrent calls for one jti, on any instance, one is true.
+   */
+  remember(jti: string, expiresAtMs: number, nowMs: number): Promise<boolean>;
+}
+
 /** The set of stores a running service uses; nonces and rate limits may come from a different backend. */
 export interface Stores {
   durable: DurableStore;
   nonces: NonceStore;
   rateLimits: RateLimitStore;
+  /** Part B records (src/store/enrollmentTypes.ts); on the durable backend */
+  enrollment: EnrollmentStore;
+  /** JWT ids seen by Part B, for replay refusal; shared by every instance */
+  jti: JtiStore;
   /** every backend in use, for /readyz */
   health(): Promise<{ name: string; ok: boolean; error?: string }[]>;
   close(): Promise<void>;

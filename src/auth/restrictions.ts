@@ -1,0 +1,172 @@
+import { BlockList, isIP } from "node:net";
+import type { ApiKeyRestrictions } from "../store/types.ts";
+
+/**
+ * IP-address and HTTP-referer restrictions of an API key (Part A keys and Part B clients alike).
+ *
+ * - `ipAddresses`: IPv4/IPv6 addresses or CIDR blocks; when non-empty the caller's address must fall in one.
+ *   An IPv4-mapped IPv6 caller (`::ffff:203.0.113.5`, a dual-stack socket) is matched as the IPv4 address.
+ * - `referers`: patterns where `*` matches any run of characters (`https://*.example.com/*`), compared
+ *   case-insensitively with the whole Referer header; when non-empty a Referer is required and must match one.
+ * Both lists non-empty: both must admit the caller. A Referer is client-supplied, so it restricts honest
+ * browsers' use of a leaked key; the IP list is the control that holds against a determined caller.
+ */
+
+export const MAX_RESTRICTION_ENTRIES = 100;
+export const MAX_IP_ENTRY_LENGTH = 64;
+export const MAX_REFERER_PATTERN_LENGTH = 512;
+/** longer Referer headers are refused outright rather than matched */
+export const MAX_REFERER_LENGTH = 2048;
+
+export interface RestrictionInput {
+  ipAddresses?: readonly string[] | undefined;
+  referers?: readonly string[] | undefined;
+}
+
+export type ParsedRestrictions = { ok: true; restrictions: ApiKeyRestrictions } | { ok: false; reason: string };
+
+export interface Caller {
+  ip: string;
+  referer: string | undefined;
+}
+
+interface Cidr {
+  address: string;
+  prefix: number;
+  family: "ipv4" | "ipv6";
+}
+
+function parseCidr(entry: string): Cidr | undefined {
+  const parts = entry.split("/");
+  if (parts.length > 2 || entry.includes("%")) return undefined;
+  const address = parts[0]!.toLowerCase();
+  const version = isIP(address);
+  if (version === 0) return undefined;
+  const max = version === 4 ? 32 : 128;
+  let prefix = max;
+  if (parts.length === 2) {
+    if (!/^\d{1,3}$/.test(parts[1]!)) return undefined;
+    prefix = Number(parts[1]);
+    if (prefix > max) return undefined;
+  }
+  return { address, prefix, family: version === 4 ? "ipv4" : "ipv6" };
+}
+
+const REFERER_PATTERN_RE = /^(?:https?:\/\/|\*)[\x21-\x7e]*$/;
+
+function refererPatternProblem(p: string): string | undefined {
+  if (p.length === 0 || p.length > MAX_REFERER_PATTERN_LENGTH) return `must be 1-${MAX_REFERER_PATTERN_LENGTH} characters`;
+  if (!REFERER_PATTERN_RE.test(p)) return "must start with http://, https:// or * and contain no spaces or control characters";
+  if (/^\*+$/.test(p)) return "must name something besides *";
+  return undefined;
+}
+
+/** Validates a restriction request; the result is what gets stored (entries trimmed of nothing, duplicates dropped). */
+export function parseRestrictions(input: RestrictionInput): ParsedRestrictions {
+  const ips = input.ipAddresses;
+  const refs = input.referers;
+  if ((ips === undefined || ips.length === 0) && (refs === undefined || refs.length === 0)) {
+    return { ok: false, reason: "Give at least one IP address/CIDR or referer pattern" };
+  }
+  if (ips !== undefined && ips.length === 0) return { ok: false, reason: "ipAddresses is empty" };
+  if (refs !== undefined && refs.length === 0) return { ok: false, reason: "referers is empty" };
+  if ((ips?.length ?? 0) > MAX_RESTRICTION_ENTRIES || (refs?.length ?? 0) > MAX_RESTRICTION_ENTRIES) {
+    return { ok: false, reason: `At most ${MAX_RESTRICTION_ENTRIES} entries per list` };
+  }
+  const ipAddresses: string[] = [];
+  for (const [i, entry] of (ips ?? []).entries()) {
+    const c = entry.length <= MAX_IP_ENTRY_LENGTH ? parseCidr(entry) : undefined;
+    if (!c) return { ok: false, reason: `ipAddresses[${i}] is not an IPv4/IPv6 address or CIDR block` };
+    const canonical = `${c.address}/${c.prefix}`;
+    if (!ipAddresses.includes(canonical)) ipAddresses.push(canonical);
+  }
+  const referers: string[] = [];
+  for (const [i, p] of (refs ?? []).entries()) {
+    const problem = refererPatternProblem(p);
+    if (problem) return { ok: false, reason: `referers[${i}] ${problem}` };
+    if (!referers.includes(p)) referers.push(p);
+  }
+  return { ok: true, restrictions: { ipAddresses, referers } };
+}
+
+/**
+ * `*` wildcard match without regular expressions, so no pattern can backtrack catastrophically: the classic greedy
+ * scan that remembers only the last star is O(pattern × text) at worst, and both are length-bounded.
+ */
+export function wildcardMatch(pattern: string, text: string): boolean {
+  let p = 0;
+  let t = 0;
+  let star = -1;
+  let mark = 0;
+  while (t < text.length) {
+    if (p < pattern.length && pattern[p] !== "*" && pattern[p] === text[t]) {
+      p++;
+      t++;
+    } else if (p < pattern.length && pattern[p] === "*") {
+      star = p++;
+      mark = t;
+    } else if (star !== -1) {
+      p = star + 1;
+      t = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.length && pattern[p] === "*") p++;
+  return p === pattern.length;
+}
+
+interface Compiled {
+  ips: BlockList | undefined;
+  referers: string[];
+}
+
+const compiledCache = new Map<string, Compiled>();
+
+function compile(r: ApiKeyRestrictions): Compiled {
+  const cacheKey = JSON.stringify(r);
+  const hit = compiledCache.get(cacheKey);
+  if (hit) return hit;
+  let ips: BlockList | undefined;
+  if (r.ipAddresses.length > 0) {
+    ips = new BlockList();
+    for (const entry of r.ipAddresses) {
+      const c = parseCidr(entry);
+      // stored entries were validated on the way in; one that no longer parses admits nobody
+      if (c) ips.addSubnet(c.address, c.prefix, c.family);
+    }
+  }
+  const compiled = { ips, referers: r.referers.map((p) => p.toLowerCase()) };
+  if (compiledCache.size >= 1000) compiledCache.clear();
+  compiledCache.set(cacheKey, compiled);
+  return compiled;
+}
+
+function ipAllowed(list: BlockList, ip: string): boolean {
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
+  const address = mapped ? mapped[1]! : ip;
+  const version = isIP(address);
+  if (version === 0) return false;
+  return list.check(address, version === 4 ? "ipv4" : "ipv6");
+}
+
+/** Undefined when the restrictions admit the caller, else the reason for the refusal. */
+export function restrictionRefusal(r: ApiKeyRestrictions | null, caller: Caller): string | undefined {
+  if (!r) return undefined;
+  const c = compile(r);
+  if (c.ips && !ipAllowed(c.ips, caller.ip)) return `Requests from ${caller.ip} are not allowed for this key`;
+  if (c.referers.length > 0) {
+    const referer = caller.referer;
+    if (!referer) return "This key requires a Referer header";
+    const lower = referer.toLowerCase();
+    if (referer.length > MAX_REFERER_LENGTH || !c.referers.some((p) => wildcardMatch(p, lower))) {
+      return "The Referer is not allowed for this key";
+    }
+  }
+  return undefined;
+}
+
+/** The RestrictionCheck for Part A's ApiKeyAuthenticator (and anything else holding `restrictions`). */
+export function restrictionCheck(key: { restrictions: ApiKeyRestrictions | null }, caller: Caller): string | undefined {
+  return restrictionRefusal(key.restrictions, caller);
+}

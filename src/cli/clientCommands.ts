@@ -1,0 +1,223 @@
+import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { Command } from "commander";
+import { cryptoRng, systemClock } from "../clock.ts";
+import { accessTokenRequest, apiToken, parseClientKeys, type ClientKeys } from "../enrollment/clientJwt.ts";
+import { ClientAdmin, ClientAdminError, summarise } from "../enrollment/clients.ts";
+import { encryptForTenant, TenantKeyService } from "../enrollment/tenantKeys.ts";
+import type { Stores, Tenant } from "../store/types.ts";
+import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
+
+async function tenantNamed(stores: Stores, name: string): Promise<Tenant> {
+  const t = await stores.durable.getTenantByName(name);
+  if (!t) throw new CliError(`no tenant named "${name}"`);
+  return t;
+}
+
+function admin(stores: Stores): ClientAdmin {
+  return new ClientAdmin(stores.enrollment, systemClock, cryptoRng);
+}
+
+/** ClientAdmin's refusals are the operator's to fix: one line, no stack. */
+async function operatorErrors<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof ClientAdminError) throw new CliError(e.message);
+    throw e;
+  }
+}
+
+function positive(v: string | undefined, flag: string, integer: boolean): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+    throw new CliError(`${flag} must be a positive ${integer ? "integer" : "number"}`);
+  }
+  return n;
+}
+
+/** ISO 8601, or an age such as 30s, 15m, 2h, 7d (that long before now). */
+export function parseSince(s: string, nowMs: number): string {
+  const age = /^(\d+)([smhd])$/.exec(s);
+  if (age) {
+    const unit = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[age[2] as "s" | "m" | "h" | "d"];
+    return new Date(nowMs - Number(age[1]) * unit).toISOString();
+  }
+  const t = Date.parse(s);
+  if (Number.isNaN(t)) throw new CliError(`--since must be ISO 8601 or an age like 15m, 2h, 7d`);
+  return new Date(t).toISOString();
+}
+
+function readKeys(file: string): ClientKeys {
+  try {
+    return parseClientKeys(readFileSync(file, "utf8"));
+  } catch (e) {
+    throw new CliError(`${file}: ${(e as Error).message}`);
+  }
+}
+
+/** `attestd client ...`, `attestd user ...`, `attestd activity`, `attestd encrypt` (operator.md, enrollment.md). */
+export function registerClientCommands(program: Command): void {
+  const client = program.command("client").description("manage enrollment (Part B) API clients");
+
+  addSettings(
+    client
+      .command("create")
+      .description("create an API client for a user of a tenant; writes its keys.json once (mode 0600)")
+      .requiredOption("--tenant <name>", "tenant name")
+      .requiredOption("--user <email>", "the user the client acts for (registered if new)")
+      .requiredOption("--out <file>", "where to write keys.json (must not exist)")
+      .option("--read-only", "the client may only read (GET)")
+      .option("--rps <n>", "requests per second (default 10)")
+      .option("--burst <n>", "burst (default 20, or 2 × --rps)"),
+    STORAGE_SETTINGS,
+  ).action(
+    async (o: { tenant: string; user: string; out: string; readOnly?: boolean; rps?: string; burst?: string }, cmd: Command) => {
+      const rps = positive(o.rps, "--rps", false);
+      const burst = positive(o.burst, "--burst", true);
+      // claim the file first: an existing keys.json is never overwritten, and no client is made without its keys
+      let fd: number;
+      try {
+        fd = openSync(o.out, "wx", 0o600);
+      } catch (e) {
+        throw new CliError(`${o.out}: ${(e as NodeJS.ErrnoException).code === "EEXIST" ? "already exists" : (e as Error).message}`);
+      }
+      let written = false;
+      try {
+        await withStores(cmd, async (stores) => {
+          const tenant = await tenantNamed(stores, o.tenant);
+          const made = await operatorErrors(() =>
+            admin(stores).createClient(tenant, {
+              email: o.user,
+              readOnly: o.readOnly ?? false,
+              ...(rps !== undefined ? { rps } : {}),
+              ...(burst !== undefined ? { burst } : {}),
+            }),
+          );
+          writeSync(fd, JSON.stringify(made.keys, null, 2) + "\n");
+          written = true;
+          process.stderr.write(`client ${made.client.clientId} for ${o.user} of ${tenant.name}; keys in ${o.out}, shown nowhere else\n`);
+          process.stdout.write(JSON.stringify({ ...summarise(made.client), tenant: tenant.name, user: o.user }, null, 2) + "\n");
+        });
+      } finally {
+        closeSync(fd);
+        if (!written) unlinkSync(o.out);
+      }
+    },
+  );
+
+  addSettings(
+    client.command("list").description("list a tenant's clients (never keys)").requiredOption("--tenant <name>", "tenant name"),
+    STORAGE_SETTINGS,
+  ).action(async (o: { tenant: string }, cmd: Command) => {
+    await withStores(cmd, async (stores) => {
+      const tenant = await tenantNamed(stores, o.tenant);
+      const clients = (await stores.enrollment.listClients(tenant.tenantId)).map(summarise);
+      process.stdout.write(JSON.stringify(clients, null, 2) + "\n");
+    });
+  });
+
+  addSettings(
+    client.command("delete <clientId>").description("delete a client; its access tokens stop working at once"),
+    STORAGE_SETTINGS,
+  ).action(async (clientId: string, _o: unknown, cmd: Command) => {
+    await withStores(cmd, async (stores) => {
+      if (!(await stores.enrollment.deleteClient(clientId))) throw new CliError(`no client "${clientId}"`);
+      process.stderr.write(`client ${clientId} deleted\n`);
+    });
+  });
+
+  // The two client-side helpers below need no store: they do what an integrator's code does with keys.json.
+  client
+    .command("token-request")
+    .description("print a signed POST /svc/v1/auth/accesstoken body for the client in a keys file")
+    .requiredOption("--keys <file>", "keys.json from `client create`")
+    .option("--validity <minutes>", "access token validity, 1..30", "30")
+    .action(async (o: { keys: string; validity: string }) => {
+      const validityMinutes = Number(o.validity);
+      if (!Number.isInteger(validityMinutes) || validityMinutes < 1 || validityMinutes > 30) {
+        throw new CliError("--validity must be 1..30");
+      }
+      const body = await accessTokenRequest(readKeys(o.keys), { nowMs: Date.now(), validityMinutes });
+      process.stdout.write(JSON.stringify(body) + "\n");
+    });
+
+  client
+    .command("api-token")
+    .description("print a fresh x-vendor-apitoken header value (one per request: each has a new jti)")
+    .requiredOption("--keys <file>", "keys.json from `client create`")
+    .requiredOption("--access-token <token>", "the accessToken from POST /svc/v1/auth/accesstoken")
+    .action(async (o: { keys: string; accessToken: string }) => {
+      process.stdout.write((await apiToken(readKeys(o.keys), o.accessToken, { nowMs: Date.now() })) + "\n");
+    });
+
+  const user = program.command("user").description("manage the users enrollment clients act for");
+  addSettings(
+    user.command("register <email>").description("register a user (again)").requiredOption("--tenant <name>", "tenant name"),
+    STORAGE_SETTINGS,
+  ).action(async (email: string, o: { tenant: string }, cmd: Command) => {
+    await withStores(cmd, async (stores) => {
+      const u = await operatorErrors(async () => admin(stores).registerUser(await tenantNamed(stores, o.tenant), email));
+      process.stdout.write(JSON.stringify(u, null, 2) + "\n");
+    });
+  });
+  addSettings(
+    user
+      .command("deregister <email>")
+      .description("deregister a user: its clients are refused with USER_AUTHENTICATION_FAIL")
+      .requiredOption("--tenant <name>", "tenant name"),
+    STORAGE_SETTINGS,
+  ).action(async (email: string, o: { tenant: string }, cmd: Command) => {
+    await withStores(cmd, async (stores) => {
+      await operatorErrors(async () => admin(stores).deregisterUser(await tenantNamed(stores, o.tenant), email));
+      process.stderr.write(`user ${email} deregistered\n`);
+    });
+  });
+  addSettings(
+    user.command("list").description("list a tenant's users").requiredOption("--tenant <name>", "tenant name"),
+    STORAGE_SETTINGS,
+  ).action(async (o: { tenant: string }, cmd: Command) => {
+    await withStores(cmd, async (stores) => {
+      const users = await stores.enrollment.listUsers((await tenantNamed(stores, o.tenant)).tenantId);
+      process.stdout.write(JSON.stringify(users, null, 2) + "\n");
+    });
+  });
+
+  addSettings(
+    program
+      .command("activity")
+      .description("print the activity log (Part A and B requests), one JSON object per line, oldest first")
+      .option("--tenant <name>", "only this tenant's requests")
+      .option("--error-id <id>", "only the request that answered with this errorId")
+      .option("--since <time>", "ISO 8601, or an age such as 15m, 2h, 7d")
+      .option("--limit <n>", "the most recent N entries", "1000"),
+    STORAGE_SETTINGS,
+  ).action(async (o: { tenant?: string; errorId?: string; since?: string; limit: string }, cmd: Command) => {
+    const limit = positive(o.limit, "--limit", true)!;
+    const since = o.since === undefined ? undefined : parseSince(o.since, Date.now());
+    await withStores(cmd, async (stores) => {
+      const tenantId = o.tenant === undefined ? undefined : (await tenantNamed(stores, o.tenant)).tenantId;
+      const entries = await stores.durable.queryActivity({
+        ...(tenantId ? { tenantId } : {}),
+        ...(o.errorId ? { errorId: o.errorId } : {}),
+        ...(since ? { since } : {}),
+        limit,
+      });
+      for (const e of entries.reverse()) process.stdout.write(JSON.stringify(e) + "\n");
+    });
+  });
+
+  addSettings(
+    program
+      .command("encrypt <text>")
+      .description("encrypt TEXT to a tenant's encryption key (as a client does for userPassword); prints base64")
+      .requiredOption("--tenant <name>", "tenant name"),
+    STORAGE_SETTINGS,
+  ).action(async (text: string, o: { tenant: string }, cmd: Command) => {
+    await withStores(cmd, async (stores) => {
+      const tenant = await tenantNamed(stores, o.tenant);
+      const publicKey = await new TenantKeyService(stores.enrollment, systemClock).publicKey(tenant.tenantId);
+      process.stdout.write(encryptForTenant(publicKey, text) + "\n");
+    });
+  });
+}

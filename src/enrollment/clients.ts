@@ -1,0 +1,98 @@
+import { generateKeyPair } from "node:crypto";
+import { promisify } from "node:util";
+import type { Clock, Rng } from "../clock.ts";
+import type { ApiClient, EnrollmentStore, EnrollmentUser } from "../store/enrollmentTypes.ts";
+import type { Tenant } from "../store/types.ts";
+import type { ClientKeys } from "./clientJwt.ts";
+import { CLIENT_ID_PREFIX, newSecretToken, randomId } from "./ids.ts";
+
+const generateRsa = promisify(generateKeyPair);
+
+export const DEFAULT_CLIENT_RPS = 10;
+export const DEFAULT_CLIENT_BURST = 20;
+const EMAIL_RE = /^[^\s@]{1,64}@[^\s@]{1,189}$/;
+
+/** A refusal the operator can act on (the CLI prints it as one line). */
+export class ClientAdminError extends Error {}
+
+export interface NewClientOptions {
+  email: string;
+  readOnly?: boolean;
+  rps?: number;
+  burst?: number;
+}
+
+/** What `attestd client create` shows: no secret, no key. */
+export type ClientSummary = Omit<ApiClient, "identifierHash" | "publicKey">;
+
+export function summarise(c: ApiClient): ClientSummary {
+  const { identifierHash: _h, publicKey: _k, ...rest } = c;
+  return rest;
+}
+
+/**
+ * Operator-side management of users and API clients. A client's private key and identifier exist only in the
+ * keys.json handed out at creation; the store keeps the public key and the identifier's hash.
+ */
+export class ClientAdmin {
+  constructor(
+    private readonly store: EnrollmentStore,
+    private readonly clock: Clock,
+    private readonly rng: Rng,
+  ) {}
+
+  private now(): string {
+    return new Date(this.clock.nowMs()).toISOString();
+  }
+
+  async registerUser(tenant: Tenant, email: string): Promise<EnrollmentUser> {
+    if (!EMAIL_RE.test(email)) throw new ClientAdminError(`"${email}" is not an email address`);
+    return this.store.registerUser({ userId: randomId(this.rng, "us_"), tenantId: tenant.tenantId, email, at: this.now() });
+  }
+
+  async deregisterUser(tenant: Tenant, email: string): Promise<void> {
+    if (!(await this.store.setUserState(tenant.tenantId, email, "deregistered", this.now()))) {
+      throw new ClientAdminError(`tenant ${tenant.name} has no user ${email}`);
+    }
+  }
+
+  /**
+   * Creates a client for the user (registering a new user; a deregistered one is refused, since its clients could
+   * not authenticate). Returns keys.json's content, to be written once.
+   */
+  async createClient(tenant: Tenant, o: NewClientOptions): Promise<{ client: ApiClient; keys: ClientKeys }> {
+    const rps = o.rps ?? DEFAULT_CLIENT_RPS;
+    const burst = o.burst ?? (o.rps === undefined ? DEFAULT_CLIENT_BURST : Math.max(1, Math.ceil(rps * 2)));
+    if (!(rps > 0) || !Number.isFinite(rps)) throw new ClientAdminError("rps must be a positive number");
+    if (!Number.isInteger(burst) || burst < 1) throw new ClientAdminError("burst must be a positive integer");
+    const existing = await this.store.getUserByEmail(tenant.tenantId, o.email);
+    if (existing?.state === "deregistered") {
+      throw new ClientAdminError(`user ${o.email} is deregistered; register it again first (attestd user register)`);
+    }
+    const user = existing ?? (await this.registerUser(tenant, o.email));
+
+    const { publicKey, privateKey } = await generateRsa("rsa", {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: "spki", format: "der" },
+      privateKeyEncoding: { type: "pkcs8", format: "der" },
+    });
+    const identifier = newSecretToken(this.rng, CLIENT_ID_PREFIX);
+    const client: ApiClient = {
+      clientId: identifier.id,
+      tenantId: tenant.tenantId,
+      userId: user.userId,
+      publicKey: publicKey.toString("base64"),
+      identifierHash: identifier.hash,
+      readOnly: o.readOnly ?? false,
+      rps,
+      burst,
+      restrictions: null,
+      createdAt: this.now(),
+    };
+    await this.store.createClient(client);
+    return {
+      client,
+      keys: { Public: client.publicKey, Private: privateKey.toString("base64"), Identifier: identifier.token },
+    };
+  }
+}

@@ -1,0 +1,90 @@
+import type { FastifyBaseLogger } from "fastify";
+import { restrictionCheck } from "../auth/restrictions.ts";
+import type { Clock, Rng } from "../clock.ts";
+import type { EnrollmentStore } from "../store/enrollmentTypes.ts";
+import type { JtiStore, TenantStore } from "../store/types.ts";
+import { ClientAdmin } from "./clients.ts";
+import { DeviceService } from "./devices.ts";
+import { DeviceJobWorker, type WorkerOptions } from "./jobWorker.ts";
+import { ProfileService } from "./profiles.ts";
+import { ResellerService } from "./resellers.ts";
+import { RestrictionService } from "./restrictions.ts";
+import { TenantKeyService } from "./tenantKeys.ts";
+import { TokenService } from "./tokens.ts";
+
+export interface EnrollmentDeps {
+  tenants: TenantStore;
+  store: EnrollmentStore;
+  jti: JtiStore;
+  clock: Clock;
+  rng: Rng;
+  log: FastifyBaseLogger;
+  /** largest device list in one request (config.maxDevices) */
+  maxDevices: number;
+  worker?: WorkerOptions;
+  /** RSA modulus of new tenant encryption keys */
+  tenantKeyBits?: number;
+  /** where ATTESTD_TEST_DEVICE_DELAY_MS is read; defaults to process.env */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface Enrollment {
+  tenants: TenantStore;
+  store: EnrollmentStore;
+  tokens: TokenService;
+  profiles: ProfileService;
+  devices: DeviceService;
+  resellers: ResellerService;
+  restrictions: RestrictionService;
+  tenantKeys: TenantKeyService;
+  clients: ClientAdmin;
+  worker: DeviceJobWorker;
+  /** for Part A's ApiKeyAuthenticator: the same restriction rules as Part B clients */
+  restrictionCheck: typeof restrictionCheck;
+  /** starts the job worker and the expired-token purge */
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/** Test-only slowdown of the job worker (see WorkerOptions.deviceDelayMs); ignored unless 1..60000. */
+function deviceDelayFromEnv(env: NodeJS.ProcessEnv): number {
+  const v = Number(env.ATTESTD_TEST_DEVICE_DELAY_MS ?? 0);
+  return Number.isInteger(v) && v > 0 && v <= 60_000 ? v : 0;
+}
+
+/** Builds the Part B services over the stores; the composition root (server.ts) and the tests call it. */
+export function createEnrollment(d: EnrollmentDeps): Enrollment {
+  const tenantKeys = new TenantKeyService(d.store, d.clock, d.tenantKeyBits);
+  const worker = new DeviceJobWorker(d.store, d.clock, d.rng, d.log, {
+    deviceDelayMs: deviceDelayFromEnv(d.env ?? process.env),
+    ...d.worker,
+  });
+  let purge: NodeJS.Timeout | undefined;
+  return {
+    tenants: d.tenants,
+    store: d.store,
+    tokens: new TokenService(d.tenants, d.store, d.jti, d.clock, d.rng),
+    profiles: new ProfileService(d.store, d.clock, d.rng),
+    devices: new DeviceService(d.tenants, d.store, tenantKeys, d.clock, d.rng, d.maxDevices),
+    resellers: new ResellerService(d.tenants, d.store, d.clock),
+    restrictions: new RestrictionService(d.tenants, d.store),
+    tenantKeys,
+    clients: new ClientAdmin(d.store, d.clock, d.rng),
+    worker,
+    restrictionCheck,
+    start() {
+      worker.start();
+      purge ??= setInterval(() => {
+        d.store
+          .purgeExpiredAccessTokens(d.clock.nowMs())
+          .catch((err: unknown) => d.log.warn({ err }, "access token purge failed"));
+      }, 60_000);
+      purge.unref();
+    },
+    async stop() {
+      if (purge) clearInterval(purge);
+      purge = undefined;
+      await worker.stop();
+    },
+  };
+}

@@ -1,0 +1,18 @@
+/** Part B paging: 0-based pageNum, pageSize 1..MAX_PAGE_SIZE (enrollment-api.md). Route schemas enforce the bounds. */
+export const DEFAULT_PAGE_SIZE = 20;
+export const MAX_PAGE_SIZE = 100;
+/** far beyond any real listing; bounds the OFFSET a caller can make the store skip */
+export const MAX_PAGE_NUM = 1_000_000;
+
+export interface Paging {
+  pageNum: number;
+  pageSize: number;
+}
+
+export function toWindow(p: Paging): { offset: number; limit: number } {
+  return { offset: p.pageNum * p.pageSize, limit: p.pageSize };
+}
+
+export function totalPages(totalCount: number, pageSize: number): number {
+  return Math.ceil(totalCount / pageSize);
+}

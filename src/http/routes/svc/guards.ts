@@ -1,0 +1,74 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Caller } from "../../../auth/restrictions.ts";
+import type { Clock } from "../../../clock.ts";
+import type { Enrollment } from "../../../enrollment/enrollment.ts";
+import type { PartBPrincipal } from "../../../enrollment/tokens.ts";
+import { catalog } from "../../../errors/catalog.ts";
+import { AppError } from "../../../errors/AppError.ts";
+import type { ApiClient } from "../../../store/enrollmentTypes.ts";
+import type { RateLimitStore } from "../../../store/types.ts";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** the authenticated Part B caller */
+    partB?: PartBPrincipal;
+  }
+}
+
+export interface PartBDeps {
+  enrollment: Enrollment;
+  rateLimits: RateLimitStore;
+  clock: Clock;
+  maxDevices: number;
+}
+
+export function callerOf(request: FastifyRequest): Caller {
+  const referer = request.headers.referer;
+  return { ip: request.ip, referer: typeof referer === "string" ? referer : undefined };
+}
+
+/** Per-client token bucket (the client's --rps / burst), with the same headers as Part A. */
+export async function rateLimitClient(deps: PartBDeps, client: ApiClient, reply: FastifyReply): Promise<void> {
+  const d = await deps.rateLimits.take(`client:${client.clientId}`, client.rps, client.burst, deps.clock.nowMs());
+  reply.header("RateLimit-Policy", `${client.burst};w=${Math.max(1, Math.ceil(client.burst / client.rps))}`);
+  reply.header("RateLimit", `limit=${client.burst}, remaining=${d.remaining}, reset=${Math.ceil(d.resetMs / 1000)}`);
+  if (!d.allowed) {
+    throw new AppError(catalog.TOO_MANY_REQUESTS, `Rate limit of ${client.rps} requests/s (burst ${client.burst}) exceeded`, {
+      "Retry-After": String(Math.max(1, Math.ceil(d.retryAfterMs / 1000))),
+    });
+  }
+}
+
+/**
+ * onRequest hooks of every token-protected route: x-vendor-apitoken → rate limit → role. They run before the body
+ * is read, so an unauthenticated caller cannot make the server parse a large body; refused writes still spend tokens.
+ */
+export function partBGuards(deps: PartBDeps) {
+  const authenticate = async (request: FastifyRequest) => {
+    const header = request.headers["x-vendor-apitoken"];
+    request.partB = await deps.enrollment.tokens.authenticate(
+      typeof header === "string" ? header : undefined,
+      callerOf(request),
+      request,
+    );
+  };
+  // read-only clients may read: every method but GET/HEAD changes something
+  const authorize = async (request: FastifyRequest) => {
+    if (request.partB!.client.readOnly && request.method !== "GET" && request.method !== "HEAD") {
+      throw new AppError(catalog.B_FORBIDDEN, "This client is read-only");
+    }
+  };
+  const rateLimit = async (request: FastifyRequest, reply: FastifyReply) => {
+    await rateLimitClient(deps, request.partB!.client, reply);
+  };
+  return [authenticate, rateLimit, authorize];
+}
+
+/**
+ * preValidation for listings: an empty query parameter (`?type=&state=`, as the spec's examples send them) means
+ * the parameter was not given, so its default applies instead of Ajv coercing "" to 0.
+ */
+export async function emptyQueryMeansAbsent(request: FastifyRequest): Promise<void> {
+  const q = request.query as Record<string, unknown> | undefined;
+  if (q) for (const k of Object.keys(q)) if (q[k] === "") delete q[k];
+}

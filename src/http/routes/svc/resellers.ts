@@ -1,0 +1,42 @@
+import type { AppInstance } from "../../app.ts";
+import { partBErrors } from "../../schemas/common.ts";
+import { ResellerAssociate, ResellerList, ResellerView } from "../../schemas/enrollment.ts";
+import { partBGuards, type PartBDeps } from "./guards.ts";
+
+const tags = ["enrollment"];
+const security = [{ apiToken: [] }];
+
+export function registerResellerRoutes(app: AppInstance, deps: PartBDeps): void {
+  const onRequest = partBGuards(deps);
+  const resellers = deps.enrollment.resellers;
+
+  app.post(
+    "/svc/v1/resellers/associate",
+    {
+      onRequest,
+      bodyLimit: 4096,
+      schema: {
+        tags,
+        security,
+        summary: "Associate a reseller with the current tenant",
+        body: ResellerAssociate,
+        response: { 200: ResellerView, ...partBErrors(400, 401, 403, 404, 409, 429, 500) },
+      },
+    },
+    async (request) => resellers.associate(request.partB!.tenant, request.body.resellerId),
+  );
+
+  app.get(
+    "/svc/v1/resellers",
+    {
+      onRequest,
+      schema: {
+        tags,
+        security,
+        summary: "Resellers associated with the current tenant",
+        response: { 200: ResellerList, ...partBErrors(401, 403, 429, 500) },
+      },
+    },
+    async (request) => ({ resellers: await resellers.list(request.partB!.tenant.tenantId) }),
+  );
+}
