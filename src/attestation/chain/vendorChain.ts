@@ -5,15 +5,20 @@ import {
   Certificate,
   KeyUsage,
   KeyUsageFlags,
-  id_ce_authorityKeyIdentifier,
   id_ce_basicConstraints,
-  id_ce_certificatePolicies,
-  id_ce_extKeyUsage,
   id_ce_keyUsage,
-  id_ce_subjectAltName,
-  id_ce_subjectKeyIdentifier,
 } from "@peculiar/asn1-x509";
 import type { StatusEntry, StatusList, VendorTrust } from "../types.ts";
+import {
+  CertificateStructureError,
+  KEY_USAGE_DIGITAL_SIGNATURE,
+  OID_BASIC_CONSTRAINTS,
+  OID_KEY_USAGE,
+  UNDERSTOOD_CRITICAL,
+  decodeBasicConstraintsCa,
+  decodeKeyUsage,
+  readCertificateExtensions,
+} from "../encoding/certificateExtensions.ts";
 import { normalizeSerial } from "./statusList.ts";
 
 /**
@@ -22,8 +27,9 @@ import { normalizeSerial } from "./statusList.ts";
  *
  * Division of labour: OpenSSL (node:crypto X509Certificate) parses, verifies signatures and links names
  * (`checkIssued`: issuer/subject name, authority key id, the issuer's keyUsage). @peculiar/asn1-x509 reads what
- * node does not expose — basicConstraints, keyUsage, critical extensions, the signature algorithm — and only for
- * issuers, which are few and repeat, so that reading is cached.
+ * node does not expose — basicConstraints, keyUsage, critical extensions, the signature algorithm — for issuers,
+ * which are few and repeat, so that reading is cached. The leaf's extensions (critical ones, keyUsage,
+ * basicConstraints) are read on every call by the header-only walk of encoding/certificateExtensions.ts, a few µs.
  *
  * Speed: the steady state is one leaf parse and one leaf-signature verify. Everything about the issuer part (the
  * carried certificates and the root they lead to) is time-independent once validated, and is cached per trust
@@ -74,6 +80,10 @@ export interface LeafCertificate {
   readonly summary: CertificateSummary;
   readonly notBefore: number;
   readonly notAfter: number;
+  /** basicConstraints cA as encoded (OpenSSL's `x509.ca` also wants keyCertSign, so it alone would miss some) */
+  readonly assertsCA: boolean;
+  /** Why the leaf's extensions make it unfit to sign device data (rule 2), or undefined. */
+  readonly extensionProblem: string | undefined;
 }
 
 export interface ValidatedChain {
@@ -117,7 +127,44 @@ function parseX509(der: Uint8Array): X509Certificate {
 /** The leaf, parsed afresh on every call. Throws CertificateEncodingError when it is not DER. */
 export function parseLeafCertificate(der: Uint8Array): LeafCertificate {
   const x509 = parseX509(der);
-  return { x509, ...describeCertificate(x509) };
+  return { x509, ...describeCertificate(x509), ...leafExtensions(der) };
+}
+
+/**
+ * RFC 5280 on the leaf's extensions, without a full parse: no critical extension we do not process, no extension
+ * twice, a keyUsage (when present) that allows digitalSignature — the leaf key signs the device data — and its
+ * basicConstraints cA. A structure that is not DER throws CertificateEncodingError (→ BLOB_MALFORMED), as for
+ * carried certificates; an extension value that cannot be read is a chain failure, as for issuers.
+ */
+function leafExtensions(der: Uint8Array): { assertsCA: boolean; extensionProblem: string | undefined } {
+  let extensions: ReturnType<typeof readCertificateExtensions>;
+  try {
+    extensions = readCertificateExtensions(der);
+  } catch (e) {
+    if (e instanceof CertificateStructureError) throw new CertificateEncodingError(`not DER (${e.message})`);
+    throw e;
+  }
+  let assertsCA = false;
+  const problems: string[] = [];
+  for (let i = 0; i < extensions.length; i++) {
+    const ext = extensions[i]!;
+    for (let j = 0; j < i; j++) {
+      if (extensions[j]!.oid === ext.oid) problems.push(`extension ${ext.oid} appears twice`);
+    }
+    if (ext.critical && !UNDERSTOOD_CRITICAL.has(ext.oid)) {
+      problems.push(`unsupported critical extension ${ext.known ? `${ext.known.name} (${ext.oid})` : ext.oid}`);
+    }
+    if (ext.oid === OID_KEY_USAGE) {
+      const usage = decodeKeyUsage(ext.value);
+      if (usage === undefined) problems.push("extension keyUsage cannot be read");
+      else if ((usage & KEY_USAGE_DIGITAL_SIGNATURE) === 0) problems.push("a keyUsage without digitalSignature (its key signs the device data)");
+    } else if (ext.oid === OID_BASIC_CONSTRAINTS) {
+      const ca = decodeBasicConstraintsCa(ext.value);
+      if (ca === undefined) problems.push("extension basicConstraints cannot be read");
+      else assertsCA ||= ca;
+    }
+  }
+  return { assertsCA, extensionProblem: problems.length ? problems.join("; ") : undefined };
 }
 
 /** The summary plus the validity period in ms since the epoch (NaN when OpenSSL's text cannot be read). */
@@ -157,18 +204,8 @@ export function parseOpensslTime(s: string): number {
   return Date.UTC(Number(m[6]), month, Number(m[2]), Number(m[3]), Number(m[4]), Number(m[5]));
 }
 
-/** Extensions whose criticality we honour: the ones read here or by OpenSSL's checkIssued, and those that
- * restrict nothing in path validation. Any other critical one makes the certificate unusable as an issuer
- * (RFC 5280 §4.2: a certificate with an unrecognised critical extension must be rejected). */
-const UNDERSTOOD_CRITICAL = new Set([
-  id_ce_basicConstraints,
-  id_ce_keyUsage,
-  id_ce_extKeyUsage,
-  id_ce_subjectAltName,
-  id_ce_subjectKeyIdentifier,
-  id_ce_authorityKeyIdentifier,
-  id_ce_certificatePolicies,
-]);
+// Extensions whose criticality we honour: UNDERSTOOD_CRITICAL (encoding/certificateExtensions.ts), one list for
+// issuers and the leaf. Any other critical one makes a certificate unusable (RFC 5280 §4.2).
 
 /** Certificate signature algorithms accepted on carried certificates: SHA-2 and EdDSA families only. */
 const ACCEPTED_SIGNATURE_ALGORITHMS = new Map([
@@ -470,7 +507,10 @@ export function validateVendorChain(
   }
 
   // A device key is an end entity; a leaf that may sign certificates is how chain-extension forgeries start.
-  if (leaf.ca) return fail(`the leaf ${leafSummary.subject} asserts basicConstraints cA (a device key must not be a CA)`);
+  if (leaf.ca || leafCert.assertsCA) {
+    return fail(`the leaf ${leafSummary.subject} asserts basicConstraints cA (a device key must not be a CA)`);
+  }
+  if (leafCert.extensionProblem) return fail(`the leaf ${leafSummary.subject} has ${leafCert.extensionProblem}`);
   const leafTime = validityProblem("leaf", leafSummary, leafCert.notBefore, leafCert.notAfter, t);
   if (leafTime) return fail(leafTime);
   for (const c of path.intermediates) {
