@@ -79,7 +79,8 @@ export async function startServer(args: string[], opts: { tls?: { caFile: string
     dispatcher: dispatcher!,
     stop: (signal: NodeJS.Signals = "SIGTERM") =>
       new Promise((resolve) => {
-        if (proc.exitCode !== null) return resolve(proc.exitCode);
+        // a child that already exited, or died of a signal, will emit no further "exit"
+        if (proc.exitCode !== null || proc.signalCode !== null) return resolve(proc.exitCode);
         proc.once("exit", (code) => resolve(code));
         proc.kill(signal);
       }),
