@@ -1,4 +1,6 @@
+import cluster from "node:cluster";
 import { readFileSync } from "node:fs";
+import { runPrimary, workerRuntimeOptions } from "./cluster.ts";
 import type { Config } from "./config.ts";
 import { createLogger, createRuntime, type Runtime } from "./server.ts";
 import { checkServerChain } from "./tls/checkServerChain.ts";
@@ -35,7 +37,10 @@ async function resolveTls(config: Config): Promise<{ cert: string; key: string }
 export async function serve(config: Config, installSignalHandlers = true): Promise<Runtime> {
   const log = createLogger(config.logLevel);
   const https = await resolveTls(config);
-  const runtime = await createRuntime(config, { logger: log, ...(https ? { https } : {}) });
+  // --workers N: this process becomes the cluster primary (src/cluster.ts) and never returns; its workers come
+  // back through here and serve, with the primary's shared rate-limit buckets
+  if (config.workers > 1 && cluster.isPrimary) return runPrimary(config, log);
+  const runtime = await createRuntime(config, { logger: log, ...(https ? { https } : {}), ...(await workerRuntimeOptions(config)) });
   const address = await runtime.app.listen({ host: config.host, port: config.port });
   log.info({ address, tls: https ? "on" : "off", store: config.store }, "attestd listening");
   if (installSignalHandlers) {

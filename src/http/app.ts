@@ -1,6 +1,7 @@
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import { Ajv } from "ajv";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Clock, Rng } from "../clock.ts";
 import type { CatalogEntry } from "../errors/catalog.ts";
@@ -8,6 +9,7 @@ import { catalog } from "../errors/catalog.ts";
 import { AppError, isAppError } from "../errors/AppError.ts";
 import type { ApiKeyAuthenticator, Principal } from "../services/apiKeyAuth.ts";
 import type { AttestationService } from "../services/attestationService.ts";
+import { isStoreUnavailable } from "../store/errors.ts";
 import type { RateLimitStore } from "../store/types.ts";
 import type { ActivityRecorder } from "./activityRecorder.ts";
 import type { Metrics } from "./metrics.ts";
@@ -75,7 +77,8 @@ export function isPartB(url: string): boolean {
 
 /** Sends a catalog error in the body shape of the request's part and the negotiated media type. */
 export function sendError(request: FastifyRequest, reply: FastifyReply, err: AppError, rng: Rng): FastifyReply {
-  const errorId = rng.bytes(12).toString("base64url");
+  // hex, not base64url: an id starting with "-" would read as an option in `attestd activity --error-id ID`
+  const errorId = rng.bytes(12).toString("hex");
   request.errorId = errorId;
   request.errorCode = err.entry.code;
   reply.code(err.entry.status).headers(err.headers);
@@ -94,6 +97,11 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, err: App
 /** Translates what Fastify itself raises (parsing, limits, validation) into catalog errors. */
 function toAppError(err: unknown, request: FastifyRequest): AppError | undefined {
   if (isAppError(err)) return err;
+  if (isStoreUnavailable(err)) {
+    // Never answer without the check the store would have made: 503, retry soon. The log names backend and cause.
+    request.log.warn({ backend: err.backend, cause: err.message }, "store unavailable");
+    return new AppError(catalog.SERVICE_UNAVAILABLE, "A backing store is unreachable; retry later", { "Retry-After": "1" });
+  }
   const e = err as { code?: string; statusCode?: number; validation?: unknown; message?: string };
   const partB = isPartB(request.url);
   const invalid = request.routeOptions.config?.invalidEntry ?? (partB ? catalog.RESOURCE_INVALID_PARAM : catalog.INVALID_REQUEST);
@@ -121,13 +129,17 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
     forceCloseConnections: "idle",
-    ajv: { customOptions: { removeAdditional: false, allErrors: false } },
     // Requests are logged once, by the activity log and metrics, not by Fastify per request.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => deps.rng.bytes(9).toString("base64url"),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   for (const schema of sharedSchemas) app.addSchema(schema);
+  // Query strings and params are text, so their numbers and booleans are coerced; JSON bodies are typed already,
+  // and coercing them would let 42 pass as "42" or null as "" where a schema asks for a string.
+  const ajvBody = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false });
+  const ajvText = new Ajv({ coerceTypes: "array", useDefaults: true, removeAdditional: false, allErrors: false });
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === "body" ? ajvBody : ajvText).compile(schema));
   // Blobs arrive as raw bytes; the per-route bodyLimit bounds them before they are buffered.
   app.addContentTypeParser("application/octet-stream", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
   // Any other type arrives as bytes too: /v2/nonces ignores its body whatever it is, and elsewhere the route's

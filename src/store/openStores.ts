@@ -2,6 +2,7 @@ import path from "node:path";
 import type { Config } from "../config.ts";
 import { MemoryRateLimitStore } from "./memory/memoryRateLimitStore.ts";
 import { SqliteStore } from "./sqlite/sqliteStore.ts";
+import { SqliteEnrollmentStore, SqliteJtiStore } from "./sqlite/sqliteEnrollmentStore.ts";
 import type { Stores } from "./types.ts";
 
 export type StoreConfig = Pick<
@@ -24,8 +25,17 @@ async function health(name: string, ping: () => Promise<unknown>) {
 
 /** Opens the backends the configuration names. The embedded default: one SQLite file, in-process rate limits. */
 export async function openStores(c: StoreConfig): Promise<Stores> {
-  if (c.store !== "sqlite" || c.redisUrl) {
-    throw new Error(`store "${c.store}"${c.redisUrl ? " with --redis-url" : ""} is not available in this build`);
+  if (c.store === "postgres") {
+    if (!c.databaseUrl) throw new Error("--store postgres needs --database-url");
+    // loaded on demand: the embedded default never loads the pg and ioredis drivers
+    const { openPostgresStores } = await import("./postgres/openPostgresStores.ts");
+    return openPostgresStores({ ...c, databaseUrl: c.databaseUrl, nonceRetain: (c as Partial<Config>).nonceRetain });
+  }
+  if (c.redisUrl) {
+    throw new Error(
+      "--redis-url shares nonces and rate limits between instances, which also need a shared durable store: " +
+        "use it with --store postgres (on one host, --workers shares the SQLite file)",
+    );
   }
   const sqlite = new SqliteStore({
     file: sqliteFile(c.dataDir),
@@ -35,6 +45,8 @@ export async function openStores(c: StoreConfig): Promise<Stores> {
     durable: sqlite,
     nonces: sqlite,
     rateLimits: new MemoryRateLimitStore(),
+    enrollment: new SqliteEnrollmentStore(sqlite.db),
+    jti: new SqliteJtiStore(sqlite.db),
     health: async () => [await health("sqlite", () => sqlite.ping())],
     close: () => sqlite.close(),
   };

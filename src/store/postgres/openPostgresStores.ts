@@ -1,0 +1,64 @@
+import { MemoryRateLimitStore } from "../memory/memoryRateLimitStore.ts";
+import { RedisStore } from "../redis/redisStore.ts";
+import type { Stores } from "../types.ts";
+import { PgEnrollmentStore } from "./pgEnrollmentStore.ts";
+import { PgStore } from "./pgStore.ts";
+
+export interface NetworkStoreConfig {
+  databaseUrl: string;
+  pgPoolMax: number;
+  redisUrl?: string | undefined;
+  /** --nonce-retain in seconds: how long Redis keeps used/expired nonces (default one day) */
+  nonceRetain?: number | undefined;
+  /** key prefix in Redis (tests give each run its own) */
+  redisPrefix?: string | undefined;
+}
+
+async function check(name: string, ping: () => Promise<unknown>) {
+  try {
+    await ping();
+    return { name, ok: true };
+  } catch (e) {
+    return { name, ok: false, error: (e as Error).message };
+  }
+}
+
+/**
+ * `--store postgres [--redis-url URL]`: durable records, enrollment and (without Redis) nonces and jti in
+ * PostgreSQL; with Redis, nonces, rate limits and jti move there so every instance shares them. Without Redis the
+ * rate-limit buckets stay in process: per instance (or per cluster primary with --workers), which
+ * docs/deployment.md calls out. Opening fails if a backend is unreachable at start; after that an outage is a 503
+ * per request and the service recovers when the backend returns.
+ */
+export async function openPostgresStores(c: NetworkStoreConfig): Promise<Stores> {
+  // Redis first: it is quick to reach, and a start that fails on it then leaves the database unmigrated
+  const redis = c.redisUrl
+    ? await RedisStore.open({
+        url: c.redisUrl,
+        ...(c.redisPrefix ? { prefix: c.redisPrefix } : {}),
+        nonceRetainMs: (c.nonceRetain ?? 86_400) * 1000,
+      })
+    : undefined;
+  let pgStore: PgStore;
+  try {
+    pgStore = await PgStore.open({ url: c.databaseUrl, poolMax: c.pgPoolMax });
+  } catch (err) {
+    await redis?.close();
+    throw err;
+  }
+  return {
+    durable: pgStore,
+    enrollment: new PgEnrollmentStore(pgStore.pool),
+    nonces: redis ?? pgStore,
+    rateLimits: redis ?? new MemoryRateLimitStore(),
+    jti: redis ?? pgStore,
+    health: async () => {
+      const checks = [check("postgres", () => pgStore.ping())];
+      if (redis) checks.push(check("redis", () => redis.ping()));
+      return Promise.all(checks);
+    },
+    close: async () => {
+      await Promise.allSettled([pgStore.close(), redis?.close()]);
+    },
+  };
+}

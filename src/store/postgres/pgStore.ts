@@ -1,0 +1,403 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import type { ReferenceValue } from "../../attestation/types.ts";
+import { fromPgError } from "../errors.ts";
+import { loadMigrations } from "../migrations.ts";
+import { query, type Row } from "./pgQuery.ts";
+import type {
+  ActivityEntry,
+  ActivityFilter,
+  ApiKeyRecord,
+  ApiKeyRestrictions,
+  DurableStore,
+  JtiStore,
+  NewTenant,
+  NonceConsumeOutcome,
+  NonceIssueOutcome,
+  NonceRecord,
+  NonceStore,
+  StoredVerdict,
+  Tenant,
+  TenantState,
+} from "../types.ts";
+
+const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
+
+/** pg_advisory_xact_lock key for schema migrations: "attest" in ASCII, so it reads back in pg_locks. */
+const MIGRATION_LOCK_KEY = "107083763119988";
+
+export interface PgOptions {
+  /** postgres://user:pass@host:port/db?sslmode=... */
+  url: string;
+  /** connections per process (--pg-pool-max); requests beyond it wait up to connectTimeoutMs for one */
+  poolMax: number;
+  /**
+   * How long to wait for a connection, new or from the pool. Short, so an unreachable database turns into a
+   * 503 within a few seconds instead of requests piling up.
+   */
+  connectTimeoutMs?: number;
+  /** client-side cap on one statement's round trip, and the server-side statement_timeout */
+  queryTimeoutMs?: number;
+  /** idle pool clients broken by the server (restart, failover) are reported here and dropped */
+  onIdleError?: (err: Error) => void;
+}
+
+function tenantFromRow(r: Row): Tenant {
+  return {
+    tenantId: r.tenant_id as string,
+    name: r.name as string,
+    customerId: r.customer_id as string,
+    kind: r.kind as Tenant["kind"],
+    state: r.state as TenantState,
+    enrollmentEnabled: r.enrollment_enabled as boolean,
+    createdAt: r.created_at as string,
+  };
+}
+
+function apiKeyFromRow(r: Row): ApiKeyRecord {
+  return {
+    keyId: r.key_id as string,
+    tenantId: r.tenant_id as string,
+    secretHash: r.secret_hash as string,
+    rps: r.rps as number,
+    burst: r.burst as number,
+    createdAt: r.created_at as string,
+    revokedAt: (r.revoked_at as string | null) ?? null,
+    restrictions: (r.restrictions as ApiKeyRestrictions | null) ?? null,
+  };
+}
+
+function activityFromRow(r: Row): ActivityEntry {
+  return {
+    time: r.time as string,
+    errorId: (r.error_id as string | null) ?? null,
+    tenantId: (r.tenant_id as string | null) ?? null,
+    clientId: (r.client_id as string | null) ?? null,
+    method: r.method as string,
+    route: r.route as string,
+    status: r.status as number,
+    code: (r.code as string | null) ?? null,
+    latencyMs: r.latency_ms as number,
+    remoteAddress: r.remote_address as string,
+  };
+}
+
+const TENANT_COLS = "tenant_id, name, customer_id, kind, state, enrollment_enabled, created_at";
+const KEY_COLS = "key_id, tenant_id, secret_hash, rps, burst, created_at, revoked_at, restrictions";
+const ACTIVITY_COLS = "time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address";
+
+/**
+ * PostgreSQL backend for durable records and (without --redis-url) nonces. Same semantics as SqliteStore; the
+ * multi-step nonce operations are PL/pgSQL functions (migration 001) so each is one round trip and atomic across
+ * instances. Every driver error passes through fromPgError: an unreachable database becomes StoreUnavailableError
+ * (→ 503), a constraint violation stays what it is.
+ */
+export class PgStore implements DurableStore, NonceStore, JtiStore {
+  readonly kind = "postgres";
+  readonly pool: pg.Pool;
+  private jtiCalls = 0;
+
+  private constructor(opts: PgOptions) {
+    const queryTimeoutMs = opts.queryTimeoutMs ?? 5_000;
+    this.pool = new pg.Pool({
+      connectionString: opts.url,
+      max: opts.poolMax,
+      connectionTimeoutMillis: opts.connectTimeoutMs ?? 3_000,
+      query_timeout: queryTimeoutMs,
+      statement_timeout: queryTimeoutMs,
+      // a connection stuck in a transaction (a crashed client) must not hold row locks for long
+      idle_in_transaction_session_timeout: 60_000,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+      application_name: "attestd",
+    });
+    // Without a listener, an idle client dropped by the server (restart, failover, proxy timeout) is an uncaught
+    // 'error' event that kills the process. The pool has already discarded the client; the next query reconnects.
+    this.pool.on("error", (err) => opts.onIdleError?.(err));
+  }
+
+  /** Connects, applies pending migrations (serialised across instances by an advisory lock) and returns the store. */
+  static async open(opts: PgOptions): Promise<PgStore> {
+    const store = new PgStore(opts);
+    try {
+      await store.migrate();
+    } catch (err) {
+      await store.pool.end().catch(() => undefined);
+      throw fromPgError(err);
+    }
+    return store;
+  }
+
+  /**
+   * Applies numbered migrations in one transaction holding a transaction-level advisory lock: instances starting
+   * together queue on the lock, and each sees the versions the previous one committed. PostgreSQL DDL is
+   * transactional, so a failed migration leaves nothing half-applied.
+   */
+  private async migrate(): Promise<void> {
+    const client = await this.pool.connect();
+    // Waiting for another instance's migration may take longer than a normal statement.
+    const long = (text: string, values?: unknown[]) => client.query({ text, values, query_timeout: 300_000 } as pg.QueryConfig);
+    try {
+      await client.query("BEGIN");
+      await client.query("SET LOCAL statement_timeout = 0");
+      await long("SELECT pg_advisory_xact_lock($1::bigint)", [MIGRATION_LOCK_KEY]);
+      await client.query(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+      );
+      const done = new Set((await client.query("SELECT version FROM schema_migrations")).rows.map((r) => r.version as number));
+      for (const m of loadMigrations(MIGRATIONS_DIR)) {
+        if (done.has(m.version)) continue;
+        await long(m.sql);
+        await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [
+          m.version,
+          m.name,
+          new Date().toISOString(),
+        ]);
+      }
+      await client.query("COMMIT");
+      client.release();
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      client.release(err as Error);
+      throw err;
+    }
+  }
+
+  private q(name: string | undefined, text: string, values: unknown[] = []): Promise<pg.QueryResult<Row>> {
+    return query(this.pool, name, text, values);
+  }
+
+  async ping(): Promise<void> {
+    await this.q(undefined, "SELECT 1");
+  }
+
+  async close(): Promise<void> {
+    if (!this.pool.ended) await this.pool.end();
+  }
+
+  // ---- tenants and keys ----
+  async createTenant(t: NewTenant): Promise<Tenant> {
+    const r = await this.q(
+      "createTenant",
+      `INSERT INTO tenants (tenant_id, name, customer_id, kind, state, enrollment_enabled, created_at)
+       VALUES ($1, $2, $3, $4, 'active', $5, $6) RETURNING ${TENANT_COLS}`,
+      [t.tenantId, t.name, t.customerId, t.kind, t.kind === "customer", t.createdAt],
+    );
+    return tenantFromRow(r.rows[0]!);
+  }
+  async getTenant(id: string) {
+    const r = await this.q("tenantById", `SELECT ${TENANT_COLS} FROM tenants WHERE tenant_id = $1`, [id]);
+    return r.rows[0] && tenantFromRow(r.rows[0]);
+  }
+  async getTenantByName(name: string) {
+    const r = await this.q("tenantByName", `SELECT ${TENANT_COLS} FROM tenants WHERE name = $1`, [name]);
+    return r.rows[0] && tenantFromRow(r.rows[0]);
+  }
+  async getTenantByCustomerId(customerId: string) {
+    const r = await this.q("tenantByCustomerId", `SELECT ${TENANT_COLS} FROM tenants WHERE customer_id = $1`, [customerId]);
+    return r.rows[0] && tenantFromRow(r.rows[0]);
+  }
+  async listTenants() {
+    const r = await this.q("tenants", `SELECT ${TENANT_COLS} FROM tenants ORDER BY created_at, name`);
+    return r.rows.map(tenantFromRow);
+  }
+  async setTenantState(name: string, state: TenantState) {
+    return (await this.q("setTenantState", "UPDATE tenants SET state = $1 WHERE name = $2", [state, name])).rowCount === 1;
+  }
+  async setEnrollmentEnabled(name: string, enabled: boolean) {
+    const r = await this.q("setEnrollment", "UPDATE tenants SET enrollment_enabled = $1 WHERE name = $2", [enabled, name]);
+    return r.rowCount === 1;
+  }
+  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions">) {
+    await this.q(
+      "insertKey",
+      "INSERT INTO api_keys (key_id, tenant_id, secret_hash, rps, burst, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+      [k.keyId, k.tenantId, k.secretHash, k.rps, k.burst, k.createdAt],
+    );
+  }
+  async getApiKey(keyId: string) {
+    const r = await this.q("keyById", `SELECT ${KEY_COLS} FROM api_keys WHERE key_id = $1`, [keyId]);
+    return r.rows[0] && apiKeyFromRow(r.rows[0]);
+  }
+  async listApiKeys(tenantId: string) {
+    const r = await this.q("keysByTenant", `SELECT ${KEY_COLS} FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, seq`, [
+      tenantId,
+    ]);
+    return r.rows.map(apiKeyFromRow);
+  }
+  async revokeApiKey(keyId: string, at: string) {
+    const r = await this.q("revokeKey", "UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2 AND revoked_at IS NULL", [
+      at,
+      keyId,
+    ]);
+    return r.rowCount === 1;
+  }
+  async setApiKeyRestrictions(keyId: string, r: ApiKeyRestrictions | null) {
+    const res = await this.q("setRestrictions", "UPDATE api_keys SET restrictions = $1::json WHERE key_id = $2", [
+      r ? JSON.stringify(r) : null,
+      keyId,
+    ]);
+    return res.rowCount === 1;
+  }
+
+  // ---- nonces ----
+  async issue(n: NonceRecord, maxOutstanding: number, nowMs: number): Promise<NonceIssueOutcome> {
+    const r = await this.q("issueNonce", "SELECT attestd_issue_nonce($1, $2, $3, $4, $5, $6) AS outcome", [
+      n.nonce,
+      n.tenantId,
+      n.createdAtMs,
+      n.expiresAtMs,
+      maxOutstanding,
+      nowMs,
+    ]);
+    return r.rows[0]!.outcome as NonceIssueOutcome;
+  }
+
+  async consume(nonce: string, tenantId: string, nowMs: number): Promise<NonceConsumeOutcome> {
+    const r = await this.q("consumeNonce", "SELECT attestd_consume_nonce($1, $2, $3) AS outcome", [nonce, tenantId, nowMs]);
+    return r.rows[0]!.outcome as NonceConsumeOutcome;
+  }
+
+  /**
+   * Deletes in batches so one purge never holds many row locks or outlives the statement timeout; SKIP LOCKED
+   * lets several instances purge at once without queueing behind each other (or behind a consume).
+   */
+  async purgeExpired(nowMs: number, retainMs: number): Promise<number> {
+    const batch = 5_000;
+    let total = 0;
+    for (;;) {
+      const r = await this.q(
+        "purgeNonces",
+        `DELETE FROM nonces WHERE nonce IN (
+           SELECT nonce FROM nonces WHERE expires_at_ms <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+        [nowMs - retainMs, batch],
+      );
+      total += r.rowCount ?? 0;
+      if ((r.rowCount ?? 0) < batch) return total;
+    }
+  }
+
+  // ---- verdicts ----
+  async saveVerdict(v: StoredVerdict): Promise<void> {
+    // synchronous_commit (on by default) makes the INSERT durable before the caller acknowledges the verdict.
+    await this.q(
+      "insertVerdict",
+      `INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at)
+       VALUES ($1, $2, $3, $4::json, $5, $6::json, $7)`,
+      [v.objectId, v.tenantId, v.format, JSON.stringify(v.record), v.reason, JSON.stringify(v.detail), v.createdAt],
+    );
+  }
+
+  async getVerdict(objectId: string): Promise<StoredVerdict | undefined> {
+    const r = await this.q(
+      "verdictById",
+      "SELECT object_id, tenant_id, format, record, reason, detail, created_at FROM verdicts WHERE object_id = $1",
+      [objectId],
+    );
+    const row = r.rows[0];
+    if (!row) return undefined;
+    return {
+      objectId: row.object_id as string,
+      tenantId: row.tenant_id as string,
+      format: row.format as string,
+      record: row.record as StoredVerdict["record"],
+      reason: row.reason as string,
+      detail: row.detail as Record<string, unknown>,
+      createdAt: row.created_at as string,
+    };
+  }
+
+  // ---- reference values ----
+  async upsertReferenceValues(values: readonly ReferenceValue[], at: string): Promise<number> {
+    // One statement cannot touch a row twice, so repeats within the batch collapse to the last (as the SQLite
+    // loop would leave them); the count is of values given, as SQLite reports it.
+    const last = new Map<string, ReferenceValue>();
+    for (const v of values) last.set(JSON.stringify([v.model, v.firmwareVersion]), v);
+    const rows = [...last.values()];
+    if (rows.length > 0) {
+      await this.q(
+        undefined,
+        `INSERT INTO reference_values (model, firmware_version, measurements, updated_at)
+         SELECT m, f, j::json, $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS u (m, f, j)
+         ON CONFLICT (model, firmware_version) DO UPDATE SET measurements = excluded.measurements, updated_at = excluded.updated_at`,
+        [rows.map((v) => v.model), rows.map((v) => v.firmwareVersion), rows.map((v) => JSON.stringify(v.measurements)), at],
+      );
+    }
+    return values.length;
+  }
+
+  async listReferenceValues(): Promise<ReferenceValue[]> {
+    const r = await this.q(
+      "refvals",
+      "SELECT model, firmware_version, measurements FROM reference_values ORDER BY model, firmware_version",
+    );
+    return r.rows.map((row) => ({
+      model: row.model as string,
+      firmwareVersion: row.firmware_version as string,
+      measurements: row.measurements as string[],
+    }));
+  }
+
+  // ---- activity ----
+  async appendActivity(entries: readonly ActivityEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    // One round trip for the whole batch; unnest keeps array order, so ids (the tiebreak of equal times) follow it.
+    const col = <K extends keyof ActivityEntry>(k: K) => entries.map((e) => e[k]);
+    await this.q(
+      "insertActivity",
+      `INSERT INTO activity (${ACTIVITY_COLS})
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],
+                            $8::text[], $9::float8[], $10::text[])`,
+      [
+        col("time"),
+        col("errorId"),
+        col("tenantId"),
+        col("clientId"),
+        col("method"),
+        col("route"),
+        col("status"),
+        col("code"),
+        col("latencyMs"),
+        col("remoteAddress"),
+      ],
+    );
+  }
+
+  async queryActivity(f: ActivityFilter): Promise<ActivityEntry[]> {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    const param = (v: unknown) => (args.push(v), `$${args.length}`);
+    if (f.tenantId) where.push(`tenant_id = ${param(f.tenantId)}`);
+    if (f.errorId) where.push(`error_id = ${param(f.errorId)}`);
+    if (f.since) where.push(`time >= ${param(f.since)}`);
+    const limit = param(Math.min(Math.max(f.limit ?? 1000, 1), 100_000));
+    const sql = `SELECT ${ACTIVITY_COLS} FROM activity ${where.length ? "WHERE " + where.join(" AND ") : ""}
+                 ORDER BY time DESC, id DESC LIMIT ${limit}`;
+    return (await this.q(undefined, sql, args)).rows.map(activityFromRow);
+  }
+
+  // ---- jti replay set (used without --redis-url) ----
+  /**
+   * One statement decides: the insert wins, or the conflicting row is replaced only if it had expired at nowMs.
+   * Concurrent calls for one jti serialise on the row, so exactly one answers true.
+   */
+  async remember(jti: string, expiresAtMs: number, nowMs: number): Promise<boolean> {
+    // Expired entries cannot matter any more; clearing a bounded batch every 1000 calls keeps the table small
+    // without a separate timer (several instances may do it at once: SKIP LOCKED keeps them apart).
+    if (++this.jtiCalls % 1000 === 0) {
+      await this.q(
+        "purgeJti",
+        "DELETE FROM jti_seen WHERE jti IN (SELECT jti FROM jti_seen WHERE expires_at_ms <= $1 LIMIT 5000 FOR UPDATE SKIP LOCKED)",
+        [nowMs],
+      );
+    }
+    const r = await this.q(
+      "rememberJti",
+      `INSERT INTO jti_seen AS s (jti, expires_at_ms) VALUES ($1, $2)
+       ON CONFLICT (jti) DO UPDATE SET expires_at_ms = excluded.expires_at_ms WHERE s.expires_at_ms <= $3`,
+      [jti, expiresAtMs, nowMs],
+    );
+    return r.rowCount === 1;
+  }
+}

@@ -1,0 +1,16 @@
+import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts";
+import { MemoryJtiStore } from "../../src/store/memory/memoryJtiStore.ts";
+import { MemoryNonceStore } from "../../src/store/memory/memoryNonceStore.ts";
+import { MemoryRateLimitStore } from "../../src/store/memory/memoryRateLimitStore.ts";
+import { storeConformance } from "./conformance.ts";
+
+storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () => {
+  const durable = new MemoryDurableStore();
+  return {
+    durable,
+    nonces: new MemoryNonceStore(),
+    rateLimits: new MemoryRateLimitStore(),
+    jti: new MemoryJtiStore(),
+    close: () => durable.close(),
+  };
+});

@@ -1,0 +1,33 @@
+import { PgEnrollmentStore } from "../../src/store/postgres/pgEnrollmentStore.ts";
+import { PgStore } from "../../src/store/postgres/pgStore.ts";
+import { createTestDatabase } from "./backends.ts";
+import { storeConformance } from "./conformance.ts";
+import { enrollmentConformance } from "./enrollmentConformance.ts";
+
+// A fresh database per run: migrations run from scratch and the run leaves nothing behind.
+storeConformance("postgres", ["durable", "nonces", "jti"], async () => {
+  const db = await createTestDatabase("conf");
+  const store = await PgStore.open({ url: db.url, poolMax: 10 });
+  return {
+    durable: store,
+    nonces: store,
+    jti: store,
+    close: async () => {
+      await store.close();
+      await db.drop();
+    },
+  };
+});
+
+enrollmentConformance("postgres", async () => {
+  const db = await createTestDatabase("enr");
+  const store = await PgStore.open({ url: db.url, poolMax: 10 });
+  return {
+    durable: store,
+    enrollment: new PgEnrollmentStore(store.pool),
+    close: async () => {
+      await store.close();
+      await db.drop();
+    },
+  };
+});

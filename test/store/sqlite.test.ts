@@ -1,0 +1,28 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { SqliteEnrollmentStore, SqliteJtiStore } from "../../src/store/sqlite/sqliteEnrollmentStore.ts";
+import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
+import { storeConformance } from "./conformance.ts";
+import { enrollmentConformance } from "./enrollmentConformance.ts";
+
+// A file, not ":memory:", so WAL and the IMMEDIATE transactions behave as in production. Rate limits on SQLite
+// are in process (the memory suite) or, with --workers, in the cluster primary (test/scale/cluster.test.ts).
+storeConformance("sqlite", ["durable", "nonces", "jti"], async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "attestd-conf-"));
+  const store = new SqliteStore({ file: path.join(dir, "attestd.sqlite") });
+  return {
+    durable: store,
+    nonces: store,
+    jti: new SqliteJtiStore(store.db),
+    close: async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+enrollmentConformance("sqlite", async () => {
+  const store = new SqliteStore({ file: ":memory:" });
+  return { durable: store, enrollment: new SqliteEnrollmentStore(store.db), close: () => store.close() };
+});
