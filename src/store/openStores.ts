@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { Config } from "../config.ts";
+import { pingHealth } from "./health.ts";
 import { MemoryRateLimitStore } from "./memory/memoryRateLimitStore.ts";
 import { SqliteStore } from "./sqlite/sqliteStore.ts";
 import { SqliteEnrollmentStore, SqliteJtiStore } from "./sqlite/sqliteEnrollmentStore.ts";
@@ -12,15 +13,6 @@ export type StoreConfig = Pick<
 
 export function sqliteFile(dataDir: string): string {
   return path.resolve(dataDir, "attestd.sqlite");
-}
-
-async function health(name: string, ping: () => Promise<unknown>) {
-  try {
-    await ping();
-    return { name, ok: true };
-  } catch (e) {
-    return { name, ok: false, error: (e as Error).message };
-  }
 }
 
 /** Opens the backends the configuration names. The embedded default: one SQLite file, in-process rate limits. */
@@ -47,7 +39,7 @@ export async function openStores(c: StoreConfig): Promise<Stores> {
     rateLimits: new MemoryRateLimitStore(),
     enrollment: new SqliteEnrollmentStore(sqlite.db),
     jti: new SqliteJtiStore(sqlite.db),
-    health: async () => [await health("sqlite", () => sqlite.ping())],
+    health: async () => [await pingHealth("sqlite", () => sqlite.ping())],
     close: () => sqlite.close(),
   };
 }

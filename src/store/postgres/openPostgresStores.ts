@@ -1,3 +1,4 @@
+import { pingHealth } from "../health.ts";
 import { MemoryRateLimitStore } from "../memory/memoryRateLimitStore.ts";
 import { RedisStore } from "../redis/redisStore.ts";
 import type { Stores } from "../types.ts";
@@ -12,15 +13,6 @@ export interface NetworkStoreConfig {
   nonceRetain?: number | undefined;
   /** key prefix in Redis (tests give each run its own) */
   redisPrefix?: string | undefined;
-}
-
-async function check(name: string, ping: () => Promise<unknown>) {
-  try {
-    await ping();
-    return { name, ok: true };
-  } catch (e) {
-    return { name, ok: false, error: (e as Error).message };
-  }
 }
 
 /**
@@ -53,8 +45,8 @@ export async function openPostgresStores(c: NetworkStoreConfig): Promise<Stores>
     rateLimits: redis ?? new MemoryRateLimitStore(),
     jti: redis ?? pgStore,
     health: async () => {
-      const checks = [check("postgres", () => pgStore.ping())];
-      if (redis) checks.push(check("redis", () => redis.ping()));
+      const checks = [pingHealth("postgres", () => pgStore.ping())];
+      if (redis) checks.push(pingHealth("redis", () => redis.ping()));
       return Promise.all(checks);
     },
     close: async () => {

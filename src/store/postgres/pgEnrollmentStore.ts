@@ -1,10 +1,7 @@
 import type pg from "pg";
-import { catalog, type CatalogEntry } from "../../errors/catalog.ts";
 import type {
   AccessTokenRecord,
-  ApiClient,
   AssignOutcome,
-  DeviceEntry,
   DeviceError,
   DevicePage,
   EnqueueOutcome,
@@ -26,73 +23,9 @@ import type {
   UnassignOutcome,
   UserState,
 } from "../enrollmentTypes.ts";
+import { jobFailure, num, pgRows, str } from "../rows.ts";
 import type { ApiKeyRestrictions } from "../types.ts";
-import { num, query, transaction, uniqueViolation, type Queryable, type Row } from "./pgQuery.ts";
-
-const str = (v: unknown) => (v as string | null) ?? null;
-
-function userFromRow(r: Row): EnrollmentUser {
-  return {
-    userId: r.user_id as string,
-    tenantId: r.tenant_id as string,
-    email: r.email as string,
-    state: r.state as UserState,
-    createdAt: r.created_at as string,
-    updatedAt: r.updated_at as string,
-  };
-}
-
-function clientFromRow(r: Row): ApiClient {
-  return {
-    clientId: r.client_id as string,
-    tenantId: r.tenant_id as string,
-    userId: r.user_id as string,
-    publicKey: r.public_key as string,
-    identifierHash: r.identifier_hash as string,
-    readOnly: r.read_only as boolean,
-    rps: r.rps as number,
-    burst: r.burst as number,
-    restrictions: (r.restrictions as ApiKeyRestrictions | null) ?? null,
-    createdAt: r.created_at as string,
-  };
-}
-
-function profileFromRow(r: Row): Profile {
-  return {
-    profileId: r.profile_id as string,
-    tenantId: r.tenant_id as string,
-    name: r.name as string,
-    description: str(r.description),
-    mdmUrl: str(r.mdm_url),
-    settings: (r.settings as Profile["settings"]) ?? null,
-    createdAt: r.created_at as string,
-    updatedAt: r.updated_at as string,
-  };
-}
-
-function transactionFromRow(r: Row): EnrollTransaction {
-  return {
-    tenantId: r.tenant_id as string,
-    transactionId: r.transaction_id as string,
-    type: r.type as TransactionType,
-    state: r.state as EnrollTransaction["state"],
-    kind: r.kind as EnrollTransaction["kind"],
-    profileId: r.profile_id as string,
-    profileName: r.profile_name as string,
-    createdAt: r.created_at as string,
-    updatedAt: r.updated_at as string,
-  };
-}
-
-function errorFromRow(r: Row): DeviceError | null {
-  return r.error_code
-    ? { code: r.error_code as string, message: r.error_message as string, reason: (r.error_reason as string) ?? "" }
-    : null;
-}
-
-function deviceError(entry: CatalogEntry, reason: string): DeviceError {
-  return { code: entry.code, message: entry.message, reason };
-}
+import { query, transaction, uniqueViolation, type Queryable } from "./pgQuery.ts";
 
 const USER_COLS = "user_id, tenant_id, email, state, created_at, updated_at";
 const CLIENT_COLS =
@@ -131,22 +64,22 @@ export class PgEnrollmentStore implements EnrollmentStore {
        RETURNING ${USER_COLS}`,
       [u.userId, u.tenantId, u.email, u.at],
     );
-    return userFromRow(r.rows[0]!);
+    return pgRows.user(r.rows[0]!);
   }
   async getUser(userId: string) {
     const r = await this.q("userById", `SELECT ${USER_COLS} FROM enroll_users WHERE user_id = $1`, [userId]);
-    return r.rows[0] && userFromRow(r.rows[0]);
+    return r.rows[0] && pgRows.user(r.rows[0]);
   }
   async getUserByEmail(tenantId: string, email: string) {
     const r = await this.q("userByEmail", `SELECT ${USER_COLS} FROM enroll_users WHERE tenant_id = $1 AND email = $2`, [
       tenantId,
       email,
     ]);
-    return r.rows[0] && userFromRow(r.rows[0]);
+    return r.rows[0] && pgRows.user(r.rows[0]);
   }
   async listUsers(tenantId: string) {
     const r = await this.q("usersByTenant", `SELECT ${USER_COLS} FROM enroll_users WHERE tenant_id = $1 ORDER BY email`, [tenantId]);
-    return r.rows.map(userFromRow);
+    return r.rows.map(pgRows.user);
   }
   async setUserState(tenantId: string, email: string, state: UserState, at: string) {
     const r = await this.q("setUserState", "UPDATE enroll_users SET state = $1, updated_at = $2 WHERE tenant_id = $3 AND email = $4", [
@@ -169,7 +102,7 @@ export class PgEnrollmentStore implements EnrollmentStore {
   }
   async getClient(clientId: string) {
     const r = await this.q("clientById", `SELECT ${CLIENT_COLS} FROM enroll_clients WHERE client_id = $1`, [clientId]);
-    return r.rows[0] && clientFromRow(r.rows[0]);
+    return r.rows[0] && pgRows.client(r.rows[0]);
   }
   async listClients(tenantId: string) {
     const r = await this.q(
@@ -177,7 +110,7 @@ export class PgEnrollmentStore implements EnrollmentStore {
       `SELECT ${CLIENT_COLS} FROM enroll_clients WHERE tenant_id = $1 ORDER BY created_at, client_id`,
       [tenantId],
     );
-    return r.rows.map(clientFromRow);
+    return r.rows.map(pgRows.client);
   }
   async deleteClient(clientId: string) {
     // ON DELETE CASCADE takes the client's access tokens in the same statement
@@ -203,16 +136,7 @@ export class PgEnrollmentStore implements EnrollmentStore {
       "SELECT token_id, client_id, token_hash, expires_at_ms, created_at FROM enroll_access_tokens WHERE token_id = $1",
       [tokenId],
     );
-    const row = r.rows[0];
-    return (
-      row && {
-        tokenId: row.token_id as string,
-        clientId: row.client_id as string,
-        tokenHash: row.token_hash as string,
-        expiresAtMs: num(row.expires_at_ms),
-        createdAt: row.created_at as string,
-      }
-    );
+    return r.rows[0] && pgRows.accessToken(r.rows[0]);
   }
   async purgeExpiredAccessTokens(nowMs: number) {
     return (await this.q("purgeTokens", "DELETE FROM enroll_access_tokens WHERE expires_at_ms <= $1", [nowMs])).rowCount ?? 0;
@@ -233,11 +157,7 @@ export class PgEnrollmentStore implements EnrollmentStore {
       "SELECT tenant_id, reseller_id, created_at FROM reseller_associations WHERE tenant_id = $1 ORDER BY created_at, reseller_id",
       [tenantId],
     );
-    return r.rows.map((row) => ({
-      tenantId: row.tenant_id as string,
-      resellerId: row.reseller_id as string,
-      createdAt: row.created_at as string,
-    }));
+    return r.rows.map(pgRows.resellerAssociation);
   }
 
   // ---- profiles and transactions ----
@@ -323,7 +243,7 @@ export class PgEnrollmentStore implements EnrollmentStore {
       tenantId,
       profileId,
     ]);
-    return r.rows[0] && profileFromRow(r.rows[0]);
+    return r.rows[0] && pgRows.profile(r.rows[0]);
   }
 
   /** count and page from one snapshot, as SQLite's read transaction gives them */
@@ -341,7 +261,7 @@ export class PgEnrollmentStore implements EnrollmentStore {
         [tenantId, limit, offset],
         c,
       );
-      return { total: total.rows[0]!.n as number, items: page.rows.map(profileFromRow) };
+      return { total: total.rows[0]!.n as number, items: page.rows.map(pgRows.profile) };
     });
   }
 
@@ -351,7 +271,7 @@ export class PgEnrollmentStore implements EnrollmentStore {
       `SELECT ${TX_COLS} FROM enroll_transactions WHERE tenant_id = $1 AND transaction_id = $2`,
       [tenantId, transactionId],
     );
-    return r.rows[0] && transactionFromRow(r.rows[0]);
+    return r.rows[0] && pgRows.transaction(r.rows[0]);
   }
 
   async listTransactions(f: TransactionFilter): Promise<Page<EnrollTransaction>> {
@@ -371,7 +291,7 @@ export class PgEnrollmentStore implements EnrollmentStore {
         [...args, f.limit, f.offset],
         c,
       );
-      return { total: total.rows[0]!.n as number, items: page.rows.map(transactionFromRow) };
+      return { total: total.rows[0]!.n as number, items: page.rows.map(pgRows.transaction) };
     });
   }
 
@@ -418,17 +338,7 @@ export class PgEnrollmentStore implements EnrollmentStore {
        RETURNING seq, transaction_id, tenant_id, device_id, profile_id, user_id, attempts`,
       [owner, nowMs + leaseMs, nowMs, limit],
     );
-    return r.rows
-      .map((row) => ({
-        seq: num(row.seq),
-        transactionId: row.transaction_id as string,
-        tenantId: row.tenant_id as string,
-        deviceId: row.device_id as string,
-        profileId: row.profile_id as string,
-        userId: str(row.user_id),
-        attempts: row.attempts as number,
-      }))
-      .sort((a, b) => a.seq - b.seq);
+    return pgRows.claimedJobs(r.rows);
   }
 
   async renewJobLeases(owner: string, nowMs: number, leaseMs: number) {
@@ -480,10 +390,10 @@ export class PgEnrollmentStore implements EnrollmentStore {
         c,
       );
       if (profile.rowCount === 0) {
-        error = deviceError(catalog.BULK_ENROLL_PROFILE_NOT_FOUND, "The profile was deleted before the device was processed");
+        error = jobFailure.profileDeleted();
       } else if (userId) {
         const user = await this.q("registeredUser", "SELECT 1 FROM enroll_users WHERE user_id = $1 AND state = 'registered'", [userId], c);
-        if (user.rowCount === 0) error = deviceError(catalog.USER_NOT_FOUND, "The user was deregistered before the device was processed");
+        if (user.rowCount === 0) error = jobFailure.userDeregistered();
       }
 
       const dev = await this.q(
@@ -575,15 +485,7 @@ export class PgEnrollmentStore implements EnrollmentStore {
         [tenantId, transactionId, limit, offset],
         c,
       );
-      const items = page.rows.map(
-        (r): DeviceEntry => ({
-          deviceId: r.device_id as string,
-          profileId: r.profile_id as string,
-          state: r.state === "pending" ? "Processing" : (r.outcome as DeviceEntry["state"]),
-          updatedAt: r.updated_at as string,
-          error: errorFromRow(r),
-        }),
-      );
+      const items = page.rows.map(pgRows.jobDevice);
       return { total: counts.rows[0]!.total as number, processing: counts.rows[0]!.processing as number, items };
     });
   }
@@ -608,15 +510,7 @@ export class PgEnrollmentStore implements EnrollmentStore {
         [...args, limit, offset],
         c,
       );
-      const items = rows.rows.map(
-        (r): DeviceEntry => ({
-          deviceId: r.device_id as string,
-          profileId: str(r.profile_id),
-          state: r.pending ? "Processing" : (r.state as DeviceEntry["state"]),
-          updatedAt: r.updated_at as string,
-          error: r.pending ? null : errorFromRow(r),
-        }),
-      );
+      const items = rows.rows.map(pgRows.device);
       return { total: counts.rows[0]!.total as number, processing: counts.rows[0]!.processing as number, items };
     });
   }
@@ -680,15 +574,7 @@ export class PgEnrollmentStore implements EnrollmentStore {
       "SELECT tenant_id, public_key, private_key, created_at FROM tenant_encryption_keys WHERE tenant_id = $1",
       [tenantId],
     );
-    const row = r.rows[0];
-    return (
-      row && {
-        tenantId: row.tenant_id as string,
-        publicKey: row.public_key as string,
-        privateKey: row.private_key as string,
-        createdAt: row.created_at as string,
-      }
-    );
+    return r.rows[0] && pgRows.tenantKey(r.rows[0]);
   }
 
   async putTenantKeyIfAbsent(k: TenantKeyRecord): Promise<TenantKeyRecord> {

@@ -1,7 +1,6 @@
 import type pg from "pg";
 import { fromPgError } from "../errors.ts";
-
-export type Row = Record<string, unknown>;
+import type { Row } from "../rows.ts";
 
 /** Anything that runs a query: the pool (one statement, autocommit) or a client inside a transaction. */
 export type Queryable = Pick<pg.Pool, "query"> | pg.PoolClient;
@@ -58,6 +57,3 @@ export function uniqueViolation(err: unknown): string | undefined {
   const e = err as { code?: unknown; constraint?: unknown };
   return e.code === "23505" ? String(e.constraint ?? "") : undefined;
 }
-
-/** BIGINT columns arrive as strings (they may exceed 2^53); ours are milliseconds and sequence numbers, well within. */
-export const num = (v: unknown): number => (typeof v === "number" ? v : Number(v));

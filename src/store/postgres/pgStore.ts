@@ -4,7 +4,8 @@ import pg from "pg";
 import type { ReferenceValue } from "../../attestation/types.ts";
 import { fromPgError } from "../errors.ts";
 import { loadMigrations } from "../migrations.ts";
-import { query, type Row } from "./pgQuery.ts";
+import { pgRows, type Row } from "../rows.ts";
+import { query } from "./pgQuery.ts";
 import type {
   ActivityEntry,
   ActivityFilter,
@@ -41,46 +42,6 @@ export interface PgOptions {
   queryTimeoutMs?: number;
   /** idle pool clients broken by the server (restart, failover) are reported here and dropped */
   onIdleError?: (err: Error) => void;
-}
-
-function tenantFromRow(r: Row): Tenant {
-  return {
-    tenantId: r.tenant_id as string,
-    name: r.name as string,
-    customerId: r.customer_id as string,
-    kind: r.kind as Tenant["kind"],
-    state: r.state as TenantState,
-    enrollmentEnabled: r.enrollment_enabled as boolean,
-    createdAt: r.created_at as string,
-  };
-}
-
-function apiKeyFromRow(r: Row): ApiKeyRecord {
-  return {
-    keyId: r.key_id as string,
-    tenantId: r.tenant_id as string,
-    secretHash: r.secret_hash as string,
-    rps: r.rps as number,
-    burst: r.burst as number,
-    createdAt: r.created_at as string,
-    revokedAt: (r.revoked_at as string | null) ?? null,
-    restrictions: (r.restrictions as ApiKeyRestrictions | null) ?? null,
-  };
-}
-
-function activityFromRow(r: Row): ActivityEntry {
-  return {
-    time: r.time as string,
-    errorId: (r.error_id as string | null) ?? null,
-    tenantId: (r.tenant_id as string | null) ?? null,
-    clientId: (r.client_id as string | null) ?? null,
-    method: r.method as string,
-    route: r.route as string,
-    status: r.status as number,
-    code: (r.code as string | null) ?? null,
-    latencyMs: r.latency_ms as number,
-    remoteAddress: r.remote_address as string,
-  };
 }
 
 const TENANT_COLS = "tenant_id, name, customer_id, kind, state, enrollment_enabled, created_at";
@@ -184,23 +145,23 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
        VALUES ($1, $2, $3, $4, 'active', $5, $6) RETURNING ${TENANT_COLS}`,
       [t.tenantId, t.name, t.customerId, t.kind, t.kind === "customer", t.createdAt],
     );
-    return tenantFromRow(r.rows[0]!);
+    return pgRows.tenant(r.rows[0]!);
   }
   async getTenant(id: string) {
     const r = await this.q("tenantById", `SELECT ${TENANT_COLS} FROM tenants WHERE tenant_id = $1`, [id]);
-    return r.rows[0] && tenantFromRow(r.rows[0]);
+    return r.rows[0] && pgRows.tenant(r.rows[0]);
   }
   async getTenantByName(name: string) {
     const r = await this.q("tenantByName", `SELECT ${TENANT_COLS} FROM tenants WHERE name = $1`, [name]);
-    return r.rows[0] && tenantFromRow(r.rows[0]);
+    return r.rows[0] && pgRows.tenant(r.rows[0]);
   }
   async getTenantByCustomerId(customerId: string) {
     const r = await this.q("tenantByCustomerId", `SELECT ${TENANT_COLS} FROM tenants WHERE customer_id = $1`, [customerId]);
-    return r.rows[0] && tenantFromRow(r.rows[0]);
+    return r.rows[0] && pgRows.tenant(r.rows[0]);
   }
   async listTenants() {
     const r = await this.q("tenants", `SELECT ${TENANT_COLS} FROM tenants ORDER BY created_at, name`);
-    return r.rows.map(tenantFromRow);
+    return r.rows.map(pgRows.tenant);
   }
   async setTenantState(name: string, state: TenantState) {
     return (await this.q("setTenantState", "UPDATE tenants SET state = $1 WHERE name = $2", [state, name])).rowCount === 1;
@@ -218,13 +179,13 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
   }
   async getApiKey(keyId: string) {
     const r = await this.q("keyById", `SELECT ${KEY_COLS} FROM api_keys WHERE key_id = $1`, [keyId]);
-    return r.rows[0] && apiKeyFromRow(r.rows[0]);
+    return r.rows[0] && pgRows.apiKey(r.rows[0]);
   }
   async listApiKeys(tenantId: string) {
     const r = await this.q("keysByTenant", `SELECT ${KEY_COLS} FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, seq`, [
       tenantId,
     ]);
-    return r.rows.map(apiKeyFromRow);
+    return r.rows.map(pgRows.apiKey);
   }
   async revokeApiKey(keyId: string, at: string) {
     const r = await this.q("revokeKey", "UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2 AND revoked_at IS NULL", [
@@ -295,17 +256,7 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
       "SELECT object_id, tenant_id, format, record, reason, detail, created_at FROM verdicts WHERE object_id = $1",
       [objectId],
     );
-    const row = r.rows[0];
-    if (!row) return undefined;
-    return {
-      objectId: row.object_id as string,
-      tenantId: row.tenant_id as string,
-      format: row.format as string,
-      record: row.record as StoredVerdict["record"],
-      reason: row.reason as string,
-      detail: row.detail as Record<string, unknown>,
-      createdAt: row.created_at as string,
-    };
+    return r.rows[0] && pgRows.verdict(r.rows[0]);
   }
 
   // ---- reference values ----
@@ -332,11 +283,7 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
       "refvals",
       "SELECT model, firmware_version, measurements FROM reference_values ORDER BY model, firmware_version",
     );
-    return r.rows.map((row) => ({
-      model: row.model as string,
-      firmwareVersion: row.firmware_version as string,
-      measurements: row.measurements as string[],
-    }));
+    return r.rows.map(pgRows.referenceValue);
   }
 
   // ---- activity ----
@@ -374,7 +321,7 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     const limit = param(Math.min(Math.max(f.limit ?? 1000, 1), 100_000));
     const sql = `SELECT ${ACTIVITY_COLS} FROM activity ${where.length ? "WHERE " + where.join(" AND ") : ""}
                  ORDER BY time DESC, id DESC LIMIT ${limit}`;
-    return (await this.q(undefined, sql, args)).rows.map(activityFromRow);
+    return (await this.q(undefined, sql, args)).rows.map(pgRows.activity);
   }
 
   // ---- jti replay set (used without --redis-url) ----

@@ -1,10 +1,7 @@
 import type Database from "better-sqlite3";
-import { catalog, type CatalogEntry } from "../../errors/catalog.ts";
 import type {
   AccessTokenRecord,
-  ApiClient,
   AssignOutcome,
-  DeviceEntry,
   DeviceError,
   DevicePage,
   EnqueueOutcome,
@@ -26,74 +23,8 @@ import type {
   UnassignOutcome,
   UserState,
 } from "../enrollmentTypes.ts";
+import { jobFailure, sqliteRows, str, type Row } from "../rows.ts";
 import type { ApiKeyRestrictions, JtiStore } from "../types.ts";
-
-type Row = Record<string, unknown>;
-
-const str = (v: unknown) => (v as string | null) ?? null;
-
-function userFromRow(r: Row): EnrollmentUser {
-  return {
-    userId: r.user_id as string,
-    tenantId: r.tenant_id as string,
-    email: r.email as string,
-    state: r.state as UserState,
-    createdAt: r.created_at as string,
-    updatedAt: r.updated_at as string,
-  };
-}
-
-function clientFromRow(r: Row): ApiClient {
-  return {
-    clientId: r.client_id as string,
-    tenantId: r.tenant_id as string,
-    userId: r.user_id as string,
-    publicKey: r.public_key as string,
-    identifierHash: r.identifier_hash as string,
-    readOnly: r.read_only === 1,
-    rps: r.rps as number,
-    burst: r.burst as number,
-    restrictions: r.restrictions ? (JSON.parse(r.restrictions as string) as ApiKeyRestrictions) : null,
-    createdAt: r.created_at as string,
-  };
-}
-
-function profileFromRow(r: Row): Profile {
-  return {
-    profileId: r.profile_id as string,
-    tenantId: r.tenant_id as string,
-    name: r.name as string,
-    description: str(r.description),
-    mdmUrl: str(r.mdm_url),
-    settings: r.settings ? JSON.parse(r.settings as string) : null,
-    createdAt: r.created_at as string,
-    updatedAt: r.updated_at as string,
-  };
-}
-
-function transactionFromRow(r: Row): EnrollTransaction {
-  return {
-    tenantId: r.tenant_id as string,
-    transactionId: r.transaction_id as string,
-    type: r.type as TransactionType,
-    state: r.state as EnrollTransaction["state"],
-    kind: r.kind as EnrollTransaction["kind"],
-    profileId: r.profile_id as string,
-    profileName: r.profile_name as string,
-    createdAt: r.created_at as string,
-    updatedAt: r.updated_at as string,
-  };
-}
-
-function errorFromRow(r: Row): DeviceError | null {
-  return r.error_code
-    ? { code: r.error_code as string, message: r.error_message as string, reason: (r.error_reason as string) ?? "" }
-    : null;
-}
-
-function deviceError(entry: CatalogEntry, reason: string): DeviceError {
-  return { code: entry.code, message: entry.message, reason };
-}
 
 /** SQLite's own error for a UNIQUE violation: how a name conflict is detected without a racy pre-check. */
 function isUniqueViolation(e: unknown): boolean {
@@ -230,20 +161,20 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
         const existing = this.s.userByEmail.get(u.tenantId, u.email) as Row | undefined;
         if (existing) this.s.setUserState.run("registered", u.at, u.tenantId, u.email);
         else this.s.insertUser.run(u.userId, u.tenantId, u.email, u.at, u.at);
-        return userFromRow(this.s.userByEmail.get(u.tenantId, u.email) as Row);
+        return sqliteRows.user(this.s.userByEmail.get(u.tenantId, u.email) as Row);
       })
       .immediate();
   }
   async getUser(userId: string) {
     const r = this.s.userById.get(userId) as Row | undefined;
-    return r && userFromRow(r);
+    return r && sqliteRows.user(r);
   }
   async getUserByEmail(tenantId: string, email: string) {
     const r = this.s.userByEmail.get(tenantId, email) as Row | undefined;
-    return r && userFromRow(r);
+    return r && sqliteRows.user(r);
   }
   async listUsers(tenantId: string) {
-    return (this.s.usersByTenant.all(tenantId) as Row[]).map(userFromRow);
+    return (this.s.usersByTenant.all(tenantId) as Row[]).map(sqliteRows.user);
   }
   async setUserState(tenantId: string, email: string, state: UserState, at: string) {
     return this.s.setUserState.run(state, at, tenantId, email).changes === 1;
@@ -257,10 +188,10 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
   }
   async getClient(clientId: string) {
     const r = this.s.clientById.get(clientId) as Row | undefined;
-    return r && clientFromRow(r);
+    return r && sqliteRows.client(r);
   }
   async listClients(tenantId: string) {
-    return (this.s.clientsByTenant.all(tenantId) as Row[]).map(clientFromRow);
+    return (this.s.clientsByTenant.all(tenantId) as Row[]).map(sqliteRows.client);
   }
   async deleteClient(clientId: string) {
     return this.s.deleteClient.run(clientId).changes === 1;
@@ -273,15 +204,7 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
   }
   async getAccessToken(tokenId: string): Promise<AccessTokenRecord | undefined> {
     const r = this.s.tokenById.get(tokenId) as Row | undefined;
-    return (
-      r && {
-        tokenId: r.token_id as string,
-        clientId: r.client_id as string,
-        tokenHash: r.token_hash as string,
-        expiresAtMs: r.expires_at_ms as number,
-        createdAt: r.created_at as string,
-      }
-    );
+    return r && sqliteRows.accessToken(r);
   }
   async purgeExpiredAccessTokens(nowMs: number) {
     return this.s.purgeTokens.run(nowMs).changes;
@@ -292,11 +215,7 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
     return this.s.insertAssociation.run(a.tenantId, a.resellerId, a.createdAt).changes === 1 ? "ok" : "exists";
   }
   async listResellerAssociations(tenantId: string): Promise<ResellerAssociation[]> {
-    return (this.s.associations.all(tenantId) as Row[]).map((r) => ({
-      tenantId: r.tenant_id as string,
-      resellerId: r.reseller_id as string,
-      createdAt: r.created_at as string,
-    }));
+    return (this.s.associations.all(tenantId) as Row[]).map(sqliteRows.resellerAssociation);
   }
 
   // ---- profiles and transactions ----
@@ -355,19 +274,19 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
 
   async getProfile(tenantId: string, profileId: string) {
     const r = this.s.profileById.get(tenantId, profileId) as Row | undefined;
-    return r && profileFromRow(r);
+    return r && sqliteRows.profile(r);
   }
 
   async listProfiles(tenantId: string, offset: number, limit: number): Promise<Page<Profile>> {
     return this.db.transaction(() => ({
       total: this.s.profileCount.get(tenantId) as number,
-      items: (this.s.profilesPage.all(tenantId, limit, offset) as Row[]).map(profileFromRow),
+      items: (this.s.profilesPage.all(tenantId, limit, offset) as Row[]).map(sqliteRows.profile),
     }))();
   }
 
   async getTransaction(tenantId: string, transactionId: string) {
     const r = this.s.transactionById.get(tenantId, transactionId) as Row | undefined;
-    return r && transactionFromRow(r);
+    return r && sqliteRows.transaction(r);
   }
 
   async listTransactions(f: TransactionFilter): Promise<Page<EnrollTransaction>> {
@@ -384,7 +303,7 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
         this.db
           .prepare(`SELECT * FROM enroll_transactions WHERE ${cond} ORDER BY seq DESC LIMIT ? OFFSET ?`)
           .all(...args, f.limit, f.offset) as Row[]
-      ).map(transactionFromRow),
+      ).map(sqliteRows.transaction),
     }))();
   }
 
@@ -410,17 +329,7 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
     const rows = this.db
       .transaction(() => this.s.claim.all(owner, nowMs + leaseMs, nowMs, limit) as Row[])
       .immediate();
-    return rows
-      .map((r) => ({
-        seq: r.seq as number,
-        transactionId: r.transaction_id as string,
-        tenantId: r.tenant_id as string,
-        deviceId: r.device_id as string,
-        profileId: r.profile_id as string,
-        userId: str(r.user_id),
-        attempts: r.attempts as number,
-      }))
-      .sort((a, b) => a.seq - b.seq);
+    return sqliteRows.claimedJobs(rows);
   }
 
   async renewJobLeases(owner: string, nowMs: number, leaseMs: number) {
@@ -443,9 +352,9 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
 
         let error: DeviceError | null = null;
         if (!this.s.profileById.get(tenantId, job.profile_id)) {
-          error = deviceError(catalog.BULK_ENROLL_PROFILE_NOT_FOUND, "The profile was deleted before the device was processed");
+          error = jobFailure.profileDeleted();
         } else if (userId && !this.s.registeredUser.get(userId)) {
-          error = deviceError(catalog.USER_NOT_FOUND, "The user was deregistered before the device was processed");
+          error = jobFailure.userDeregistered();
         }
 
         const device = this.s.deviceRow.get(tenantId, deviceId) as Row | undefined;
@@ -474,15 +383,7 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
   async listTransactionDevices(tenantId: string, transactionId: string, offset: number, limit: number): Promise<DevicePage> {
     return this.db.transaction(() => {
       const counts = this.s.txDevicesCounts.get(tenantId, transactionId) as { total: number; processing: number };
-      const items = (this.s.txDevicesPage.all(tenantId, transactionId, limit, offset) as Row[]).map(
-        (r): DeviceEntry => ({
-          deviceId: r.device_id as string,
-          profileId: r.profile_id as string,
-          state: r.state === "pending" ? "Processing" : (r.outcome as DeviceEntry["state"]),
-          updatedAt: r.updated_at as string,
-          error: errorFromRow(r),
-        }),
-      );
+      const items = (this.s.txDevicesPage.all(tenantId, transactionId, limit, offset) as Row[]).map(sqliteRows.jobDevice);
       return { total: counts.total, processing: counts.processing, items };
     })();
   }
@@ -499,15 +400,7 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
       const rows = this.db
         .prepare(`SELECT d.*, ${pending} AS pending FROM enroll_devices d WHERE ${cond} ORDER BY d.device_id LIMIT ? OFFSET ?`)
         .all(...args, limit, offset) as Row[];
-      const items = rows.map(
-        (r): DeviceEntry => ({
-          deviceId: r.device_id as string,
-          profileId: str(r.profile_id),
-          state: r.pending ? "Processing" : (r.state as DeviceEntry["state"]),
-          updatedAt: r.updated_at as string,
-          error: r.pending ? null : errorFromRow(r),
-        }),
-      );
+      const items = rows.map(sqliteRows.device);
       return { total: counts.total, processing: counts.processing, items };
     })();
   }
@@ -544,14 +437,7 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
   // ---- tenant keys ----
   async getTenantKey(tenantId: string): Promise<TenantKeyRecord | undefined> {
     const r = this.s.tenantKey.get(tenantId) as Row | undefined;
-    return (
-      r && {
-        tenantId: r.tenant_id as string,
-        publicKey: r.public_key as string,
-        privateKey: r.private_key as string,
-        createdAt: r.created_at as string,
-      }
-    );
+    return r && sqliteRows.tenantKey(r);
   }
 
   async putTenantKeyIfAbsent(k: TenantKeyRecord): Promise<TenantKeyRecord> {

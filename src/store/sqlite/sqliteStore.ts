@@ -4,6 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ReferenceValue } from "../../attestation/types.ts";
 import { loadMigrations } from "../migrations.ts";
+import { sqliteRows, type Row } from "../rows.ts";
 import type {
   ActivityEntry,
   ActivityFilter,
@@ -30,48 +31,6 @@ export interface SqliteOptions {
    * survives power loss at the cost of an fsync per commit.
    */
   synchronous?: "NORMAL" | "FULL";
-}
-
-type Row = Record<string, unknown>;
-
-function tenantFromRow(r: Row): Tenant {
-  return {
-    tenantId: r.tenant_id as string,
-    name: r.name as string,
-    customerId: r.customer_id as string,
-    kind: r.kind as Tenant["kind"],
-    state: r.state as TenantState,
-    enrollmentEnabled: r.enrollment_enabled === 1,
-    createdAt: r.created_at as string,
-  };
-}
-
-function apiKeyFromRow(r: Row): ApiKeyRecord {
-  return {
-    keyId: r.key_id as string,
-    tenantId: r.tenant_id as string,
-    secretHash: r.secret_hash as string,
-    rps: r.rps as number,
-    burst: r.burst as number,
-    createdAt: r.created_at as string,
-    revokedAt: (r.revoked_at as string | null) ?? null,
-    restrictions: r.restrictions ? (JSON.parse(r.restrictions as string) as ApiKeyRestrictions) : null,
-  };
-}
-
-function activityFromRow(r: Row): ActivityEntry {
-  return {
-    time: r.time as string,
-    errorId: (r.error_id as string | null) ?? null,
-    tenantId: (r.tenant_id as string | null) ?? null,
-    clientId: (r.client_id as string | null) ?? null,
-    method: r.method as string,
-    route: r.route as string,
-    status: r.status as number,
-    code: (r.code as string | null) ?? null,
-    latencyMs: r.latency_ms as number,
-    remoteAddress: r.remote_address as string,
-  };
 }
 
 /**
@@ -172,22 +131,22 @@ export class SqliteStore implements DurableStore, NonceStore {
   // ---- tenants and keys ----
   async createTenant(t: NewTenant): Promise<Tenant> {
     this.stmt.insertTenant.run(t.tenantId, t.name, t.customerId, t.kind, t.kind === "customer" ? 1 : 0, t.createdAt);
-    return tenantFromRow(this.stmt.tenantById.get(t.tenantId) as Row);
+    return sqliteRows.tenant(this.stmt.tenantById.get(t.tenantId) as Row);
   }
   async getTenant(id: string) {
     const r = this.stmt.tenantById.get(id) as Row | undefined;
-    return r && tenantFromRow(r);
+    return r && sqliteRows.tenant(r);
   }
   async getTenantByName(name: string) {
     const r = this.stmt.tenantByName.get(name) as Row | undefined;
-    return r && tenantFromRow(r);
+    return r && sqliteRows.tenant(r);
   }
   async getTenantByCustomerId(customerId: string) {
     const r = this.stmt.tenantByCustomerId.get(customerId) as Row | undefined;
-    return r && tenantFromRow(r);
+    return r && sqliteRows.tenant(r);
   }
   async listTenants() {
-    return (this.stmt.tenants.all() as Row[]).map(tenantFromRow);
+    return (this.stmt.tenants.all() as Row[]).map(sqliteRows.tenant);
   }
   async setTenantState(name: string, state: TenantState) {
     return this.stmt.setTenantState.run(state, name).changes === 1;
@@ -200,10 +159,10 @@ export class SqliteStore implements DurableStore, NonceStore {
   }
   async getApiKey(keyId: string) {
     const r = this.stmt.keyById.get(keyId) as Row | undefined;
-    return r && apiKeyFromRow(r);
+    return r && sqliteRows.apiKey(r);
   }
   async listApiKeys(tenantId: string) {
-    return (this.stmt.keysByTenant.all(tenantId) as Row[]).map(apiKeyFromRow);
+    return (this.stmt.keysByTenant.all(tenantId) as Row[]).map(sqliteRows.apiKey);
   }
   async revokeApiKey(keyId: string, at: string) {
     return this.stmt.revokeKey.run(at, keyId).changes === 1;
@@ -267,16 +226,7 @@ export class SqliteStore implements DurableStore, NonceStore {
 
   async getVerdict(objectId: string): Promise<StoredVerdict | undefined> {
     const r = this.stmt.verdictById.get(objectId) as Row | undefined;
-    if (!r) return undefined;
-    return {
-      objectId: r.object_id as string,
-      tenantId: r.tenant_id as string,
-      format: r.format as string,
-      record: JSON.parse(r.record as string),
-      reason: r.reason as string,
-      detail: JSON.parse(r.detail as string),
-      createdAt: r.created_at as string,
-    };
+    return r && sqliteRows.verdict(r);
   }
 
   // ---- reference values ----
@@ -288,11 +238,7 @@ export class SqliteStore implements DurableStore, NonceStore {
   }
 
   async listReferenceValues(): Promise<ReferenceValue[]> {
-    return (this.stmt.refvals.all() as Row[]).map((r) => ({
-      model: r.model as string,
-      firmwareVersion: r.firmware_version as string,
-      measurements: JSON.parse(r.measurements as string) as string[],
-    }));
+    return (this.stmt.refvals.all() as Row[]).map(sqliteRows.referenceValue);
   }
 
   // ---- activity ----
@@ -315,6 +261,6 @@ export class SqliteStore implements DurableStore, NonceStore {
     if (f.since) (where.push("time >= ?"), args.push(f.since));
     const sql = `SELECT * FROM activity ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY time DESC, id DESC LIMIT ?`;
     args.push(Math.min(Math.max(f.limit ?? 1000, 1), 100_000));
-    return (this.db.prepare(sql).all(...args) as Row[]).map(activityFromRow);
+    return (this.db.prepare(sql).all(...args) as Row[]).map(sqliteRows.activity);
   }
 }

@@ -1,0 +1,230 @@
+import type { ReferenceValue } from "../attestation/types.ts";
+import { catalog, type CatalogEntry } from "../errors/catalog.ts";
+import type {
+  AccessTokenRecord,
+  ApiClient,
+  DeviceEntry,
+  DeviceError,
+  EnrollmentUser,
+  EnrollTransaction,
+  JobItem,
+  Profile,
+  ResellerAssociation,
+  TenantKeyRecord,
+} from "./enrollmentTypes.ts";
+import type { ActivityEntry, ApiKeyRecord, ApiKeyRestrictions, StoredVerdict, Tenant } from "./types.ts";
+
+/**
+ * Result rows → records, written once for both SQL backends. The schemas mirror each other column for column
+ * (see README.md, "Migrations"); what differs is how each driver hands back two column types, and a `Dialect` says
+ * that. Everything else (names, NULLs, BIGINTs, the shape of each record) is the same code for SQLite and PostgreSQL.
+ */
+
+/** A result row as the driver returns it, by column name. */
+export type Row = Record<string, unknown>;
+
+/** How a driver returns the column types the two schemas spell differently. */
+export interface Dialect {
+  /** a boolean column: SQLite INTEGER 0/1, PostgreSQL BOOLEAN */
+  bool(v: unknown): boolean;
+  /** a JSON column: SQLite TEXT still to parse, PostgreSQL `json` already decoded; SQL NULL is null */
+  json<T>(v: unknown): T | null;
+}
+
+/** SQLite: booleans are 0/1, JSON is text (empty text, which we never write, reads as null as NULL does). */
+const sqliteDialect: Dialect = {
+  bool: (v) => v === 1,
+  json: <T>(v: unknown) => (v ? (JSON.parse(v as string) as T) : null),
+};
+
+/** node-postgres: booleans arrive as booleans and `json` columns already parsed. */
+const pgDialect: Dialect = {
+  bool: (v) => v as boolean,
+  json: <T>(v: unknown) => (v as T | null) ?? null,
+};
+
+/** a nullable TEXT column */
+export const str = (v: unknown): string | null => (v as string | null) ?? null;
+
+/** BIGINT columns arrive as strings from PostgreSQL (they may exceed 2^53); ours are ms and sequence numbers, well within. */
+export const num = (v: unknown): number => (typeof v === "number" ? v : Number(v));
+
+/** The error columns (error_code, error_message, error_reason) of a job item or device row. */
+function errorFromRow(r: Row): DeviceError | null {
+  return r.error_code
+    ? { code: r.error_code as string, message: r.error_message as string, reason: (r.error_reason as string) ?? "" }
+    : null;
+}
+
+function deviceError(entry: CatalogEntry, reason: string): DeviceError {
+  return { code: entry.code, message: entry.message, reason };
+}
+
+/** Why completeJob fails an item, on every backend: its profile or its user went away after the upload. */
+export const jobFailure = {
+  profileDeleted: (): DeviceError =>
+    deviceError(catalog.BULK_ENROLL_PROFILE_NOT_FOUND, "The profile was deleted before the device was processed"),
+  userDeregistered: (): DeviceError =>
+    deviceError(catalog.USER_NOT_FOUND, "The user was deregistered before the device was processed"),
+};
+
+/** Every row mapper of the durable and enrollment stores, for one dialect. */
+export function rowMappers(d: Dialect) {
+  return {
+    // ---- Part A (DurableStore) ----
+    tenant: (r: Row): Tenant => ({
+      tenantId: r.tenant_id as string,
+      name: r.name as string,
+      customerId: r.customer_id as string,
+      kind: r.kind as Tenant["kind"],
+      state: r.state as Tenant["state"],
+      enrollmentEnabled: d.bool(r.enrollment_enabled),
+      createdAt: r.created_at as string,
+    }),
+
+    apiKey: (r: Row): ApiKeyRecord => ({
+      keyId: r.key_id as string,
+      tenantId: r.tenant_id as string,
+      secretHash: r.secret_hash as string,
+      rps: r.rps as number,
+      burst: r.burst as number,
+      createdAt: r.created_at as string,
+      revokedAt: str(r.revoked_at),
+      restrictions: d.json<ApiKeyRestrictions>(r.restrictions),
+    }),
+
+    activity: (r: Row): ActivityEntry => ({
+      time: r.time as string,
+      errorId: str(r.error_id),
+      tenantId: str(r.tenant_id),
+      clientId: str(r.client_id),
+      method: r.method as string,
+      route: r.route as string,
+      status: r.status as number,
+      code: str(r.code),
+      latencyMs: r.latency_ms as number,
+      remoteAddress: r.remote_address as string,
+    }),
+
+    // record, detail and measurements are NOT NULL columns
+    verdict: (r: Row): StoredVerdict => ({
+      objectId: r.object_id as string,
+      tenantId: r.tenant_id as string,
+      format: r.format as string,
+      record: d.json(r.record) as StoredVerdict["record"],
+      reason: r.reason as string,
+      detail: d.json(r.detail) as StoredVerdict["detail"],
+      createdAt: r.created_at as string,
+    }),
+
+    referenceValue: (r: Row): ReferenceValue => ({
+      model: r.model as string,
+      firmwareVersion: r.firmware_version as string,
+      measurements: d.json(r.measurements) as string[],
+    }),
+
+    // ---- Part B (EnrollmentStore) ----
+    user: (r: Row): EnrollmentUser => ({
+      userId: r.user_id as string,
+      tenantId: r.tenant_id as string,
+      email: r.email as string,
+      state: r.state as EnrollmentUser["state"],
+      createdAt: r.created_at as string,
+      updatedAt: r.updated_at as string,
+    }),
+
+    client: (r: Row): ApiClient => ({
+      clientId: r.client_id as string,
+      tenantId: r.tenant_id as string,
+      userId: r.user_id as string,
+      publicKey: r.public_key as string,
+      identifierHash: r.identifier_hash as string,
+      readOnly: d.bool(r.read_only),
+      rps: r.rps as number,
+      burst: r.burst as number,
+      restrictions: d.json<ApiKeyRestrictions>(r.restrictions),
+      createdAt: r.created_at as string,
+    }),
+
+    accessToken: (r: Row): AccessTokenRecord => ({
+      tokenId: r.token_id as string,
+      clientId: r.client_id as string,
+      tokenHash: r.token_hash as string,
+      expiresAtMs: num(r.expires_at_ms),
+      createdAt: r.created_at as string,
+    }),
+
+    resellerAssociation: (r: Row): ResellerAssociation => ({
+      tenantId: r.tenant_id as string,
+      resellerId: r.reseller_id as string,
+      createdAt: r.created_at as string,
+    }),
+
+    profile: (r: Row): Profile => ({
+      profileId: r.profile_id as string,
+      tenantId: r.tenant_id as string,
+      name: r.name as string,
+      description: str(r.description),
+      mdmUrl: str(r.mdm_url),
+      settings: d.json<NonNullable<Profile["settings"]>>(r.settings),
+      createdAt: r.created_at as string,
+      updatedAt: r.updated_at as string,
+    }),
+
+    transaction: (r: Row): EnrollTransaction => ({
+      tenantId: r.tenant_id as string,
+      transactionId: r.transaction_id as string,
+      type: r.type as EnrollTransaction["type"],
+      state: r.state as EnrollTransaction["state"],
+      kind: r.kind as EnrollTransaction["kind"],
+      profileId: r.profile_id as string,
+      profileName: r.profile_name as string,
+      createdAt: r.created_at as string,
+      updatedAt: r.updated_at as string,
+    }),
+
+    /** the items a claim leased, in queue order (UPDATE ... RETURNING promises no order) */
+    claimedJobs: (rows: readonly Row[]): JobItem[] =>
+      rows
+        .map((r) => ({
+          seq: num(r.seq),
+          transactionId: r.transaction_id as string,
+          tenantId: r.tenant_id as string,
+          deviceId: r.device_id as string,
+          profileId: r.profile_id as string,
+          userId: str(r.user_id),
+          attempts: r.attempts as number,
+        }))
+        .sort((a, b) => a.seq - b.seq),
+
+    /** an upload's item (an enroll_jobs row): pending until the job queue has finished it */
+    jobDevice: (r: Row): DeviceEntry => ({
+      deviceId: r.device_id as string,
+      profileId: r.profile_id as string,
+      state: r.state === "pending" ? "Processing" : (r.outcome as DeviceEntry["state"]),
+      updatedAt: r.updated_at as string,
+      error: errorFromRow(r),
+    }),
+
+    /** a tenant's device (an enroll_devices row with `pending`: whether an item for it is still queued) */
+    device: (r: Row): DeviceEntry => ({
+      deviceId: r.device_id as string,
+      profileId: str(r.profile_id),
+      state: r.pending ? "Processing" : (r.state as DeviceEntry["state"]),
+      updatedAt: r.updated_at as string,
+      error: r.pending ? null : errorFromRow(r),
+    }),
+
+    tenantKey: (r: Row): TenantKeyRecord => ({
+      tenantId: r.tenant_id as string,
+      publicKey: r.public_key as string,
+      privateKey: r.private_key as string,
+      createdAt: r.created_at as string,
+    }),
+  };
+}
+
+export type RowMappers = ReturnType<typeof rowMappers>;
+
+export const sqliteRows: RowMappers = rowMappers(sqliteDialect);
+export const pgRows: RowMappers = rowMappers(pgDialect);
