@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
 import pino from "pino";
-import type { TrustConfig } from "./attestation/types.ts";
+import type { AndroidTrust, TrustConfig, VendorTrust } from "./attestation/types.ts";
 import { vendorTrustProblems } from "./attestation/chain/vendorChain.ts";
 import { cryptoRng, systemClock, type Clock, type Rng } from "./clock.ts";
 import type { Config } from "./config.ts";
@@ -13,7 +13,8 @@ import { createEnrollment } from "./enrollment/enrollment.ts";
 import { registerPartB } from "./http/routes/svc/index.ts";
 import { AttestationService } from "./services/attestationService.ts";
 import { openStores } from "./store/openStores.ts";
-import type { Stores } from "./store/types.ts";
+import type { Stores, Tenant } from "./store/types.ts";
+import { loadAndroidPolicies, type AndroidPolicies } from "./trust/androidPolicyFile.ts";
 import { openAndroidTrust, type AndroidTrustHandle } from "./trust/androidTrust.ts";
 import { VendorTrustSource } from "./trust/vendorTrustSource.ts";
 
@@ -34,6 +35,35 @@ export interface RuntimeOptions {
   https?: { cert: string; key: string };
 }
 
+/**
+ * The trust for a tenant now. Objects are reused while nothing changes (the same TrustConfig per tenant policy
+ * and trust generation) so the appraisal's per-trust caches stay warm between calls.
+ */
+export function tenantTrust(
+  vendor: () => VendorTrust,
+  android: () => AndroidTrust,
+  policies: AndroidPolicies,
+): (tenant: Pick<Tenant, "name">) => TrustConfig {
+  let base: TrustConfig | undefined;
+  let perTenant = new Map<string, TrustConfig>();
+  return (tenant) => {
+    const v = vendor();
+    const a = android();
+    if (!base || base.vendor !== v || base.android !== a) {
+      base = { vendor: v, android: a };
+      perTenant = new Map();
+    }
+    const own = policies.tenants.get(tenant.name);
+    if (!own) return base;
+    let t = perTenant.get(tenant.name);
+    if (!t) {
+      t = { vendor: v, android: { ...a, policy: { ...a.policy, ...own } } };
+      perTenant.set(tenant.name, t);
+    }
+    return t;
+  };
+}
+
 export function createLogger(level: string): FastifyBaseLogger {
   return pino({ level, base: { service: "attestd", pid: process.pid } }) as unknown as FastifyBaseLogger;
 }
@@ -48,16 +78,9 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   for (const problem of vendorTrustProblems(vendor.get())) log.warn({ problem }, "vendor root unusable; skipped");
   if (vendor.get().rootsDer.length === 0) log.warn("no --vendor-roots: every vendor blob will be CertificateInvalid");
   vendor.start(10_000, (err) => log.warn({ err }, "reference values refresh failed"));
-  const android: AndroidTrustHandle = await openAndroidTrust(config, log, clock);
-
-  // One TrustConfig object per (vendor, android) pair, so the appraisal's per-trust caches survive between calls.
-  let trust: TrustConfig | undefined;
-  const currentTrust = (): TrustConfig => {
-    const v = vendor.get();
-    const a = android.current();
-    if (!trust || trust.vendor !== v || trust.android !== a) trust = { vendor: v, android: a };
-    return trust;
-  };
+  const policies = loadAndroidPolicies(config.androidPolicy, config.androidMinPatchLevel);
+  const android: AndroidTrustHandle = await openAndroidTrust(config, log, clock, policies.default);
+  const currentTrust = tenantTrust(() => vendor.get(), () => android.current(), policies);
 
   const metrics = new Metrics();
   const activity = new ActivityRecorder(stores.durable, log);

@@ -5,11 +5,11 @@ import { appraise } from "../attestation/appraise.ts";
 import { parseReferenceValues } from "../attestation/policy/referenceValues.ts";
 import { createDevCa, readDevCa, writeDevCa, type KeyType } from "../attestation/sim/devCa.ts";
 import { buildVendorBlob, demoReferenceValues, UNKNOWN_FIRMWARE } from "../attestation/sim/deviceSim.ts";
-import type { TrustConfig } from "../attestation/types.ts";
 import { systemClock } from "../clock.ts";
 import { isAppError } from "../errors/AppError.ts";
 import { partAErrorBody } from "../http/render.ts";
-import { createLogger } from "../server.ts";
+import { createLogger, tenantTrust } from "../server.ts";
+import { loadAndroidPolicies } from "../trust/androidPolicyFile.ts";
 import { openStores } from "../store/openStores.ts";
 import { openAndroidTrust } from "../trust/androidTrust.ts";
 import { VendorTrustSource } from "../trust/vendorTrustSource.ts";
@@ -142,9 +142,10 @@ export function registerAttestationCommands(program: Command): void {
       .option("--nonce <nonce>", "the nonce the blob should carry")
       .option("--challenge-hex <hex>", "the challenge bytes the blob should carry, as hex")
       .option("--at <iso8601>", "appraisal time (default now)")
-      .option("--detail", "print the format, the deciding rule and the full parsed attestation too"),
+      .option("--detail", "print the format, the deciding rule and the full parsed attestation too")
+      .option("--tenant <name>", "apply this tenant's android-key policy from --android-policy"),
     [...TRUST_SETTINGS, ...STORAGE_SETTINGS],
-  ).action(async (file: string, opts: { nonce?: string; challengeHex?: string; at?: string; detail?: boolean }, cmd: Command) => {
+  ).action(async (file: string, opts: { nonce?: string; challengeHex?: string; at?: string; detail?: boolean; tenant?: string }, cmd: Command) => {
     if ((opts.nonce === undefined) === (opts.challengeHex === undefined)) {
       throw new CliError("give exactly one of --nonce or --challenge-hex");
     }
@@ -161,8 +162,17 @@ export function registerAttestationCommands(program: Command): void {
     const stores = useStore ? await openStores(config) : undefined;
     try {
       const vendor = await VendorTrustSource.open(config, stores?.durable ?? { listReferenceValues: async () => [], upsertReferenceValues: async () => 0 });
-      const android = await openAndroidTrust(config, log, systemClock, false);
-      const trust: TrustConfig = { vendor: vendor.get(), android: android.current() };
+      let policies;
+      try {
+        policies = loadAndroidPolicies(config.androidPolicy, config.androidMinPatchLevel);
+      } catch (e) {
+        throw new CliError((e as Error).message);
+      }
+      if (opts.tenant !== undefined && !policies.tenants.has(opts.tenant)) {
+        process.stderr.write(`no policy for tenant "${opts.tenant}" in --android-policy; using the default\n`);
+      }
+      const android = await openAndroidTrust(config, log, systemClock, policies.default, false);
+      const trust = tenantTrust(() => vendor.get(), () => android.current(), policies)({ name: opts.tenant ?? "" });
       try {
         const r = appraise({ blob, nonce, trust, now });
         const out = opts.detail ? { record: r.record, format: r.format, reason: r.reason, detail: r.detail } : r.record;

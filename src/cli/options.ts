@@ -23,6 +23,7 @@ export const TRUST_SETTINGS: SettingName[] = [
   "androidMaxAge",
   "androidRefresh",
   "androidMinPatchLevel",
+  "androidPolicy",
 ];
 
 /** Adds `--flag` options for settings; defaults are left to loadConfig so env and the config file can apply. */

@@ -3,7 +3,7 @@ import type { AppraisalResult, TrustConfig } from "../attestation/types.ts";
 import type { Clock, Rng } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
-import type { NonceStore, StoredVerdict, VerdictStore } from "../store/types.ts";
+import type { NonceStore, StoredVerdict, Tenant, VerdictStore } from "../store/types.ts";
 
 export interface AttestationLimits {
   nonceTtlMs: number;
@@ -13,8 +13,8 @@ export interface AttestationLimits {
 export interface AttestationDeps {
   nonces: NonceStore;
   verdicts: VerdictStore;
-  /** the current trust configuration; may change when a trust source refreshes */
-  trust: () => TrustConfig;
+  /** the trust configuration for a tenant now (its android-key policy may differ); changes when a source refreshes */
+  trust: (tenant: Tenant) => TrustConfig;
   clock: Clock;
   rng: Rng;
   limits: AttestationLimits;
@@ -71,12 +71,13 @@ export class AttestationService {
    * One blob against one nonce: consume, appraise, store. Throws AppError for nonce problems and unreadable
    * containers (the nonce stays consumed); returns the stored verdict otherwise.
    */
-  async submitBlob(tenantId: string, nonce: string | undefined, blob: Uint8Array): Promise<StoredVerdict> {
+  async submitBlob(tenant: Tenant, nonce: string | undefined, blob: Uint8Array): Promise<StoredVerdict> {
     if (blob.length === 0) throw new AppError(catalog.BLOB_EMPTY, "The request body is empty");
+    const { tenantId } = tenant;
     await this.consumeNonce(tenantId, nonce);
     const now = new Date(this.d.clock.nowMs());
     const started = performance.now();
-    const result = appraise({ blob, nonce: nonce!, trust: this.d.trust(), now });
+    const result = appraise({ blob, nonce: nonce!, trust: this.d.trust(tenant), now });
     this.d.onAppraisal?.(result, (performance.now() - started) / 1000);
     const stored: StoredVerdict = {
       objectId: this.d.rng.bytes(16).toString("base64url"),

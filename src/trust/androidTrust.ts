@@ -1,5 +1,5 @@
 import path from "node:path";
-import type { AndroidTrust } from "../attestation/types.ts";
+import type { AndroidPolicy, AndroidTrust } from "../attestation/types.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import { loadAndroidTrust, type AndroidTrustSource, type TrustLog } from "./androidTrustSource.ts";
@@ -13,7 +13,7 @@ export interface AndroidTrustHandle {
 
 export type AndroidTrustConfig = Pick<
   Config,
-  "androidRoots" | "androidStatus" | "allowedBootKeys" | "androidMaxAge" | "androidRefresh" | "androidMinPatchLevel" | "dataDir"
+  "androidRoots" | "androidStatus" | "allowedBootKeys" | "androidMaxAge" | "androidRefresh" | "dataDir"
 >;
 
 /**
@@ -22,7 +22,13 @@ export type AndroidTrustConfig = Pick<
  * and /readyz says so without failing (a deployment may use the vendor format only); once either source is
  * configured, /readyz fails while either is missing or stale.
  */
-export async function openAndroidTrust(c: AndroidTrustConfig, log: TrustLog, clock: Clock, start = true): Promise<AndroidTrustHandle> {
+export async function openAndroidTrust(
+  c: AndroidTrustConfig,
+  log: TrustLog,
+  clock: Clock,
+  defaultPolicy: AndroidPolicy,
+  start = true,
+): Promise<AndroidTrustHandle> {
   const source: AndroidTrustSource = await loadAndroidTrust({
     ...(c.androidRoots ? { rootsSource: c.androidRoots } : {}),
     ...(c.androidStatus ? { statusSource: c.androidStatus } : {}),
@@ -30,7 +36,7 @@ export async function openAndroidTrust(c: AndroidTrustConfig, log: TrustLog, clo
     cacheDir: path.join(c.dataDir, "android-trust"),
     maxAgeSeconds: c.androidMaxAge,
     refreshSeconds: c.androidRefresh,
-    policy: c.androidMinPatchLevel ? { minOsPatchLevel: c.androidMinPatchLevel } : {},
+    policy: defaultPolicy,
     now: () => new Date(clock.nowMs()),
     log,
   });

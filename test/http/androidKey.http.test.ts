@@ -104,3 +104,68 @@ describe("android-key over HTTP (real device chain)", () => {
     assert.equal(JSON.parse(broken.stdout).error.code, "4000006");
   });
 });
+
+describe("android-key policy per tenant (--android-policy)", () => {
+  let t: TestRuntime;
+  const blob = pemBlob(SONY);
+  const nonce = SONY_CHALLENGE.toString("base64url");
+
+  const appraiseAs = async (tenantName: string) => {
+    const who = await t.addTenant(tenantName);
+    // the chain's challenge is fixed, so forget the previous tenant's (spent) copy of this nonce first
+    await t.runtime.stores.nonces.purgeExpired(AT + 300_000, 0);
+    await t.runtime.stores.nonces.issue({ nonce, tenantId: who.tenant.tenantId, createdAtMs: AT, expiresAtMs: AT + 300_000 }, 1000, AT);
+    const res = await t.runtime.app.inject({
+      method: "POST",
+      url: `/v2/blobs?nonce=${nonce}`,
+      headers: { [KEY_HEADER]: who.key, "content-type": "application/octet-stream" },
+      payload: blob,
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json();
+  };
+
+  before(async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "attestd-policy-"));
+    const policy = path.join(dir, "policy.json");
+    // The Sony chain: osPatchLevel 202307, app com.android.vending
+    writeFileSync(
+      policy,
+      JSON.stringify({
+        default: { minOsPatchLevel: 202301 },
+        tenants: {
+          strict: { minOsPatchLevel: 202401 },
+          "own-app": { allowedApps: [{ packageName: "com.example.bank" }] },
+          "store-app": { allowedApps: [{ packageName: "com.android.vending" }] },
+        },
+      }),
+    );
+    t = await startTestRuntime(
+      {
+        androidRoots: vec("android_keyattestation/roots.json"),
+        androidStatus: vec("google_android-key-attestation/status.json"),
+        androidPolicy: policy,
+      },
+      { clock: new ManualClock(AT) },
+    );
+  });
+  after(async () => t.close());
+
+  it("the default policy admits the device; a tenant's stricter patch level or app allow-list refuses it", async () => {
+    assert.equal((await appraiseAs("plain")).verdict, "Yes");
+    const strict = await appraiseAs("strict");
+    assert.equal(strict.status, "Success");
+    assert.equal(strict.verdict, "No");
+    assert.equal((await appraiseAs("own-app")).verdict, "No");
+    assert.equal((await appraiseAs("store-app")).verdict, "Yes");
+  });
+
+  it("a malformed policy file stops start-up with one line naming the field", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "attestd-policy-bad-"));
+    const policy = path.join(dir, "policy.json");
+    writeFileSync(policy, JSON.stringify({ tenants: { acme: { minPatchLevel: 202401 } } }));
+    const r = attestdCli(["serve", "--insecure-http", "--port", "0", "--data-dir", dir, "--android-policy", policy]);
+    assert.equal(r.status, 1);
+    assert.match(r.stderr.trim(), /^attestd: --android-policy .*\.tenants\.acme: unknown key "minPatchLevel"$/);
+  });
+});

@@ -63,7 +63,7 @@ export function registerTransactionRoutes(app: AppInstance, deps: AppDeps): void
     async (request, reply) => {
       const { items } = request.body;
       if (items.length > maxBatch) throw new AppError(catalog.BATCH_TOO_LARGE, `At most ${maxBatch} items per batch`);
-      const tenantId = request.principal!.tenant.tenantId;
+      const tenant = request.principal!.tenant;
       const resultList: ItemOutcome[] = [];
       for (const item of items) {
         try {
@@ -73,7 +73,7 @@ export function registerTransactionRoutes(app: AppInstance, deps: AppDeps): void
           if (!BASE64_RE.test(item.blob)) throw new AppError(catalog.INVALID_REQUEST, "blob is not base64");
           const blob = Buffer.from(item.blob, "base64");
           if (blob.length > maxBlobBytes) throw new AppError(catalog.BLOB_TOO_LARGE, `The blob exceeds ${maxBlobBytes} bytes`);
-          const stored = await deps.attestation.submitBlob(tenantId, item.nonce, blob);
+          const stored = await deps.attestation.submitBlob(tenant, item.nonce, blob);
           resultList.push({ result: "SUCCESS", objectId: stored.objectId, requestedId: item.requestedId });
         } catch (err) {
           if (!isAppError(err) || err.entry.status >= 500 && err.entry !== catalog.NOT_IMPLEMENTED) throw err;

@@ -65,7 +65,7 @@ export function registerV2Routes(app: AppInstance, deps: AppDeps): void {
     },
     async (request, reply) => {
       const blob = (request.body as Buffer | undefined) ?? Buffer.alloc(0);
-      const stored = await deps.attestation.submitBlob(request.principal!.tenant.tenantId, request.query.nonce, blob);
+      const stored = await deps.attestation.submitBlob(request.principal!.tenant, request.query.nonce, blob);
       reply.header("Location", `/api/v1/verdicts/${stored.objectId}`);
       return sendBody(request, reply, "verdictRecord", { ...stored.record });
     },
