@@ -1,0 +1,118 @@
+/**
+ * The bare baseline the HTTP benchmark compares attestd with: a minimal `node:https` server, same TLS material,
+ * same paths, run as its own child process like attestd. It does only what any blob verifier must do:
+ *
+ *   POST /v2/nonces  → 32 random bytes, base64url, as {"nonce": ...}
+ *   POST /v2/blobs   → read the body, slice the vendor container (fixed offsets, no validation), then the same two
+ *                      signature checks attestd makes: crypto.verify of the data with the leaf key, and
+ *                      crypto.verify of the leaf's TBSCertificate with the intermediate's key.
+ *
+ * The leaf is parsed on every request (it is per device); the intermediate's key is kept by its DER bytes, as
+ * attestd keeps validated issuers, so the baseline pays for nothing attestd does not.
+ * No auth, no nonce store, no chain policy, no verdict storage: the ceiling for a Node process on this machine.
+ * Usage: node --import tsx bench/baseline/server.ts --cert FULLCHAIN.pem --key KEY.pem  (prints {"port": N})
+ */
+import { createServer, type ServerOptions } from "node:https";
+import { randomBytes, verify, X509Certificate, type KeyObject } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+
+const { values } = parseArgs({
+  options: { cert: { type: "string" }, key: { type: "string" }, port: { type: "string", default: "0" } },
+});
+if (!values.cert || !values.key) throw new Error("usage: server.ts --cert FILE --key FILE [--port N]");
+
+/** DER: the header length and content length of the TLV at `off`. */
+function tlv(buf: Buffer, off: number): { header: number; length: number } {
+  const first = buf[off + 1]!;
+  if (first < 0x80) return { header: 2, length: first };
+  const n = first & 0x7f;
+  let length = 0;
+  for (let i = 0; i < n; i++) length = length * 256 + buf[off + 2 + i]!;
+  return { header: 2 + n, length };
+}
+
+/** Certificate ::= SEQUENCE { tbsCertificate, signatureAlgorithm, signatureValue BIT STRING } */
+function splitCertificate(der: Buffer): { tbs: Buffer; signature: Buffer } {
+  const outer = tlv(der, 0);
+  let off = outer.header;
+  const t = tlv(der, off);
+  const tbs = der.subarray(off, off + t.header + t.length);
+  off += t.header + t.length;
+  const alg = tlv(der, off);
+  off += alg.header + alg.length;
+  const bits = tlv(der, off);
+  return { tbs, signature: der.subarray(off + bits.header + 1, off + bits.header + bits.length) };
+}
+
+const issuerKeys = new Map<string, KeyObject>();
+function issuerKey(der: Buffer): KeyObject {
+  const id = der.toString("latin1");
+  let key = issuerKeys.get(id);
+  if (!key) issuerKeys.set(id, (key = new X509Certificate(der).publicKey));
+  return key;
+}
+
+function appraise(blob: Buffer): boolean {
+  let off = 1; // exitCode
+  off += 1 + blob[off]!; // errLen + errString
+  off += 1; // version
+  const dataLen = blob.readUInt16BE(off);
+  const data = blob.subarray(off + 2, off + 2 + dataLen);
+  off += 2 + dataLen;
+  const sigLen = blob.readUInt16BE(off);
+  const sig = blob.subarray(off + 2, off + 2 + sigLen);
+  off += 2 + sigLen;
+  const count = blob[off++]!;
+  const certs: Buffer[] = [];
+  for (let i = 0; i < count; i++) {
+    const len = blob.readUInt16BE(off);
+    certs.push(blob.subarray(off + 2, off + 2 + len));
+    off += 2 + len;
+  }
+  const leafKey = new X509Certificate(certs[0]!).publicKey;
+  const interKey = issuerKey(certs[1]!);
+  const { tbs, signature } = splitCertificate(certs[0]!);
+  return verify("sha256", data, leafKey, sig) && verify("sha256", tbs, interKey, signature);
+}
+
+const tls: ServerOptions = { cert: readFileSync(values.cert, "utf8"), key: readFileSync(values.key, "utf8") };
+const server = createServer(tls, (req, res) => {
+  if (req.method === "POST" && req.url === "/v2/nonces") {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8" });
+      res.end(JSON.stringify({ nonce: randomBytes(32).toString("base64url") }));
+    });
+    return;
+  }
+  if (req.method === "POST" && req.url?.startsWith("/v2/blobs")) {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      let ok = false;
+      try {
+        ok = appraise(Buffer.concat(chunks));
+      } catch {
+        ok = false;
+      }
+      res.writeHead(ok ? 200 : 400, { "content-type": "application/json; charset=utf-8" });
+      res.end(JSON.stringify({ status: ok ? "Success" : "SignatureInvalid" }));
+    });
+    return;
+  }
+  if (req.method === "GET" && req.url === "/healthz") {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end('{"status":"ok"}');
+    return;
+  }
+  res.writeHead(404).end();
+});
+server.keepAliveTimeout = 30_000;
+server.listen(Number(values.port), "127.0.0.1", () => {
+  const addr = server.address();
+  process.stdout.write(JSON.stringify({ port: typeof addr === "object" && addr ? addr.port : 0 }) + "\n");
+});
+const stop = () => server.close(() => process.exit(0));
+process.once("SIGTERM", stop);
+process.once("SIGINT", stop);

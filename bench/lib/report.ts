@@ -1,0 +1,189 @@
+import type { AndroidSection } from "../sections/android.ts";
+import type { ClusterSection } from "../sections/cluster.ts";
+import type { HttpSection } from "../sections/http.ts";
+import type { MeasuredLoad } from "./partA.ts";
+import type { ProfileSummary } from "./profile.ts";
+
+export interface Skipped {
+  status: "skipped";
+  reason: string;
+}
+export interface Failed {
+  status: "error";
+  message: string;
+}
+type Outcome<T> = T | Skipped | Failed | undefined;
+
+/** The JSON the bench writes (bench/results/*.json). `schema` changes when a field changes meaning. */
+export interface BenchResults {
+  schema: "attestd-bench/1";
+  startedAt: string;
+  finishedAt: string;
+  quick: boolean;
+  environment: {
+    node: string;
+    platform: string;
+    arch: string;
+    cpus: number;
+    cpuModel: string;
+    memoryMb: number;
+    git?: { commit: string; dirty: boolean };
+    /** 1, 5, 15 minute load averages when the run started */
+    loadAverageAtStart: number[];
+    note: string;
+  };
+  sections: {
+    http: Outcome<HttpSection>;
+    android: Outcome<AndroidSection>;
+    cluster: Outcome<ClusterSection>;
+  };
+}
+
+function table(head: string[], rows: (string | number)[][]): string {
+  const cells = [head, ...rows.map((r) => r.map(String))];
+  const widths = head.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  return [line(head), widths.map((w) => "-".repeat(w)).join("  "), ...cells.slice(1).map(line)].join("\n");
+}
+
+const f0 = (x: number | undefined) => (x === undefined ? "-" : Math.round(x).toLocaleString("en-US"));
+const f2 = (x: number | undefined) => (x === undefined ? "-" : x.toFixed(2));
+const pct = (x: number) => `${Math.round(x * 100)} %`;
+const lat = (r: MeasuredLoad) => `${r.latencyMs.p50.toFixed(2)} / ${r.latencyMs.p99.toFixed(2)}`;
+
+function notOk(name: string, s: Skipped | Failed): string {
+  return `${name}: ${s.status === "skipped" ? `skipped: ${s.reason}` : `FAILED: ${s.message}`}`;
+}
+
+/** The most CPU that other processes took during any measured part of the run. */
+export function otherWork(r: BenchResults): { max: number; where: string } {
+  let max = 0;
+  let where = "";
+  const see = (x: number | undefined, label: string) => {
+    if (x !== undefined && x > max) [max, where] = [x, label];
+  };
+  const h = r.sections.http;
+  if (h?.status === "ok") {
+    for (const w of ["nonces", "blobs"] as const) {
+      see(h[w].attestd.otherCores, `attestd ${w}`);
+      see(h[w].baseline.otherCores, `baseline ${w}`);
+    }
+  }
+  const a = r.sections.android;
+  if (a?.status === "ok") see(a.otherCores, "the android-key section");
+  const c = r.sections.cluster;
+  if (c?.status === "ok") {
+    for (const run of c.runs) {
+      see(run.nonces.otherCores, `${run.label} nonces`);
+      see(run.blobs.otherCores, `${run.label} blobs`);
+    }
+  }
+  return { max, where };
+}
+
+/** The short human summary printed after a run. */
+export function renderSummary(r: BenchResults): string {
+  const out: string[] = [];
+  out.push(
+    `attestd bench ${r.quick ? "(--quick smoke run: numbers are indicative only) " : ""}— ${r.environment.cpus} × ${r.environment.cpuModel}, node ${r.environment.node}`,
+  );
+  out.push(r.environment.note);
+  const busy = otherWork(r);
+  if (busy.max > 0.25) {
+    out.push(
+      `WARNING: other work on this machine used up to ${busy.max.toFixed(2)} cores during ${busy.where} (load average ${r.environment.loadAverageAtStart.join(", ")} at start); those figures are unreliable: rerun when the machine is quiet`,
+    );
+  }
+  out.push("");
+
+  const h = r.sections.http;
+  if (h?.status === "ok") {
+    out.push(`Part A over HTTPS (issue 2): ${h.how.loadGenerator}; servers as child processes`);
+    out.push(
+      table(
+        ["workload", "attestd 2xx/s", "p50 / p99 ms", "srv cores", "baseline 2xx/s", "p50 / p99 ms", "srv cores", "ratio", "target", "", "per CPU-s"],
+        (["nonces", "blobs"] as const).map((w) => {
+          const c = h[w];
+          return [
+            `POST /v2/${w}`,
+            f0(c.attestd.rps),
+            lat(c.attestd),
+            f2(c.attestd.serverCores),
+            f0(c.baseline.rps),
+            lat(c.baseline),
+            f2(c.baseline.serverCores),
+            pct(c.ratio),
+            `≥ ${pct(c.target)}`,
+            c.met ? "met" : "MISSED",
+            c.cpuRatio !== undefined ? pct(c.cpuRatio) : "-",
+          ];
+        }),
+      ),
+    );
+    for (const w of ["POST /v2/nonces", "POST /v2/blobs"]) {
+      const a = h.profiles.find((p) => p.server === "attestd" && p.workload === w);
+      if (!a) continue;
+      const b = h.profiles.find((p) => p.server === "baseline" && p.workload === w);
+      const busy = (p: ProfileSummary) => (p.busyUsPerRequest !== undefined ? `${f0(p.busyUsPerRequest)} µs` : `${p.busyMs} ms`);
+      out.push(`  profile, ${w}: main thread busy per request: attestd ${busy(a)}${b ? `, baseline ${busy(b)}` : ""}${a.wholeProfile ? " (whole profile: no samples in the window)" : ""}`);
+      const frames = (p: ProfileSummary, n: number) =>
+        p.top.slice(0, n).map((t) => `      ${(t.usPerRequest !== undefined ? `${t.usPerRequest.toFixed(0)} µs` : "").padStart(7)} ${t.selfPct.toFixed(1).padStart(5)} %  ${t.frame}`);
+      out.push(`    attestd, top self time (per request, share):`, ...frames(a, 8));
+      out.push(`    attestd by area: ${a.byArea.slice(0, 6).map((x) => `${x.area} ${x.selfPct} %`).join(", ")}`);
+      out.push(`    attestd code, inclusive: ${a.srcInclusive.slice(0, 6).map((x) => `${x.frame} ${x.inclusivePct} %`).join(", ")}`);
+      if (b) out.push(`    baseline, top self time:`, ...frames(b, 4));
+    }
+    for (const n of h.notes) out.push(`  note: ${n}`);
+    out.push("");
+  } else if (h) out.push(notOk("Part A over HTTPS", h), "");
+
+  const a = r.sections.android;
+  if (a?.status === "ok") {
+    out.push("android-key appraisal on real chains (issue 3), library level, one thread: µs per chain (ops/s)");
+    const cell = (x: { usPerOp: number; opsPerSec: number; accepted: boolean }) =>
+      `${f0(x.usPerOp)} (${f0(x.opsPerSec)})${x.accepted ? "" : " rejected"}`;
+    out.push(
+      table(
+        ["chain", "attestd", "attestd cold", "simplewebauthn", "pkijs", "× swa", "× pkijs"],
+        a.chains.map((c) => [
+          c.name,
+          cell(c.results.attestd),
+          cell(c.results.attestdCold),
+          cell(c.results.simplewebauthn),
+          cell(c.results.pkijs),
+          f2(c.speedup.vsSimplewebauthn),
+          f2(c.speedup.vsPkijs),
+        ]),
+      ),
+    );
+    out.push(
+      `  geomean speed-up: ${a.summary.speedupVsSimplewebauthn}× simplewebauthn, ${a.summary.speedupVsPkijs}× pkijs (cold: ${a.summary.coldSpeedupVsSimplewebauthn}×, ${a.summary.coldSpeedupVsPkijs}×); target "${a.summary.target}": ${a.summary.met ? "met" : "MISSED"}${a.summary.coldMet ? " (cold too)" : " (cold: not met)"}`,
+    );
+    for (const n of a.notes) out.push(`  note: ${n}`);
+    out.push("");
+  } else if (a) out.push(notOk("android-key appraisal", a), "");
+
+  const c = r.sections.cluster;
+  if (c?.status === "ok") {
+    out.push(`Multi-instance (issue 5): ${c.how.loadGenerator}`);
+    out.push(
+      table(
+        ["deployment", "nonces 2xx/s", "p50 / p99 ms", "blobs 2xx/s", "p50 / p99 ms", "srv cores", "pg+redis cores", "blobs/s per srv core"],
+        c.runs.map((x) => [
+          x.label,
+          f0(x.nonces.rps),
+          lat(x.nonces),
+          f0(x.blobs.rps),
+          lat(x.blobs),
+          f2(x.blobs.serverCores),
+          f2(x.blobs.backingCores),
+          f0(x.blobs.rpsPerServerCore),
+        ]),
+      ),
+    );
+    for (const line of c.scaling.notes) out.push(`  ${line}`);
+    for (const n of c.notes) out.push(`  note: ${n}`);
+    out.push("");
+  } else if (c) out.push(notOk("Multi-instance", c), "");
+  return out.join("\n");
+}

@@ -1,0 +1,65 @@
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, describe, it } from "node:test";
+import { parseBenchArgs, runBench } from "../bench/run.ts";
+import { CHAINS, VECTORS } from "../bench/sections/android.ts";
+
+/**
+ * The bench's own smoke test: the quick mode of the library-level android-key section, checked for the shape of
+ * the JSON it writes. Timings are never asserted here (speed targets live in the benchmark's output, not in
+ * timed unit tests that would flake on a busy machine).
+ */
+describe("bench (quick, android-key section only)", { skip: !existsSync(VECTORS) && `no vectors at ${VECTORS}` }, () => {
+  const out = mkdtempSync(path.join(tmpdir(), "attestd-bench-test-"));
+  after(() => rmSync(out, { recursive: true, force: true }));
+
+  it("parses its flags", () => {
+    const o = parseBenchArgs(["--quick", "--only", "android", "--out", out]);
+    assert.equal(o.quick, true);
+    assert.deepEqual(o.only, ["android"]);
+    assert.equal(o.profile, "auto");
+    assert.equal(o.outDir, out);
+    assert.throws(() => parseBenchArgs(["--only", "nope"]), /unknown section/);
+  });
+
+  it("writes quick.json with one result per chain and library", async () => {
+    const run = await runBench({ quick: true, only: ["android"], profile: "never", outDir: out, print: false });
+    assert.deepEqual(run.files, [path.join(out, "quick.json")]);
+    const json = JSON.parse(readFileSync(run.files[0]!, "utf8"));
+    assert.deepEqual(json, JSON.parse(JSON.stringify(run.results)));
+
+    assert.equal(json.schema, "attestd-bench/1");
+    assert.equal(json.quick, true);
+    assert.equal(typeof json.environment.node, "string");
+    assert.equal(typeof json.environment.cpus, "number");
+    assert.equal(json.sections.http, undefined);
+    assert.equal(json.sections.cluster, undefined);
+
+    const a = json.sections.android;
+    assert.equal(a.status, "ok", a.message);
+    assert.equal(a.chains.length, CHAINS.length);
+    for (const c of a.chains) {
+      assert.equal(typeof c.name, "string");
+      assert.ok(!Number.isNaN(Date.parse(c.at)), "pinned time is a date");
+      assert.ok(c.certificates >= 2);
+      for (const lib of ["attestd", "attestdCold", "simplewebauthn", "pkijs"]) {
+        const r = c.results[lib];
+        assert.ok(r, `${c.name}: ${lib} result`);
+        for (const k of ["iterations", "seconds", "opsPerSec", "usPerOp"]) assert.equal(typeof r[k], "number", `${lib}.${k}`);
+        assert.ok(r.iterations > 0, `${c.name}: ${lib} ran`);
+        assert.equal(typeof r.outcome, "string");
+        assert.equal(typeof r.accepted, "boolean");
+      }
+      // every real chain appraises at its pinned time (a verdict, not a broken chain)
+      assert.equal(c.results.attestd.accepted, true, `${c.name}: ${c.results.attestd.outcome}`);
+      for (const k of ["vsSimplewebauthn", "vsPkijs", "coldVsSimplewebauthn", "coldVsPkijs"]) {
+        assert.equal(typeof c.speedup[k], "number");
+      }
+    }
+    assert.equal(typeof a.summary.met, "boolean");
+    assert.equal(typeof a.summary.speedupVsPkijs, "number");
+    assert.match(run.summary, /android-key appraisal/);
+  });
+});
