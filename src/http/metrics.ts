@@ -35,6 +35,23 @@ export class Metrics {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: "attestd_" });
   }
 
+  // prom-client hashes the label set on every inc/observe; a request's labels repeat, so their children are kept
+  private readonly requestChildren = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+
+  observeRequest(route: string, method: string, status: number, seconds: number): void {
+    const k = `${route} ${method} ${status}`;
+    let c = this.requestChildren.get(k);
+    if (!c) {
+      c = {
+        count: this.requests.labels({ route, method, status: String(status) }),
+        time: this.latency.labels({ route }),
+      };
+      this.requestChildren.set(k, c);
+    }
+    c.count.inc();
+    c.time.observe(seconds);
+  }
+
   recordAppraisal(r: AppraisalResult, seconds: number): void {
     this.appraisals.inc({ format: r.format, status: r.record.status, verdict: r.record.verdict });
     this.appraisalSeconds.observe({ format: r.format }, seconds);

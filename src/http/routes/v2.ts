@@ -9,13 +9,13 @@ const OCTET = "application/octet-stream";
 
 /** POST /v2/nonces and POST /v2/blobs, with the checks in attestation-api.md's order. */
 export function registerV2Routes(app: AppInstance, deps: AppDeps): void {
-  const guards = partAGuards(deps);
+  const guard = partAGuards(deps);
 
   methodNotAllowed(app, "/v2/nonces", ["POST"]);
   app.post(
     "/v2/nonces",
     {
-      onRequest: guards,
+      onRequest: guard,
       // a body is accepted and ignored (attestation-api.md); this bounds what is read of it
       bodyLimit: 4096,
       schema: {
@@ -49,7 +49,7 @@ export function registerV2Routes(app: AppInstance, deps: AppDeps): void {
   app.post(
     "/v2/blobs",
     {
-      onRequest: [...guards, contentChecks],
+      onRequest: [guard, contentChecks],
       bodyLimit: deps.limits.maxBlobBytes,
       config: { tooLargeEntry: catalog.BLOB_TOO_LARGE, invalidEntry: catalog.NONCE_INVALID },
       schema: {
