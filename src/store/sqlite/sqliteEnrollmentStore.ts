@@ -25,6 +25,7 @@ import type {
 } from "../enrollmentTypes.ts";
 import { jobFailure, sqliteRows, str, type Row } from "../rows.ts";
 import type { ApiKeyRestrictions, JtiStore } from "../types.ts";
+import { groupCommitFor, type GroupCommit } from "./groupCommit.ts";
 
 /** SQLite's own error for a UNIQUE violation: how a name conflict is detected without a racy pre-check. */
 function isUniqueViolation(e: unknown): boolean {
@@ -33,14 +34,19 @@ function isUniqueViolation(e: unknown): boolean {
 
 /**
  * Part B records on the same SQLite database as the Part A store (its `.db`), so tenants and enrollment records
- * share transactions and foreign keys. Every multi-statement operation is one IMMEDIATE transaction: it takes the
- * write lock up front, which serialises concurrent processes on the file instead of failing them mid-way.
+ * share transactions and foreign keys. Every multi-statement operation, and the access-token insert every token
+ * request makes, goes through the connection's group-commit writer (`groupCommit.ts`, shared with the Part A
+ * store): it runs in its own savepoint inside an IMMEDIATE transaction, which takes the write lock up front and so
+ * serialises concurrent processes on the file instead of failing them mid-way, and it is answered after COMMIT.
+ * Single-statement operator writes and reads run directly.
  */
 export class SqliteEnrollmentStore implements EnrollmentStore {
   private readonly s: ReturnType<SqliteEnrollmentStore["prepare"]>;
+  private readonly writer: GroupCommit;
 
   constructor(private readonly db: Database.Database) {
     this.s = this.prepare();
+    this.writer = groupCommitFor(db);
   }
 
   private prepare() {
@@ -156,14 +162,12 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
 
   // ---- users ----
   async registerUser(u: { userId: string; tenantId: string; email: string; at: string }): Promise<EnrollmentUser> {
-    return this.db
-      .transaction(() => {
-        const existing = this.s.userByEmail.get(u.tenantId, u.email) as Row | undefined;
-        if (existing) this.s.setUserState.run("registered", u.at, u.tenantId, u.email);
-        else this.s.insertUser.run(u.userId, u.tenantId, u.email, u.at, u.at);
-        return sqliteRows.user(this.s.userByEmail.get(u.tenantId, u.email) as Row);
-      })
-      .immediate();
+    return this.writer.run(() => {
+      const existing = this.s.userByEmail.get(u.tenantId, u.email) as Row | undefined;
+      if (existing) this.s.setUserState.run("registered", u.at, u.tenantId, u.email);
+      else this.s.insertUser.run(u.userId, u.tenantId, u.email, u.at, u.at);
+      return sqliteRows.user(this.s.userByEmail.get(u.tenantId, u.email) as Row);
+    });
   }
   async getUser(userId: string) {
     const r = this.s.userById.get(userId) as Row | undefined;
@@ -200,7 +204,10 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
     return this.s.setClientRestrictions.run(r ? JSON.stringify(r) : null, clientId).changes === 1;
   }
   async createAccessToken(t: AccessTokenRecord) {
-    this.s.insertToken.run(t.tokenId, t.clientId, t.tokenHash, t.expiresAtMs, t.createdAt);
+    const { tokenId, clientId, tokenHash, expiresAtMs, createdAt } = t;
+    await this.writer.run(() => {
+      this.s.insertToken.run(tokenId, clientId, tokenHash, expiresAtMs, createdAt);
+    });
   }
   async getAccessToken(tokenId: string): Promise<AccessTokenRecord | undefined> {
     const r = this.s.tokenById.get(tokenId) as Row | undefined;
@@ -225,15 +232,11 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
 
   async createProfile(p: Profile, tx: NewTransaction): Promise<"ok" | "name_conflict"> {
     try {
-      this.db
-        .transaction(() => {
-          this.s.insertProfile.run(
-            p.profileId, p.tenantId, p.name, p.description, p.mdmUrl, p.settings ? JSON.stringify(p.settings) : null,
-            p.createdAt, p.updatedAt,
-          );
-          this.recordTransaction(tx, "Post", p, "Complete", "profile");
-        })
-        .immediate();
+      const settings = p.settings ? JSON.stringify(p.settings) : null;
+      await this.writer.run(() => {
+        this.s.insertProfile.run(p.profileId, p.tenantId, p.name, p.description, p.mdmUrl, settings, p.createdAt, p.updatedAt);
+        this.recordTransaction(tx, "Post", p, "Complete", "profile");
+      });
       return "ok";
     } catch (e) {
       if (isUniqueViolation(e)) return "name_conflict";
@@ -243,16 +246,13 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
 
   async updateProfile(tenantId: string, profileId: string, f: ProfileFields, tx: NewTransaction) {
     try {
-      return this.db
-        .transaction((): "ok" | "not_found" => {
-          const changed = this.s.updateProfile.run(
-            f.name, f.description, f.mdmUrl, f.settings ? JSON.stringify(f.settings) : null, tx.at, tenantId, profileId,
-          ).changes;
-          if (changed === 0) return "not_found";
-          this.recordTransaction(tx, "Put", { profileId, name: f.name }, "Complete", "profile");
-          return "ok";
-        })
-        .immediate();
+      const settings = f.settings ? JSON.stringify(f.settings) : null;
+      return await this.writer.run((): "ok" | "not_found" => {
+        const changed = this.s.updateProfile.run(f.name, f.description, f.mdmUrl, settings, tx.at, tenantId, profileId).changes;
+        if (changed === 0) return "not_found";
+        this.recordTransaction(tx, "Put", { profileId, name: f.name }, "Complete", "profile");
+        return "ok";
+      });
     } catch (e) {
       if (isUniqueViolation(e)) return "name_conflict" as const;
       throw e;
@@ -260,16 +260,14 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
   }
 
   async deleteProfile(tenantId: string, profileId: string, tx: NewTransaction): Promise<"ok" | "not_found"> {
-    return this.db
-      .transaction((): "ok" | "not_found" => {
-        const r = this.s.profileById.get(tenantId, profileId) as Row | undefined;
-        if (!r) return "not_found";
-        this.s.deleteProfile.run(tenantId, profileId);
-        this.s.unassignProfileDevices.run(tx.at, tenantId, profileId);
-        this.recordTransaction(tx, "Delete", { profileId, name: r.name as string }, "Complete", "profile");
-        return "ok";
-      })
-      .immediate();
+    return this.writer.run((): "ok" | "not_found" => {
+      const r = this.s.profileById.get(tenantId, profileId) as Row | undefined;
+      if (!r) return "not_found";
+      this.s.deleteProfile.run(tenantId, profileId);
+      this.s.unassignProfileDevices.run(tx.at, tenantId, profileId);
+      this.recordTransaction(tx, "Delete", { profileId, name: r.name as string }, "Complete", "profile");
+      return "ok";
+    });
   }
 
   async getProfile(tenantId: string, profileId: string) {
@@ -309,26 +307,22 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
 
   // ---- devices and the job queue ----
   async enqueueDevices(tx: NewTransaction & { profileId: string }, items: readonly NewJobItem[]): Promise<EnqueueOutcome> {
-    return this.db
-      .transaction((): EnqueueOutcome => {
-        const p = this.s.profileById.get(tx.tenantId, tx.profileId) as Row | undefined;
-        if (!p) return "profile_not_found";
-        this.recordTransaction(tx, "Post", { profileId: tx.profileId, name: p.name as string }, "Processing", "devices");
-        for (const it of items) {
-          this.s.insertJob.run(tx.transactionId, tx.tenantId, it.deviceId, tx.profileId, it.userId, it.userPassword, tx.at);
-          this.s.insertNewDevice.run(tx.tenantId, it.deviceId, tx.profileId, tx.transactionId, tx.at);
-        }
-        return "ok";
-      })
-      .immediate();
+    return this.writer.run((): EnqueueOutcome => {
+      const p = this.s.profileById.get(tx.tenantId, tx.profileId) as Row | undefined;
+      if (!p) return "profile_not_found";
+      this.recordTransaction(tx, "Post", { profileId: tx.profileId, name: p.name as string }, "Processing", "devices");
+      for (const it of items) {
+        this.s.insertJob.run(tx.transactionId, tx.tenantId, it.deviceId, tx.profileId, it.userId, it.userPassword, tx.at);
+        this.s.insertNewDevice.run(tx.tenantId, it.deviceId, tx.profileId, tx.transactionId, tx.at);
+      }
+      return "ok";
+    });
   }
 
   async claimJobs(owner: string, limit: number, nowMs: number, leaseMs: number): Promise<JobItem[]> {
     // an idle queue is the common case: a plain read answers it without taking the write lock every poll
     if (!this.s.anyClaimable.get(nowMs)) return [];
-    const rows = this.db
-      .transaction(() => this.s.claim.all(owner, nowMs + leaseMs, nowMs, limit) as Row[])
-      .immediate();
+    const rows = await this.writer.run(() => this.s.claim.all(owner, nowMs + leaseMs, nowMs, limit) as Row[]);
     return sqliteRows.claimedJobs(rows);
   }
 
@@ -341,43 +335,41 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
   }
 
   async completeJob(seq: number, owner: string, at: string): Promise<JobResult | undefined> {
-    return this.db
-      .transaction((): JobResult | undefined => {
-        const job = this.s.heldJob.get(seq, owner) as Row | undefined;
-        if (!job) return undefined;
-        const tenantId = job.tenant_id as string;
-        const deviceId = job.device_id as string;
-        const transactionId = job.transaction_id as string;
-        const userId = str(job.user_id);
+    return this.writer.run((): JobResult | undefined => {
+      const job = this.s.heldJob.get(seq, owner) as Row | undefined;
+      if (!job) return undefined;
+      const tenantId = job.tenant_id as string;
+      const deviceId = job.device_id as string;
+      const transactionId = job.transaction_id as string;
+      const userId = str(job.user_id);
 
-        let error: DeviceError | null = null;
-        if (!this.s.profileById.get(tenantId, job.profile_id)) {
-          error = jobFailure.profileDeleted();
-        } else if (userId && !this.s.registeredUser.get(userId)) {
-          error = jobFailure.userDeregistered();
-        }
+      let error: DeviceError | null = null;
+      if (!this.s.profileById.get(tenantId, job.profile_id)) {
+        error = jobFailure.profileDeleted();
+      } else if (userId && !this.s.registeredUser.get(userId)) {
+        error = jobFailure.userDeregistered();
+      }
 
-        const device = this.s.deviceRow.get(tenantId, deviceId) as Row | undefined;
-        // >=: an assignment records the queue head as its rank, outranking the items queued up to and including it
-        const newer = device !== undefined && (device.applied_seq as number) >= seq;
-        let applied = false;
-        if (!error && !newer) {
-          this.s.upsertEnrolled.run(tenantId, deviceId, job.profile_id, userId, job.user_password, transactionId, seq, at);
-          applied = true;
-        } else if (error && !newer && device && device.state !== "Enrolled") {
-          // a failure never takes an enrolled device away; it only settles a device that was never enrolled
-          this.s.markDeviceFailed.run(transactionId, seq, error.code, error.message, error.reason, at, tenantId, deviceId);
-          applied = true;
-        }
-        const state = error ? "Failed" : "Enrolled";
-        this.s.finishJob.run(state, error?.code ?? null, error?.message ?? null, error?.reason ?? null, at, seq);
-        this.s.insertHistory.run(seq, tenantId, deviceId, transactionId, state, applied ? 1 : 0, at);
-        if (!this.s.pendingInTransaction.get(transactionId)) {
-          this.s.settleTransaction.run(this.s.failedInTransaction.get(transactionId) ? "Failed" : "Complete", at, transactionId);
-        }
-        return { state, error, applied };
-      })
-      .immediate();
+      const device = this.s.deviceRow.get(tenantId, deviceId) as Row | undefined;
+      // >=: an assignment records the queue head as its rank, outranking the items queued up to and including it
+      const newer = device !== undefined && (device.applied_seq as number) >= seq;
+      let applied = false;
+      if (!error && !newer) {
+        this.s.upsertEnrolled.run(tenantId, deviceId, job.profile_id, userId, job.user_password, transactionId, seq, at);
+        applied = true;
+      } else if (error && !newer && device && device.state !== "Enrolled") {
+        // a failure never takes an enrolled device away; it only settles a device that was never enrolled
+        this.s.markDeviceFailed.run(transactionId, seq, error.code, error.message, error.reason, at, tenantId, deviceId);
+        applied = true;
+      }
+      const state = error ? "Failed" : "Enrolled";
+      this.s.finishJob.run(state, error?.code ?? null, error?.message ?? null, error?.reason ?? null, at, seq);
+      this.s.insertHistory.run(seq, tenantId, deviceId, transactionId, state, applied ? 1 : 0, at);
+      if (!this.s.pendingInTransaction.get(transactionId)) {
+        this.s.settleTransaction.run(this.s.failedInTransaction.get(transactionId) ? "Failed" : "Complete", at, transactionId);
+      }
+      return { state, error, applied };
+    });
   }
 
   async listTransactionDevices(tenantId: string, transactionId: string, offset: number, limit: number): Promise<DevicePage> {
@@ -406,26 +398,22 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
   }
 
   async assignDevices(tenantId: string, profileId: string, deviceIds: readonly string[], at: string): Promise<AssignOutcome> {
-    return this.db
-      .transaction((): AssignOutcome => {
-        if (!this.s.profileById.get(tenantId, profileId)) return { ok: false, reason: "profile_not_found" };
-        const missing = deviceIds.filter((d) => !this.s.enrolledDevice.get(tenantId, d));
-        if (missing.length > 0) return { ok: false, reason: "devices_not_found", missing };
-        this.applyAssignment(tenantId, profileId, deviceIds, at);
-        return { ok: true, count: deviceIds.length };
-      })
-      .immediate();
+    return this.writer.run((): AssignOutcome => {
+      if (!this.s.profileById.get(tenantId, profileId)) return { ok: false, reason: "profile_not_found" };
+      const missing = deviceIds.filter((d) => !this.s.enrolledDevice.get(tenantId, d));
+      if (missing.length > 0) return { ok: false, reason: "devices_not_found", missing };
+      this.applyAssignment(tenantId, profileId, deviceIds, at);
+      return { ok: true, count: deviceIds.length };
+    });
   }
 
   async unassignDevices(tenantId: string, deviceIds: readonly string[], at: string): Promise<UnassignOutcome> {
-    return this.db
-      .transaction((): UnassignOutcome => {
-        const missing = deviceIds.filter((d) => !this.s.enrolledDevice.get(tenantId, d));
-        if (missing.length > 0) return { ok: false, missing };
-        this.applyAssignment(tenantId, null, deviceIds, at);
-        return { ok: true, count: deviceIds.length };
-      })
-      .immediate();
+    return this.writer.run((): UnassignOutcome => {
+      const missing = deviceIds.filter((d) => !this.s.enrolledDevice.get(tenantId, d));
+      if (missing.length > 0) return { ok: false, missing };
+      this.applyAssignment(tenantId, null, deviceIds, at);
+      return { ok: true, count: deviceIds.length };
+    });
   }
 
   /** An assignment outranks every upload queued before it, so an older queued item cannot undo it later. */
@@ -449,16 +437,19 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
 /**
  * Seen JWT ids in the SQLite file, so every process on it (`--workers`, CLI) refuses a replay. Expired ids are
  * deleted every `purgeEvery` insertions rather than on a timer: the table's size then follows its write rate.
+ * Writes go through the connection's group-commit writer: "fresh" is answered only once the id is committed.
  */
 export class SqliteJtiStore implements JtiStore {
   private readonly upsert: Database.Statement;
   private readonly purge: Database.Statement;
+  private readonly writer: GroupCommit;
   private inserts = 0;
 
   constructor(
     db: Database.Database,
     private readonly purgeEvery = 1000,
   ) {
+    this.writer = groupCommitFor(db);
     // an expired entry for the same jti is replaced (a reuse after expiry is no replay: the JWT itself is stale)
     this.upsert = db.prepare(
       "INSERT INTO jti_seen (jti, expires_at_ms) VALUES (?, ?) ON CONFLICT (jti) DO UPDATE SET expires_at_ms = excluded.expires_at_ms WHERE jti_seen.expires_at_ms <= ?",
@@ -467,8 +458,10 @@ export class SqliteJtiStore implements JtiStore {
   }
 
   async remember(jti: string, expiresAtMs: number, nowMs: number): Promise<boolean> {
-    const fresh = this.upsert.run(jti, expiresAtMs, nowMs).changes === 1;
-    if (fresh && ++this.inserts % this.purgeEvery === 0) this.purge.run(nowMs);
-    return fresh;
+    return this.writer.run(() => {
+      const fresh = this.upsert.run(jti, expiresAtMs, nowMs).changes === 1;
+      if (fresh && ++this.inserts % this.purgeEvery === 0) this.purge.run(nowMs);
+      return fresh;
+    });
   }
 }

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import type { ReferenceValue } from "../../attestation/types.ts";
 import { loadMigrations } from "../migrations.ts";
 import { sqliteRows, type Row } from "../rows.ts";
+import { GroupCommit, groupCommitFor } from "./groupCommit.ts";
 import type {
   ActivityEntry,
   ActivityFilter,
@@ -34,13 +35,18 @@ export interface SqliteOptions {
 }
 
 /**
- * The embedded default: one SQLite file (WAL) holding durable records and nonces. better-sqlite3 is synchronous,
- * so each method finishes its statements before yielding, and multi-statement operations run in IMMEDIATE
- * transactions, which also serialise concurrent CLI processes and `--workers` siblings on the same file.
+ * The embedded default: one SQLite file (WAL) holding durable records and nonces. better-sqlite3 is synchronous.
+ * The request-path writes (nonce issue and consume, verdicts, activity) go through the connection's group-commit
+ * writer (`groupCommit.ts`): those queued in one event-loop turn run one after another, each in its own savepoint,
+ * inside one IMMEDIATE transaction, and are acknowledged after its COMMIT. IMMEDIATE transactions take the write
+ * lock up front, which also serialises concurrent CLI processes and `--workers` siblings on the same file. Reads
+ * and operator writes run directly (autocommit).
  */
 export class SqliteStore implements DurableStore, NonceStore {
   readonly kind = "sqlite";
   readonly db: Database.Database;
+  /** the connection's group-commit writer, shared with the Part B stores on `db` */
+  readonly writer: GroupCommit;
   private readonly stmt: ReturnType<SqliteStore["prepare"]>;
 
   constructor(opts: SqliteOptions) {
@@ -52,6 +58,7 @@ export class SqliteStore implements DurableStore, NonceStore {
     this.db.pragma("foreign_keys = ON");
     this.migrate();
     this.stmt = this.prepare();
+    this.writer = groupCommitFor(this.db);
   }
 
   private migrate(): void {
@@ -124,7 +131,9 @@ export class SqliteStore implements DurableStore, NonceStore {
     this.db.prepare("SELECT 1").get();
   }
 
+  /** Commits what the writer has queued (its callers are answered), then closes the connection. */
   async close(): Promise<void> {
+    this.writer.close();
     if (this.db.open) this.db.close();
   }
 
@@ -182,7 +191,7 @@ export class SqliteStore implements DurableStore, NonceStore {
   };
 
   async issue(n: NonceRecord, maxOutstanding: number, nowMs: number): Promise<NonceIssueOutcome> {
-    return this.db.transaction(this.issueTx).immediate(n, maxOutstanding, nowMs);
+    return this.writer.run(() => this.issueTx(n, maxOutstanding, nowMs));
   }
 
   private readonly consumeTx = (nonce: string, tenantId: string, nowMs: number): NonceConsumeOutcome => {
@@ -196,7 +205,7 @@ export class SqliteStore implements DurableStore, NonceStore {
   };
 
   async consume(nonce: string, tenantId: string, nowMs: number): Promise<NonceConsumeOutcome> {
-    return this.db.transaction(this.consumeTx).immediate(nonce, tenantId, nowMs);
+    return this.writer.run(() => this.consumeTx(nonce, tenantId, nowMs));
   }
 
   async purgeExpired(nowMs: number, retainMs: number): Promise<number> {
@@ -213,15 +222,12 @@ export class SqliteStore implements DurableStore, NonceStore {
 
   // ---- verdicts ----
   async saveVerdict(v: StoredVerdict): Promise<void> {
-    this.stmt.insertVerdict.run(
-      v.objectId,
-      v.tenantId,
-      v.format,
-      JSON.stringify(v.record),
-      v.reason,
-      JSON.stringify(v.detail),
-      v.createdAt,
-    );
+    // serialised now, so the row is what the caller passed even if it changes the object before the flush
+    const record = JSON.stringify(v.record);
+    const detail = JSON.stringify(v.detail);
+    await this.writer.run(() => {
+      this.stmt.insertVerdict.run(v.objectId, v.tenantId, v.format, record, v.reason, detail, v.createdAt);
+    });
   }
 
   async getVerdict(objectId: string): Promise<StoredVerdict | undefined> {
@@ -243,14 +249,16 @@ export class SqliteStore implements DurableStore, NonceStore {
 
   // ---- activity ----
   async appendActivity(entries: readonly ActivityEntry[]): Promise<void> {
-    const insert = this.db.transaction((rows: readonly ActivityEntry[]) => {
+    if (entries.length === 0) return;
+    const rows = entries.slice(); // the caller may reuse its array before the flush
+    // one savepoint for the lot: all of these entries are written, or none
+    await this.writer.run(() => {
       for (const e of rows) {
         this.stmt.insertActivity.run(
           e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress,
         );
       }
     });
-    insert(entries);
   }
 
   async queryActivity(f: ActivityFilter): Promise<ActivityEntry[]> {

@@ -1,0 +1,254 @@
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import Database from "better-sqlite3";
+import { GroupCommit } from "../../src/store/sqlite/groupCommit.ts";
+import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
+import type { StoredVerdict } from "../../src/store/types.ts";
+
+/**
+ * The SQLite group-commit writer (src/store/sqlite/groupCommit.ts): concurrent writes share one IMMEDIATE
+ * transaction, each in its own savepoint, and are answered only after that transaction's COMMIT. The store
+ * conformance suite (sqlite.test.ts) checks that the store's answers did not change; this checks the batching.
+ */
+
+const T0 = Date.parse("2026-11-22T10:00:00.000Z");
+const uid = (p = "") => p + randomBytes(9).toString("base64url");
+
+function verdict(objectId: string, tenantId: string): StoredVerdict {
+  return {
+    objectId,
+    tenantId,
+    format: "vendor",
+    record: { verdict: "Yes" } as unknown as StoredVerdict["record"],
+    reason: "reference values match",
+    detail: { n: 1 },
+    createdAt: new Date(T0).toISOString(),
+  };
+}
+
+function settled<T>(ps: Promise<T>[]) {
+  return Promise.allSettled(ps);
+}
+
+describe("sqlite group commit", () => {
+  let dir: string;
+  let file: string;
+  let store: SqliteStore;
+  /** a second connection to the same file: what another process (`--workers`, the CLI) sees */
+  let other: Database.Database;
+
+  before(() => {
+    dir = mkdtempSync(path.join(tmpdir(), "attestd-gc-"));
+    file = path.join(dir, "attestd.sqlite");
+    store = new SqliteStore({ file });
+    other = new Database(file);
+    other.pragma("busy_timeout = 10000");
+  });
+  after(async () => {
+    other.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const nonce = (tenantId: string, n = uid("n-")) => ({ nonce: n, tenantId, createdAtMs: T0, expiresAtMs: T0 + 60_000 });
+  const verdictCount = (tenantId: string) =>
+    other.prepare("SELECT COUNT(*) FROM verdicts WHERE tenant_id = ?").pluck().get(tenantId) as number;
+
+  it("runs many concurrent writes in one transaction, answering each after the COMMIT", async () => {
+    const tenantId = uid("t-");
+    const before = { ...store.writer.stats };
+    const issued = Array.from({ length: 100 }, () => nonce(tenantId));
+    const issues = issued.map((n) => store.issue(n, 1_000, T0));
+    // queued, not yet run: nothing is in the file before the flush
+    assert.equal(store.writer.pending, 100);
+    assert.equal(other.prepare("SELECT COUNT(*) FROM nonces WHERE tenant_id = ?").pluck().get(tenantId), 0);
+    // the first answer already sees every batch-mate committed, from another connection
+    const firstSeen = issues[0]!.then(() => other.prepare("SELECT COUNT(*) FROM nonces WHERE tenant_id = ?").pluck().get(tenantId));
+    assert.deepEqual(new Set(await Promise.all(issues)), new Set(["ok"]));
+    assert.equal(await firstSeen, 100);
+    assert.equal(store.writer.stats.commits - before.commits, 1, "one COMMIT for 100 issues");
+
+    const consumes = issued.map((n) => store.consume(n.nonce, tenantId, T0 + 1));
+    const saves = issued.map((n) => store.saveVerdict(verdict(n.nonce, tenantId)));
+    assert.deepEqual(new Set(await Promise.all(consumes)), new Set(["ok"]));
+    await Promise.all(saves);
+    assert.equal(store.writer.stats.commits - before.commits, 2, "one more COMMIT for 100 consumes and 100 verdicts");
+    assert.equal(verdictCount(tenantId), 100);
+    // a read after the answer sees the write (resolution follows COMMIT)
+    assert.equal((await store.getVerdict(issued[7]!.nonce))?.objectId, issued[7]!.nonce);
+  });
+
+  it("keeps the per-tenant cap exact within a batch", async () => {
+    const tenantId = uid("t-");
+    const before = store.writer.stats.commits;
+    const outcomes = await Promise.all(Array.from({ length: 40 }, () => store.issue(nonce(tenantId), 7, T0)));
+    assert.equal(store.writer.stats.commits - before, 1);
+    assert.equal(outcomes.filter((o) => o === "ok").length, 7);
+    assert.deepEqual(outcomes.slice(0, 7), Array(7).fill("ok"), "in the order they were queued");
+    assert.equal(outcomes.filter((o) => o === "limit").length, 33);
+  });
+
+  it("answers exactly one 'ok' to concurrent consumes of one nonce, in one batch and across connections", async () => {
+    const tenantId = uid("t-");
+    const n = nonce(tenantId);
+    assert.equal(await store.issue(n, 10, T0), "ok");
+    const sibling = new SqliteStore({ file }); // another process on the same file, with its own writer
+    try {
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 ? sibling : store).consume(n.nonce, tenantId, T0 + 1)),
+      );
+      assert.equal(outcomes.filter((o) => o === "ok").length, 1);
+      assert.equal(outcomes.filter((o) => o === "used").length, 19);
+    } finally {
+      await sibling.close();
+    }
+  });
+
+  it("rejects a failing write alone: its batch-mates commit", async () => {
+    const tenantId = uid("t-");
+    const dup = uid("v-");
+    await store.saveVerdict(verdict(dup, tenantId));
+    const before = { ...store.writer.stats };
+    const ids = Array.from({ length: 10 }, () => uid("v-"));
+    const results = await settled([
+      ...ids.slice(0, 5).map((id) => store.saveVerdict(verdict(id, tenantId))),
+      store.saveVerdict(verdict(dup, tenantId)), // PRIMARY KEY violation
+      ...ids.slice(5).map((id) => store.saveVerdict(verdict(id, tenantId))),
+    ]);
+    assert.equal(store.writer.stats.commits - before.commits, 1);
+    assert.equal(store.writer.stats.failedOps - before.failedOps, 1);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      [...Array(5).fill("fulfilled"), "rejected", ...Array(5).fill("fulfilled")],
+    );
+    assert.match(String((results[5] as PromiseRejectedResult).reason.code), /^SQLITE_CONSTRAINT/);
+    assert.equal(verdictCount(tenantId), 11);
+  });
+
+  it("rolls back every statement of the failing operation, not only the one that threw", async () => {
+    const tenantId = uid("t-");
+    const taken = uid("v-");
+    await store.saveVerdict(verdict(taken, tenantId));
+    const fresh = uid("v-");
+    const insert = store.db.prepare(
+      "INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES (?, ?, 'vendor', '{}', '', '{}', '')",
+    );
+    const mate = store.saveVerdict(verdict(uid("v-"), tenantId));
+    const failing = store.writer.run(() => {
+      insert.run(fresh, tenantId); // succeeds ...
+      insert.run(taken, tenantId); // ... then this throws
+    });
+    await assert.rejects(failing, (e: { code?: string }) => /^SQLITE_CONSTRAINT/.test(String(e.code)));
+    await mate;
+    assert.equal(await store.getVerdict(fresh), undefined, "the op's first insert was rolled back with it");
+    assert.equal(verdictCount(tenantId), 2);
+  });
+
+  it("close() commits what is queued before closing the connection", async () => {
+    const d = mkdtempSync(path.join(tmpdir(), "attestd-gc-close-"));
+    try {
+      const f = path.join(d, "attestd.sqlite");
+      const s = new SqliteStore({ file: f });
+      const tenantId = uid("t-");
+      const pending = Array.from({ length: 25 }, (_, i) => s.saveVerdict(verdict(`v-${i}`, tenantId)));
+      assert.equal(s.writer.pending, 25);
+      await s.close();
+      await Promise.all(pending); // answered, because committed
+      await assert.rejects(s.saveVerdict(verdict("late", tenantId)), /closed/);
+      const reopened = new SqliteStore({ file: f });
+      try {
+        assert.equal(reopened.db.prepare("SELECT COUNT(*) FROM verdicts").pluck().get(), 25);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("GroupCommit on a raw connection", () => {
+  let dir: string;
+  let db: Database.Database;
+  let locker: Database.Database;
+
+  before(() => {
+    dir = mkdtempSync(path.join(tmpdir(), "attestd-gc-raw-"));
+    const file = path.join(dir, "x.sqlite");
+    db = new Database(file);
+    db.pragma("journal_mode = WAL");
+    db.pragma("busy_timeout = 50");
+    db.exec("CREATE TABLE t (k TEXT PRIMARY KEY)");
+    locker = new Database(file);
+  });
+  after(() => {
+    locker.close();
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const ins = () => db.prepare("INSERT INTO t (k) VALUES (?)");
+  const count = () => db.prepare("SELECT COUNT(*) FROM t").pluck().get() as number;
+
+  it("flushes at once when maxBatch operations are queued", async () => {
+    const w = new GroupCommit(db, { maxBatch: 8 });
+    const stmt = ins();
+    const ps = Array.from({ length: 20 }, (_, i) => w.run(() => stmt.run(`m-${i}`).changes));
+    // two full batches ran synchronously; the last 4 wait for the next turn
+    assert.equal(w.stats.commits, 2);
+    assert.equal(w.pending, 4);
+    assert.deepEqual(await Promise.all(ps), Array(20).fill(1));
+    assert.equal(w.stats.commits, 3);
+    assert.equal(w.stats.largestBatch, 8);
+  });
+
+  it("rejects every operation of a batch whose BEGIN IMMEDIATE stays busy, then recovers", async () => {
+    const w = new GroupCommit(db);
+    const stmt = ins();
+    const n = count();
+    locker.exec("BEGIN IMMEDIATE"); // another process holds the write lock past busy_timeout
+    try {
+      const results = await settled(Array.from({ length: 3 }, (_, i) => w.run(() => stmt.run(`b-${i}`))));
+      assert.deepEqual(results.map((r) => r.status), ["rejected", "rejected", "rejected"]);
+      assert.equal((results[0] as PromiseRejectedResult).reason.code, "SQLITE_BUSY");
+      assert.equal(w.stats.failedBatches, 1);
+      assert.equal(w.stats.commits, 0);
+    } finally {
+      locker.exec("ROLLBACK");
+    }
+    assert.equal(count(), n);
+    await w.run(() => stmt.run("b-after"));
+    assert.equal(w.stats.commits, 1);
+    assert.equal(count(), n + 1);
+  });
+
+  it("rejects the whole batch when an operation ends the transaction itself; nothing of it is kept", async () => {
+    const w = new GroupCommit(db);
+    const stmt = ins();
+    const n = count();
+    const results = await settled([
+      w.run(() => void stmt.run("x-1")),
+      w.run(() => void db.exec("ROLLBACK")), // as SQLite does on SQLITE_FULL / SQLITE_IOERR
+      w.run(() => void stmt.run("x-2")),
+    ]);
+    assert.deepEqual(results.map((r) => r.status), ["rejected", "rejected", "rejected"]);
+    assert.equal(w.stats.failedBatches, 1);
+    assert.equal(count(), n, "the operation that ran before it was not committed either");
+    assert.equal(db.inTransaction, false);
+    await w.run(() => stmt.run("x-after"));
+    assert.equal(count(), n + 1);
+  });
+
+  it("never leaves the connection inside a transaction between turns", async () => {
+    const w = new GroupCommit(db);
+    const stmt = ins();
+    const p = w.run(() => stmt.run("y-1"));
+    assert.equal(db.inTransaction, false);
+    await p;
+    assert.equal(db.inTransaction, false);
+  });
+});
