@@ -1,18 +1,10 @@
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { renderErrorDocs } from "../../src/errors/renderErrorDocs.ts";
-import { freePort, REPO } from "../helpers/serverProcess.ts";
-
-/** The ```sh blocks between the walk-through markers, in order. */
-function walkthroughBlocks(markdown: string): string[] {
-  const section = /<!-- walkthrough:start[\s\S]*?-->([\s\S]*?)<!-- walkthrough:end -->/.exec(markdown);
-  assert.ok(section, "walk-through markers present");
-  return [...section[1]!.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
-}
+import { REPO } from "../helpers/serverProcess.ts";
+import { walkthroughBlocks, walkthroughSession } from "../helpers/walkthrough.ts";
 
 const jsonLines = (text: string) =>
   text
@@ -31,38 +23,14 @@ describe("enrollment docs", () => {
    * after the server start run in one shell, as in one terminal, so their variables and helper carry over.
    */
   it("runs the walk-through: client → token → profile → devices → status → error lookup", { timeout: 180_000 }, async () => {
-    const blocks = walkthroughBlocks(readFileSync(path.join(REPO, "docs/enrollment.md"), "utf8"));
+    const blocks = walkthroughBlocks("docs/enrollment.md");
     assert.equal(blocks.length, 8, "setup, start, token, helper, profile, devices, status, error lookup");
-    const tmp = mkdtempSync(path.join(tmpdir(), "attestd-enroll-doc-"));
-    const data = path.join(tmp, "data");
-    const port = await freePort();
-    const localise = (block: string) => block.replaceAll("./data", data).replaceAll("8443", String(port));
-    const env: NodeJS.ProcessEnv = { ...process.env, ATTESTD_DATA_DIR: data, ATTESTD_PORT: String(port) };
+    const env: NodeJS.ProcessEnv = { ...process.env };
     delete env.ATTESTD_TEST_DEVICE_DELAY_MS;
-    const bash = (script: string) =>
-      execFileSync("bash", ["-euo", "pipefail", "-c", script], {
-        cwd: REPO,
-        env,
-        encoding: "utf8",
-        timeout: 150_000,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-
-    bash(localise(blocks[0]!));
-    const server = spawn("bash", ["-c", `exec ${localise(blocks[1]!).trim()}`], {
-      cwd: REPO,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-    });
-    let log = "";
-    server.stdout.on("data", (d) => (log += d));
-    server.stderr.on("data", (d) => (log += d));
+    const { data, localise, bash, startServer, close } = await walkthroughSession(env);
     try {
-      for (let i = 0; !log.includes("attestd listening"); i++) {
-        if (server.exitCode !== null || i > 600) assert.fail(`server did not start: ${log}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      bash(localise(blocks[0]!));
+      await startServer(blocks[1]!);
       const script = blocks
         .slice(2)
         .map((b, i) => `echo "@@block ${i + 2}@@"\n${localise(b)}`)
@@ -121,9 +89,7 @@ describe("enrollment docs", () => {
       assert.ok(tenantLog.some((e) => e.route === "/svc/v1/enroll/devices" && e.method === "POST" && e.status === 200));
       assert.ok(tenantLog.every((e) => e.tenantId === logged!.tenantId));
     } finally {
-      process.kill(-server.pid!, "SIGTERM");
-      await new Promise((r) => server.once("exit", r));
-      rmSync(tmp, { recursive: true, force: true });
+      await close();
     }
   });
 });

@@ -1,0 +1,76 @@
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { freePort, REPO } from "./serverProcess.ts";
+
+/** The ```sh blocks between a markdown file's walk-through markers, in order. */
+export function walkthroughBlocks(file: string): string[] {
+  const markdown = readFileSync(path.join(REPO, file), "utf8");
+  const section = /<!-- walkthrough:start[\s\S]*?-->([\s\S]*?)<!-- walkthrough:end -->/.exec(markdown);
+  assert.ok(section, `walk-through markers present in ${file}`);
+  return [...section[1]!.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+}
+
+export interface WalkthroughSession {
+  /** the temporary directory that stands for the doc's ./data */
+  data: string;
+  /** a doc block with ./data → the temporary directory and 8443 → a free port */
+  localise(block: string): string;
+  /** runs a script with bash -euo pipefail in the checkout, returns stdout */
+  bash(script: string): string;
+  /** runs the doc's server-start block in the background until it logs that it listens */
+  startServer(block: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Runs a doc's walk-through as written, with two substitutions that keep it off the developer's own ./data and
+ * port 8443: `./data` → a temporary directory and `8443` → a free port. The same values go to the CLI as
+ * ATTESTD_DATA_DIR / ATTESTD_PORT, which the docs' commands leave to their defaults.
+ */
+export async function walkthroughSession(env: NodeJS.ProcessEnv = process.env): Promise<WalkthroughSession> {
+  const tmp = mkdtempSync(path.join(tmpdir(), "attestd-walkthrough-"));
+  const data = path.join(tmp, "data");
+  const port = await freePort();
+  const fullEnv = { ...env, ATTESTD_DATA_DIR: data, ATTESTD_PORT: String(port) };
+  let server: ReturnType<typeof spawn> | undefined;
+  const localise = (block: string) => block.replaceAll("./data", data).replaceAll("8443", String(port));
+  return {
+    data,
+    localise,
+    bash: (script) =>
+      execFileSync("bash", ["-euo", "pipefail", "-c", script], {
+        cwd: REPO,
+        env: fullEnv,
+        encoding: "utf8",
+        timeout: 150_000,
+        stdio: ["ignore", "pipe", "pipe"],
+      }),
+    startServer: async (block) => {
+      const proc = spawn("bash", ["-c", `exec ${localise(block).trim()}`], {
+        cwd: REPO,
+        env: fullEnv,
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
+      });
+      server = proc;
+      let log = "";
+      proc.stdout!.on("data", (d) => (log += d));
+      proc.stderr!.on("data", (d) => (log += d));
+      for (let i = 0; !log.includes("attestd listening"); i++) {
+        if (proc.exitCode !== null || i > 600) assert.fail(`server did not start: ${log}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    close: async () => {
+      if (server && server.exitCode === null && server.signalCode === null) {
+        const exited = new Promise((r) => server!.once("exit", r));
+        process.kill(-server.pid!, "SIGTERM");
+        await exited;
+      }
+      rmSync(tmp, { recursive: true, force: true });
+    },
+  };
+}
