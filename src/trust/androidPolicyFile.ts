@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { patchLevelAsDate } from "../attestation/policy/androidPolicy.ts";
 import type { AndroidPolicy } from "../attestation/types.ts";
+import { parseJsonDocument } from "../attestation/encoding/json.ts";
 
 /**
  * The operator's android-key policy: a default and per-tenant overrides (by tenant name), from
@@ -48,12 +49,7 @@ function policyFrom(value: unknown, where: string): AndroidPolicy {
 }
 
 export function parseAndroidPolicies(text: string, source = "android policy"): AndroidPolicies {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (e) {
-    throw new Error(`${source}: not JSON (${(e as Error).message})`);
-  }
+  const doc = parseJsonDocument(text, source);
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw new Error(`${source}: expected an object`);
   const { default: dflt, tenants, ...rest } = doc as Record<string, unknown>;
   if (Object.keys(rest).length) throw new Error(`${source}: unknown key "${Object.keys(rest)[0]}"`);

@@ -7,6 +7,7 @@ import { EMPTY_STATUS_LIST, parseStatusList } from "../attestation/chain/statusL
 import { readCertificate, splitDerCertificates } from "../attestation/encoding/derChain.ts";
 import { parsePemBundle } from "../attestation/encoding/pem.ts";
 import { parseAllowedBootKeys } from "../attestation/policy/bootKeys.ts";
+import { parseJsonDocument } from "../attestation/encoding/json.ts";
 
 /**
  * The I/O side of android-key trust: Google's attestation roots and revocation status list, read from a file or
@@ -109,12 +110,7 @@ export function parseAndroidRoots(body: Uint8Array, source = "android roots"): A
   const text = Buffer.from(body).toString("utf8").trim();
   let ders: Uint8Array[];
   if (text.startsWith("[")) {
-    let doc: unknown;
-    try {
-      doc = JSON.parse(text);
-    } catch (e) {
-      throw new Error(`${source}: not JSON (${(e as Error).message})`);
-    }
+    const doc = parseJsonDocument(text, source);
     if (!Array.isArray(doc) || doc.some((x) => typeof x !== "string")) {
       throw new Error(`${source}: expected a JSON array of PEM certificate strings`);
     }

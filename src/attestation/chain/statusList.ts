@@ -1,4 +1,5 @@
 import type { StatusEntry, StatusList } from "../types.ts";
+import { parseJsonDocument } from "../encoding/json.ts";
 
 /**
  * Parses Google's attestation status-list JSON, `{"entries": {"<hex serial>": {"status", "reason"}}}`, which is
@@ -6,12 +7,7 @@ import type { StatusEntry, StatusList } from "../types.ts";
  * file stops start-up with one clear line instead of silently trusting everything.
  */
 export function parseStatusList(text: string, source = "status list"): StatusList {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (e) {
-    throw new Error(`${source}: not JSON (${(e as Error).message})`);
-  }
+  const doc = parseJsonDocument(text, source);
   const entries = (doc as { entries?: unknown } | null)?.entries;
   if (typeof entries !== "object" || entries === null || Array.isArray(entries)) {
     throw new Error(`${source}: expected an object with an "entries" object`);

@@ -1,4 +1,5 @@
 import type { AllowedBootKey } from "../types.ts";
+import { parseJsonDocument } from "../encoding/json.ts";
 
 /**
  * The operator's allow-list of verified-boot keys for alternative operating systems it trusts (a device that
@@ -10,12 +11,7 @@ import type { AllowedBootKey } from "../types.ts";
  * one line naming the entry, instead of silently trusting less (or more) than the operator meant.
  */
 export function parseAllowedBootKeys(text: string, source = "allowed boot keys"): AllowedBootKey[] {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (e) {
-    throw new Error(`${source}: not JSON (${(e as Error).message})`);
-  }
+  const doc = parseJsonDocument(text, source);
   if (!Array.isArray(doc)) throw new Error(`${source}: expected a JSON array of {key, label, models?}`);
   const seen = new Set<string>();
   return doc.map((item: unknown, i) => {

@@ -1,4 +1,5 @@
 import type { ReferenceValue } from "../types.ts";
+import { parseJsonDocument } from "../encoding/json.ts";
 
 /**
  * Reference values: the known-good measurement sets per (model, firmwareVersion), blob-format.md rule 7.
@@ -15,12 +16,7 @@ const PRINTABLE = /^[\x20-\x7e]+$/;
 const KEYS = new Set(["model", "firmwareVersion", "measurements"]);
 
 export function parseReferenceValues(text: string, source = "reference values"): ReferenceValue[] {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (e) {
-    throw new Error(`${source}: not JSON (${(e as Error).message})`);
-  }
+  const doc = parseJsonDocument(text, source);
   return validateReferenceValues(doc, source);
 }
 
