@@ -4,7 +4,7 @@ import type { Config } from "./config.ts";
 import type { RuntimeOptions } from "./server.ts";
 import { StoreUnavailableError } from "./store/errors.ts";
 import { MemoryRateLimitStore } from "./store/memory/memoryRateLimitStore.ts";
-import { openStores } from "./store/openStores.ts";
+import { openStores, walCheckpointFailed } from "./store/openStores.ts";
 import type { RateDecision, RateLimitStore } from "./store/types.ts";
 
 /**
@@ -88,9 +88,9 @@ export class IpcRateLimitStore implements RateLimitStore {
  * In a cluster worker: the stores the runtime should use, i.e. the configured ones with rate limits taken from
  * the primary, unless Redis already shares them. Outside a cluster worker: nothing (the runtime opens its own).
  */
-export async function workerRuntimeOptions(config: Config): Promise<Pick<RuntimeOptions, "stores">> {
+export async function workerRuntimeOptions(config: Config, log: FastifyBaseLogger): Promise<Pick<RuntimeOptions, "stores">> {
   if (!cluster.isWorker || config.redisUrl) return {};
-  const stores = await openStores(config);
+  const stores = await openStores(config, { serving: true, onBackgroundError: walCheckpointFailed(log) });
   return { stores: { ...stores, rateLimits: new IpcRateLimitStore() } };
 }
 

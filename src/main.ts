@@ -40,7 +40,7 @@ export async function serve(config: Config, installSignalHandlers = true): Promi
   // --workers N: this process becomes the cluster primary (src/cluster.ts) and never returns; its workers come
   // back through here and serve, with the primary's shared rate-limit buckets
   if (config.workers > 1 && cluster.isPrimary) return runPrimary(config, log);
-  const runtime = await createRuntime(config, { logger: log, ...(https ? { https } : {}), ...(await workerRuntimeOptions(config)) });
+  const runtime = await createRuntime(config, { logger: log, ...(https ? { https } : {}), ...(await workerRuntimeOptions(config, log)) });
   const address = await runtime.app.listen({ host: config.host, port: config.port });
   log.info({ address, tls: https ? "on" : "off", store: config.store }, "attestd listening");
   if (installSignalHandlers) {

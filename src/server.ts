@@ -12,7 +12,7 @@ import { ApiKeyAuthenticator } from "./services/apiKeyAuth.ts";
 import { createEnrollment } from "./enrollment/enrollment.ts";
 import { registerPartB } from "./http/routes/svc/index.ts";
 import { AttestationService } from "./services/attestationService.ts";
-import { openStores } from "./store/openStores.ts";
+import { openStores, walCheckpointFailed } from "./store/openStores.ts";
 import type { Stores, Tenant } from "./store/types.ts";
 import { loadAndroidPolicies, type AndroidPolicies } from "./trust/androidPolicyFile.ts";
 import { openAndroidTrust, type AndroidTrustHandle } from "./trust/androidTrust.ts";
@@ -73,7 +73,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const log = opts.logger ?? createLogger(config.logLevel);
   const clock = opts.clock ?? systemClock;
   const rng = opts.rng ?? cryptoRng;
-  const stores = opts.stores ?? (await openStores(config));
+  const stores = opts.stores ?? (await openStores(config, { serving: true, onBackgroundError: walCheckpointFailed(log) }));
   const vendor = await VendorTrustSource.open(config, stores.durable);
   for (const problem of vendorTrustProblems(vendor.get())) log.warn({ problem }, "vendor root unusable; skipped");
   if (vendor.get().rootsDer.length === 0) log.warn("no --vendor-roots: every vendor blob will be CertificateInvalid");

@@ -15,8 +15,23 @@ export function sqliteFile(dataDir: string): string {
   return path.resolve(dataDir, "attestd.sqlite");
 }
 
+/** The `onBackgroundError` of a serving process: the store carries on, slower, so a warning says why. */
+export function walCheckpointFailed(log: { warn: (obj: object, msg: string) => void }) {
+  return (err: unknown) => log.warn({ err }, "SQLite checkpoint thread failed: checkpoints are back on the request path");
+}
+
+export interface OpenStoresOptions {
+  /**
+   * a serving process (not a one-shot CLI command): SQLite's WAL checkpoints move to a thread of their own
+   * (`sqlite/walCheckpointer.ts`)
+   */
+  serving?: boolean;
+  /** told when that thread fails (the store falls back to SQLite's automatic checkpoints) */
+  onBackgroundError?: (err: unknown) => void;
+}
+
 /** Opens the backends the configuration names. The embedded default: one SQLite file, in-process rate limits. */
-export async function openStores(c: StoreConfig): Promise<Stores> {
+export async function openStores(c: StoreConfig, opts: OpenStoresOptions = {}): Promise<Stores> {
   if (c.store === "postgres") {
     if (!c.databaseUrl) throw new Error("--store postgres needs --database-url");
     // loaded on demand: the embedded default never loads the pg and ioredis drivers
@@ -33,6 +48,12 @@ export async function openStores(c: StoreConfig): Promise<Stores> {
     file: sqliteFile(c.dataDir),
     synchronous: c.sqliteSynchronous as "NORMAL" | "FULL",
   });
+  if (opts.serving) {
+    await sqlite.startWalCheckpointer({ onError: opts.onBackgroundError }).catch(async (err: unknown) => {
+      await sqlite.close();
+      throw err;
+    });
+  }
   return {
     durable: sqlite,
     nonces: sqlite,

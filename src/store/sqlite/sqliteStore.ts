@@ -6,6 +6,7 @@ import type { ReferenceValue } from "../../attestation/types.ts";
 import { loadMigrations } from "../migrations.ts";
 import { sqliteRows, type Row } from "../rows.ts";
 import { GroupCommit, groupCommitFor } from "./groupCommit.ts";
+import { WalCheckpointer, type WalCheckpointerOptions } from "./walCheckpointer.ts";
 import type {
   ActivityEntry,
   ActivityFilter,
@@ -48,14 +49,21 @@ export class SqliteStore implements DurableStore, NonceStore {
   /** the connection's group-commit writer, shared with the Part B stores on `db` */
   readonly writer: GroupCommit;
   private readonly stmt: ReturnType<SqliteStore["prepare"]>;
+  private readonly file: string;
+  private checkpointer: WalCheckpointer | undefined;
 
   constructor(opts: SqliteOptions) {
+    this.file = opts.file;
     if (opts.file !== ":memory:") mkdirSync(path.dirname(opts.file), { recursive: true });
     this.db = new Database(opts.file);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma(`synchronous = ${opts.synchronous ?? "NORMAL"}`);
     this.db.pragma("busy_timeout = 10000");
     this.db.pragma("foreign_keys = ON");
+    // Nonce keys are random, so issuing and consuming touch pages all over the nonce table; with SQLite's 2 MiB
+    // default, a table of a few hundred thousand nonces no longer fits and each write first reads its page back.
+    // The cache only grows as pages are used.
+    this.db.pragma("cache_size = -65536");
     this.migrate();
     this.stmt = this.prepare();
     this.writer = groupCommitFor(this.db);
@@ -127,6 +135,20 @@ export class SqliteStore implements DurableStore, NonceStore {
     };
   }
 
+  /**
+   * Moves WAL checkpoints off this thread (`walCheckpointer.ts`): for a serving process, whose event loop would
+   * otherwise pay for them inside request-path commits. One-shot CLI commands keep SQLite's automatic ones.
+   */
+  async startWalCheckpointer(opts: WalCheckpointerOptions = {}): Promise<void> {
+    if (this.checkpointer || this.file === ":memory:") return;
+    this.checkpointer = await WalCheckpointer.start(this.db, this.file, opts);
+  }
+
+  /** the checkpoint thread's counters, when it runs */
+  get walCheckpoints() {
+    return this.checkpointer?.running ? this.checkpointer.stats : undefined;
+  }
+
   async ping(): Promise<void> {
     this.db.prepare("SELECT 1").get();
   }
@@ -134,6 +156,7 @@ export class SqliteStore implements DurableStore, NonceStore {
   /** Commits what the writer has queued (its callers are answered), then closes the connection. */
   async close(): Promise<void> {
     this.writer.close();
+    await this.checkpointer?.stop();
     if (this.db.open) this.db.close();
   }
 

@@ -1,0 +1,174 @@
+import type Database from "better-sqlite3";
+import { createRequire } from "node:module";
+import { Worker } from "node:worker_threads";
+
+/** What the checkpoint thread has done so far, for tests and diagnostics. */
+export interface WalCheckpointStats {
+  /** PASSIVE checkpoints the thread ran */
+  runs: number;
+  /** frames in the WAL at the thread's last checkpoint */
+  walFrames: number;
+  /** frames copied back into the database file by then */
+  checkpointedFrames: number;
+  /** RESTART checkpoints the connection itself ran, when the WAL outgrew `restartFrames` */
+  restarts: number;
+}
+
+export interface WalCheckpointerOptions {
+  /** how often the thread checkpoints (default 50 ms) */
+  intervalMs?: number;
+  /**
+   * past this many frames in the WAL (default 16384, 64 MiB at 4 KiB pages) the connection rewinds it: see the
+   * class comment
+   */
+  restartFrames?: number;
+  /** the thread failed; the connection is back on SQLite's own automatic checkpoints */
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * The thread's code, evaluated as CommonJS: it loads the same better-sqlite3 build as the caller (by path), so it
+ * needs no TypeScript loader and runs the same under tsx, a compiled build or a test runner.
+ */
+const THREAD_SOURCE = `
+const { parentPort, workerData } = require("node:worker_threads");
+const Database = require(workerData.driver);
+const db = new Database(workerData.file, { fileMustExist: true });
+let runs = 0;
+const timer = setInterval(() => {
+  let r;
+  try {
+    [r] = db.pragma("wal_checkpoint(PASSIVE)");
+  } catch (err) {
+    // another checkpoint in progress (the connection's RESTART, another process): next tick
+    if (err && err.code === "SQLITE_BUSY") return;
+    throw err;
+  }
+  runs++;
+  parentPort.postMessage({ runs, walFrames: r.log, checkpointedFrames: r.checkpointed });
+}, workerData.intervalMs);
+parentPort.on("message", (m) => {
+  if (m !== "stop") return;
+  clearInterval(timer);
+  db.close();
+  parentPort.postMessage({ stopped: true });
+});
+parentPort.postMessage({ started: true });
+`;
+
+const driverPath = createRequire(import.meta.url).resolve("better-sqlite3");
+
+/**
+ * Checkpoints a WAL-mode SQLite file from a worker thread, so the serving thread never does it.
+ *
+ * Why: with SQLite's automatic checkpoints, the COMMIT that crosses `wal_autocheckpoint` copies the WAL back into
+ * the database file and fsyncs both, on the thread that committed — the event loop. Nonce keys are random, so
+ * every issued nonce dirties its own B-tree page, and on a disk with slow fsyncs those checkpoints were the largest
+ * single cost of `POST /v2/nonces`. Here the connection's automatic checkpoints are switched off and a thread with
+ * its own connection runs `PRAGMA wal_checkpoint(PASSIVE)` every `intervalMs`: it copies what is committed without
+ * taking the write lock, so commits go on meanwhile. Durability is unchanged: a commit is in the WAL before it is
+ * acknowledged, as before; checkpoints only move it.
+ *
+ * A PASSIVE checkpoint that races continuous commits never catches up with the WAL's end, and SQLite only rewinds
+ * the WAL when a write begins with everything in it copied, so under sustained load the WAL would grow without end.
+ * A RESTART checkpoint from the thread cannot help: it must take the write lock, and SQLite's busy handler, which
+ * sleeps and retries, loses that race to an event loop that commits every few hundred microseconds. So when the
+ * thread reports a WAL longer than `restartFrames`, the connection itself runs `wal_checkpoint(RESTART)` between
+ * two of its own transactions, without waiting for anyone (busy_timeout 0): it copies only what the thread has not
+ * yet copied and the next commit starts the WAL afresh. If another process is writing or reading an old snapshot
+ * right then, it tries again at the thread's next report.
+ *
+ * If the thread dies, the connection goes back to SQLite's automatic checkpoints and `onError` is told: the
+ * service goes on, only slower.
+ */
+export class WalCheckpointer {
+  private readonly worker: Worker;
+  private latest: WalCheckpointStats = { runs: 0, walFrames: 0, checkpointedFrames: 0, restarts: 0 };
+  private readonly restartFrames: number;
+  private readonly busyTimeoutMs: number;
+  private readonly ready: Promise<void>;
+  private stopped: Promise<void> | undefined;
+  private failed = false;
+
+  private constructor(
+    private readonly db: Database.Database,
+    file: string,
+    opts: WalCheckpointerOptions,
+  ) {
+    this.restartFrames = opts.restartFrames ?? 16_384;
+    this.busyTimeoutMs = db.pragma("busy_timeout", { simple: true }) as number;
+    const autocheckpoint = db.pragma("wal_autocheckpoint", { simple: true }) as number;
+    db.pragma("wal_autocheckpoint = 0");
+    this.worker = new Worker(THREAD_SOURCE, {
+      eval: true,
+      workerData: {
+        driver: driverPath,
+        file,
+        intervalMs: opts.intervalMs ?? 50,
+      },
+    });
+    this.worker.unref();
+    let started: () => void;
+    this.ready = new Promise<void>((resolve) => (started = resolve));
+    this.worker.on("message", (m: { runs?: number; walFrames?: number; checkpointedFrames?: number; started?: boolean }) => {
+      if (m.started) return started();
+      if (m.runs === undefined) return;
+      this.latest = { ...this.latest, runs: m.runs, walFrames: m.walFrames!, checkpointedFrames: m.checkpointedFrames! };
+      if (m.walFrames! > this.restartFrames) this.rewind();
+    });
+    const fail = (err: unknown) => {
+      if (this.failed || this.stopped) return;
+      this.failed = true;
+      if (db.open) db.pragma(`wal_autocheckpoint = ${autocheckpoint > 0 ? autocheckpoint : 1000}`);
+      started();
+      opts.onError?.(err);
+    };
+    this.worker.on("error", fail);
+    this.worker.on("exit", (code) => fail(new Error(`the WAL checkpoint thread exited (code ${code})`)));
+  }
+
+  /** RESTART from the writing connection, between its transactions, without waiting (see the class comment). */
+  private rewind(): void {
+    if (!this.db.open || this.db.inTransaction || this.stopped) return;
+    this.db.pragma("busy_timeout = 0");
+    try {
+      const [r] = this.db.pragma("wal_checkpoint(RESTART)") as { busy: number; log: number; checkpointed: number }[];
+      if (r && r.busy === 0) this.latest = { ...this.latest, restarts: this.latest.restarts + 1 };
+    } catch {
+      // SQLITE_BUSY from another checkpoint in progress (the thread's, or another process's): next report
+    } finally {
+      this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
+    }
+  }
+
+  /** Starts checkpointing `file`, the database `db` is connected to (WAL mode). Resolves once the thread runs. */
+  static async start(db: Database.Database, file: string, opts: WalCheckpointerOptions = {}): Promise<WalCheckpointer> {
+    const c = new WalCheckpointer(db, file, opts);
+    await c.ready;
+    return c;
+  }
+
+  get stats(): WalCheckpointStats {
+    return { ...this.latest };
+  }
+
+  /** false once the thread has failed and the connection is back on automatic checkpoints */
+  get running(): boolean {
+    return !this.failed && !this.stopped;
+  }
+
+  /**
+   * Stops the thread and closes its connection. The caller closes its own connection afterwards; as the last
+   * one, that checkpoints what is left.
+   */
+  stop(): Promise<void> {
+    this.stopped ??= this.failed
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          this.worker.on("message", (m: { stopped?: boolean }) => m.stopped && resolve());
+          this.worker.once("exit", () => resolve());
+          this.worker.postMessage("stop");
+        }).then(() => this.worker.terminate().then(() => undefined));
+    return this.stopped;
+  }
+}

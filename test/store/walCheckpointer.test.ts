@@ -1,0 +1,151 @@
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { after, describe, it } from "node:test";
+import Database from "better-sqlite3";
+import { openStores } from "../../src/store/openStores.ts";
+import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
+import { WalCheckpointer } from "../../src/store/sqlite/walCheckpointer.ts";
+
+/**
+ * The WAL checkpoint thread (src/store/sqlite/walCheckpointer.ts): a serving process's SQLite connection stops
+ * checkpointing in its commits, a thread does it instead, the WAL stays bounded under writes that never pause, and
+ * if the thread dies the connection is back on SQLite's automatic checkpoints.
+ */
+
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+function tmpFile(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), "attestd-ckpt-"));
+  dirs.push(dir);
+  return path.join(dir, "attestd.sqlite");
+}
+
+function openWal(file: string): Database.Database {
+  const db = new Database(file);
+  db.pragma("journal_mode = WAL");
+  db.pragma("busy_timeout = 10000");
+  db.exec("CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY, v BLOB) WITHOUT ROWID");
+  return db;
+}
+
+/** random keys, as nonces: each row dirties a page of its own */
+function writeRows(db: Database.Database, rows: number): void {
+  const ins = db.prepare("INSERT INTO t (k, v) VALUES (?, ?)");
+  db.transaction(() => {
+    for (let i = 0; i < rows; i++) ins.run(randomBytes(24).toString("base64url"), randomBytes(64));
+  })();
+}
+
+const PAGE = 4096;
+const walBytes = (file: string) => (existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0);
+
+describe("sqlite WAL checkpoint thread", () => {
+  it("turns the connection's automatic checkpoints off and copies committed frames into the file", async () => {
+    const file = tmpFile();
+    const db = openWal(file);
+    const c = await WalCheckpointer.start(db, file, { intervalMs: 10 });
+    try {
+      assert.equal(db.pragma("wal_autocheckpoint", { simple: true }), 0);
+      for (let i = 0; i < 20; i++) writeRows(db, 100);
+      const framesWritten = walBytes(file) / (PAGE + 24);
+      assert.ok(framesWritten > 100, `the write went to the WAL (${framesWritten} frames)`);
+      for (let i = 0; i < 200 && c.stats.checkpointedFrames < framesWritten * 0.9; i++) await sleep(10);
+      assert.ok(c.running);
+      assert.ok(c.stats.runs > 0);
+      assert.ok(
+        c.stats.checkpointedFrames >= framesWritten * 0.9,
+        `the thread copied the commit back (${c.stats.checkpointedFrames} of ~${framesWritten} frames)`,
+      );
+      // what is in the database file itself: a copy of it without the WAL holds the rows
+      const copy = `${file}.copy`;
+      copyFileSync(file, copy);
+      const fileOnly = new Database(copy, { readonly: true });
+      try {
+        assert.equal(fileOnly.prepare("SELECT COUNT(*) FROM t").pluck().get(), 2_000);
+      } finally {
+        fileOnly.close();
+      }
+    } finally {
+      await c.stop();
+      db.close();
+    }
+  });
+
+  it("keeps the WAL bounded while commits never pause, by restarting it past restartFrames", async () => {
+    const file = tmpFile();
+    const db = openWal(file);
+    const restartFrames = 400;
+    const c = await WalCheckpointer.start(db, file, { intervalMs: 5, restartFrames });
+    try {
+      let rows = 0;
+      const until = Date.now() + 1_500;
+      // one small commit per event-loop turn, as group commit does under load
+      while (Date.now() < until) {
+        writeRows(db, 20);
+        rows += 20;
+        await new Promise((r) => setImmediate(r));
+      }
+      const written = rows * 1; // at least a page per row
+      assert.ok(written > restartFrames * 5, `enough was written to need restarts (${rows} rows)`);
+      assert.ok(c.stats.restarts >= 1, `the WAL was restarted (${JSON.stringify(c.stats)})`);
+      // without restarts the WAL would hold every page written: ~one per row
+      const frames = walBytes(file) / (PAGE + 24);
+      assert.ok(frames < rows / 2, `the WAL stayed bounded: ${Math.round(frames)} frames for ${rows} rows`);
+      assert.equal(db.prepare("SELECT COUNT(*) FROM t").pluck().get(), rows);
+    } finally {
+      await c.stop();
+      db.close();
+    }
+  });
+
+  it("falls back to automatic checkpoints and reports it when the thread fails", async () => {
+    const file = tmpFile();
+    const db = openWal(file);
+    db.pragma("wal_autocheckpoint = 500");
+    const errors: unknown[] = [];
+    // the thread opens its own connection with fileMustExist: a wrong path kills it at once
+    const c = await WalCheckpointer.start(db, `${file}.missing`, { onError: (e) => errors.push(e) });
+    try {
+      assert.equal(c.running, false);
+      assert.equal(errors.length, 1);
+      assert.equal(db.pragma("wal_autocheckpoint", { simple: true }), 500, "the connection's own setting is back");
+    } finally {
+      await c.stop();
+      db.close();
+    }
+  });
+
+  it("runs for a serving store and stops with it, leaving every write in the file", async () => {
+    const file = tmpFile();
+    const dataDir = path.dirname(file);
+    const config = { store: "sqlite", dataDir, databaseUrl: undefined, redisUrl: undefined, pgPoolMax: 1, sqliteSynchronous: "NORMAL" };
+    const serving = await openStores(config as never, { serving: true });
+    const sqlite = serving.durable as SqliteStore;
+    assert.ok(sqlite.walCheckpoints, "a serving store checkpoints in its thread");
+    assert.equal(sqlite.db.pragma("wal_autocheckpoint", { simple: true }), 0);
+    const T0 = Date.now();
+    for (let i = 0; i < 50; i++) {
+      assert.equal(
+        await serving.nonces.issue({ nonce: `n${i}`, tenantId: "t1", createdAtMs: T0, expiresAtMs: T0 + 60_000 }, 1e6, T0),
+        "ok",
+      );
+    }
+    await serving.close();
+    assert.equal(existsSync(`${file}-wal`), false, "the last connection to close checkpointed and removed the WAL");
+
+    const cli = await openStores(config as never);
+    try {
+      assert.equal((cli.durable as SqliteStore).walCheckpoints, undefined, "one-shot commands keep automatic checkpoints");
+      assert.equal((cli.durable as SqliteStore).db.pragma("wal_autocheckpoint", { simple: true }), 1000);
+      assert.equal(await cli.nonces.consume("n49", "t1", T0 + 1), "ok");
+    } finally {
+      await cli.close();
+    }
+  });
+});
