@@ -7,6 +7,7 @@
  *   npm run bench -- --only android    a subset: http, android, cluster (comma-separated)
  *   npm run bench -- --profile         profile the attestd server even when the targets are met (--no-profile: never)
  *   npm run bench -- --out DIR         write the JSON elsewhere
+ *   npm run bench -- --rounds 5        attestd/baseline turns per Part A workload (default 5; median shown)
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -35,6 +36,7 @@ export interface BenchOptions {
   /** override the per-workload duration (seconds) */
   durationSec?: number;
   connections?: number;
+  rounds?: number;
   /** print progress and the summary table (default true) */
   print?: boolean;
 }
@@ -47,8 +49,9 @@ export interface BenchRun {
 
 function settingsFor(o: BenchOptions): { load: LoadSettings; micro: MicroOptions; profileSec: number } {
   const load: LoadSettings = o.quick
-    ? { durationSec: 1, warmupSec: 0.3, connections: 20, pipelining: 1 }
-    : { durationSec: 5, warmupSec: 1, connections: 20, pipelining: 1 };
+    ? { durationSec: 1, warmupSec: 0.3, connections: 20, pipelining: 1, rounds: 1 }
+    : { durationSec: 4, warmupSec: 1, connections: 20, pipelining: 1, rounds: 5 };
+  if (o.rounds) load.rounds = o.rounds;
   if (o.durationSec) load.durationSec = o.durationSec;
   if (o.connections) load.connections = o.connections;
   const micro: MicroOptions = o.quick ? { warmupMs: 30, roundMs: 100, rounds: 1 } : { warmupMs: 200, roundMs: 500, rounds: 3 };
@@ -177,6 +180,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
       out: { type: "string" },
       duration: { type: "string" },
       connections: { type: "string" },
+      rounds: { type: "string" },
     },
     allowPositionals: false,
   });
@@ -190,6 +194,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
   };
   const durationSec = num(values.duration, "--duration");
   const connections = num(values.connections, "--connections");
+  const rounds = num(values.rounds, "--rounds");
   return {
     quick: values.quick ?? false,
     only,
@@ -197,6 +202,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
     outDir: path.resolve(values.out ?? path.join(REPO, "bench/results")),
     ...(durationSec ? { durationSec } : {}),
     ...(connections ? { connections: Math.round(connections) } : {}),
+    ...(rounds ? { rounds: Math.round(rounds) } : {}),
   };
 }
 

@@ -8,6 +8,11 @@ export interface LoadSettings {
   warmupSec: number;
   connections: number;
   pipelining: number;
+  /**
+   * attestd and the baseline take turns this many times per workload; the comparison is the median round's
+   * (see sections/http.ts)
+   */
+  rounds: number;
 }
 
 /** A load result plus the CPU the server (and the bench itself, the load generator) burned meanwhile. */
@@ -82,25 +87,20 @@ async function measured(serverPid: number, run: () => Promise<LoadResult>, sampl
   return out;
 }
 
-/**
- * Part A against a running attestd: nonce issuance (warm-up, then measured; every issued nonce is kept), then
- * one blob per kept nonce (devices taking turns), then blob appraisal (warm-up on the first 15 % of the pool,
- * measured on the rest; a nonce is never sent twice, so the run ends early if the pool runs dry).
- */
-export async function measureAttestd(
+/** Issues nonces against a running attestd: warm-up, then measured; every nonce issued is pushed to `keep`. */
+export async function attestdNonces(
   origin: string,
   serverPid: number,
   apiKey: string,
-  fx: VendorFixture,
   s: LoadSettings,
+  keep: string[],
   marks?: Marks,
-): Promise<PartAResult> {
-  const nonces: string[] = [];
+): Promise<MeasuredLoad> {
   const collect = (body: string) => {
     const n = (JSON.parse(body) as { nonce?: string }).nonce;
-    if (n) nonces.push(n);
+    if (n) keep.push(n);
   };
-  const nonceLoad = (durationSec: number, onBody = collect) =>
+  const nonceLoad = (durationSec: number, onBody: (body: string) => void) =>
     runLoad({
       origin,
       method: "POST",
@@ -112,25 +112,41 @@ export async function measureAttestd(
       pipelining: s.pipelining,
       onBody,
     });
-
-  await nonceLoad(s.warmupSec);
-  const nonceSample: string[] = [];
+  await nonceLoad(s.warmupSec, collect);
+  const sample: string[] = [];
   marks?.nonces?.("start");
-  const nonceResult = await measured(serverPid, () =>
+  const r = await measured(serverPid, () =>
     nonceLoad(s.durationSec, (body) => {
-      if (nonceSample.length < 1) nonceSample.push(body);
+      if (sample.length < 1) sample.push(body);
       collect(body);
     }),
-  nonceSample);
+  sample);
   marks?.nonces?.("end");
+  return r;
+}
 
+/** One blob request per nonce, devices taking turns, each blob signed afresh. */
+export function blobRequestsFor(fx: VendorFixture, nonces: readonly string[]): { requests: LoadRequest[]; buildMs: number } {
   const t0 = performance.now();
   const blobs = buildBlobs(fx, nonces);
-  const buildMs = Math.round(performance.now() - t0);
-  const blobRequests: LoadRequest[] = nonces.map((n, i) => ({ path: `/v2/blobs?nonce=${n}`, body: blobs[i]! }));
-  const warm = Math.floor(blobRequests.length * 0.15);
+  const requests = nonces.map((n, i) => ({ path: `/v2/blobs?nonce=${n}`, body: blobs[i]! }));
+  return { requests, buildMs: Math.round(performance.now() - t0) };
+}
 
-  const blobLoad = (requests: LoadRequest[], durationSec: number, onBody?: (b: string) => void) =>
+/**
+ * Blob appraisal against a running attestd: warm-up on the first 15 % of the requests, measured on the rest; a
+ * nonce is never sent twice, so the run ends early if the requests run out.
+ */
+export async function attestdBlobs(
+  origin: string,
+  serverPid: number,
+  apiKey: string,
+  blobRequests: readonly LoadRequest[],
+  s: LoadSettings,
+  marks?: Marks,
+): Promise<MeasuredLoad> {
+  const warm = Math.floor(blobRequests.length * 0.15);
+  const blobLoad = (requests: readonly LoadRequest[], durationSec: number, onBody?: (b: string) => void) =>
     runLoad({
       origin,
       method: "POST",
@@ -143,37 +159,41 @@ export async function measureAttestd(
       ...(onBody ? { onBody } : {}),
     });
   await blobLoad(blobRequests.slice(0, warm), s.warmupSec);
-  const blobSample: string[] = [];
+  const sample: string[] = [];
   marks?.blobs?.("start");
-  const blobResult = await measured(serverPid, () =>
+  const r = await measured(serverPid, () =>
     blobLoad(blobRequests.slice(warm), s.durationSec, (b) => {
-      if (blobSample.length < 1) blobSample.push(b);
+      if (sample.length < 1) sample.push(b);
     }),
-  blobSample);
+  sample);
   marks?.blobs?.("end");
+  return r;
+}
 
+/** Part A against a running attestd: nonce issuance, then one blob per nonce it issued, appraised. */
+export async function measureAttestd(
+  origin: string,
+  serverPid: number,
+  apiKey: string,
+  fx: VendorFixture,
+  s: LoadSettings,
+  marks?: Marks,
+): Promise<PartAResult> {
+  const issued: string[] = [];
+  const nonces = await attestdNonces(origin, serverPid, apiKey, s, issued, marks);
+  const { requests, buildMs } = blobRequestsFor(fx, issued);
+  const blobs = await attestdBlobs(origin, serverPid, apiKey, requests, s, marks);
   return {
-    nonces: nonceResult,
-    blobs: blobResult,
-    blobRequests,
-    pool: {
-      noncesCollected: nonces.length,
-      blobsBuilt: blobs.length,
-      blobBytes: blobs[0]?.length ?? 0,
-      buildMs,
-    },
+    nonces,
+    blobs,
+    blobRequests: requests,
+    pool: { noncesCollected: issued.length, blobsBuilt: requests.length, blobBytes: requests[0]?.body?.length ?? 0, buildMs },
   };
 }
 
-/** The same two workloads against the bare baseline server; blobs are the attestd run's, repeated as needed. */
-export async function measureBaseline(
-  origin: string,
-  serverPid: number,
-  blobRequests: LoadRequest[],
-  s: LoadSettings,
-  marks?: Marks,
-): Promise<{ nonces: MeasuredLoad; blobs: MeasuredLoad }> {
-  const nonceLoad = (durationSec: number, onBody?: (b: string) => void) =>
+/** Nonces from the bare baseline server, its bodies parsed as attestd's are, to load the client alike. */
+export async function baselineNonces(origin: string, serverPid: number, s: LoadSettings, marks?: Marks): Promise<MeasuredLoad> {
+  const nonceLoad = (durationSec: number, onBody: (b: string) => void) =>
     runLoad({
       origin,
       method: "POST",
@@ -183,9 +203,29 @@ export async function measureBaseline(
       durationSec,
       connections: s.connections,
       pipelining: s.pipelining,
-      // the attestd run parses every nonce it gets back; so does this one, to load the client alike
-      onBody: onBody ?? ((b) => void JSON.parse(b)),
+      onBody,
     });
+  await nonceLoad(s.warmupSec, (b) => void JSON.parse(b));
+  const sample: string[] = [];
+  marks?.nonces?.("start");
+  const r = await measured(serverPid, () =>
+    nonceLoad(s.durationSec, (b) => {
+      if (sample.length < 1) sample.push(b);
+      void JSON.parse(b);
+    }),
+  sample);
+  marks?.nonces?.("end");
+  return r;
+}
+
+/** Blobs against the bare baseline server: attestd's requests, repeated as needed. */
+export async function baselineBlobs(
+  origin: string,
+  serverPid: number,
+  blobRequests: readonly LoadRequest[],
+  s: LoadSettings,
+  marks?: Marks,
+): Promise<MeasuredLoad> {
   const blobLoad = (durationSec: number, onBody?: (b: string) => void) =>
     runLoad({
       origin,
@@ -198,20 +238,23 @@ export async function measureBaseline(
       pipelining: s.pipelining,
       ...(onBody ? { onBody } : {}),
     });
-  await nonceLoad(s.warmupSec);
-  const ns: string[] = [];
-  marks?.nonces?.("start");
-  const nonces = await measured(serverPid, () =>
-    nonceLoad(s.durationSec, (b) => {
-      if (ns.length < 1) ns.push(b);
-      void JSON.parse(b);
-    }),
-  ns);
-  marks?.nonces?.("end");
   await blobLoad(s.warmupSec);
-  const bs: string[] = [];
+  const sample: string[] = [];
   marks?.blobs?.("start");
-  const blobs = await measured(serverPid, () => blobLoad(s.durationSec, (b) => void (bs.length < 1 && bs.push(b))), bs);
+  const r = await measured(serverPid, () => blobLoad(s.durationSec, (b) => void (sample.length < 1 && sample.push(b))), sample);
   marks?.blobs?.("end");
+  return r;
+}
+
+/** The same two workloads against the bare baseline server; blobs are the attestd run's, repeated as needed. */
+export async function measureBaseline(
+  origin: string,
+  serverPid: number,
+  blobRequests: readonly LoadRequest[],
+  s: LoadSettings,
+  marks?: Marks,
+): Promise<{ nonces: MeasuredLoad; blobs: MeasuredLoad }> {
+  const nonces = await baselineNonces(origin, serverPid, s, marks);
+  const blobs = await baselineBlobs(origin, serverPid, blobRequests, s, marks);
   return { nonces, blobs };
 }
