@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 import type { Rng } from "../clock.ts";
 
 /**
@@ -24,8 +24,10 @@ export function generateApiKey(rng: Rng): NewApiKey {
   return { key: `${API_KEY_PREFIX}${keyId}_${secret}`, keyId, secretHash: hashSecret(secret) };
 }
 
+// crypto.hash is the one-shot form: no Hash object per call, which on the per-request path cost more than the
+// SHA-256 itself.
 export function hashSecret(secret: string): string {
-  return createHash("sha256").update(secret, "utf8").digest("hex");
+  return hash("sha256", secret, "hex");
 }
 
 export function parseApiKey(key: string): { keyId: string; secret: string } | undefined {
@@ -33,9 +35,12 @@ export function parseApiKey(key: string): { keyId: string; secret: string } | un
   return m ? { keyId: m[1]!, secret: m[2]! } : undefined;
 }
 
-/** Constant-time comparison of the presented secret's hash with the stored one. */
-export function secretMatches(secret: string, storedHashHex: string): boolean {
-  const presented = createHash("sha256").update(secret, "utf8").digest();
-  const stored = Buffer.from(storedHashHex, "hex");
+/**
+ * Constant-time comparison of the presented secret's hash with the stored one (hex, or its bytes when the caller
+ * keeps them decoded).
+ */
+export function secretMatches(secret: string, storedHash: string | Buffer): boolean {
+  const presented = hash("sha256", secret, "buffer") as unknown as Buffer;
+  const stored = typeof storedHash === "string" ? Buffer.from(storedHash, "hex") : storedHash;
   return stored.length === presented.length && timingSafeEqual(presented, stored);
 }

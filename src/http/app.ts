@@ -171,13 +171,28 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
 
   app.decorateRequest("mediaFormat", "json");
   app.decorateRequest("acceptable", true);
-  app.addHook("onRequest", async (request) => {
-    const format = negotiateFormat(request.headers.accept);
-    request.mediaFormat = format ?? "json";
-    request.acceptable = format !== undefined;
+  // These two hooks run on every request and do nothing asynchronous, so they take Fastify's callback form: an
+  // async hook would cost a promise and a microtask hop each time.
+  app.addHook("onRequest", (request, _reply, done) => {
+    try {
+      const format = negotiateFormat(request.headers.accept);
+      request.mediaFormat = format ?? "json";
+      request.acceptable = format !== undefined;
+    } catch (err) {
+      return done(err as Error);
+    }
+    done();
   });
 
-  app.addHook("onResponse", async (request, reply) => {
+  app.addHook("onResponse", (request, reply, done) => {
+    try {
+      recordResponse(request, reply);
+    } catch (err) {
+      request.log.error({ err }, "recording the response failed");
+    }
+    done();
+  });
+  const recordResponse = (request: FastifyRequest, reply: FastifyReply): void => {
     const route = request.routeOptions.url ?? "unmatched";
     deps.metrics.observeRequest(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
     if (route === "/healthz" || route === "/readyz" || route === "/metrics") return;
@@ -193,7 +208,7 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
       latencyMs: Math.round(reply.elapsedTime * 1000) / 1000,
       remoteAddress: request.ip,
     });
-  });
+  };
 
   app.setErrorHandler((err, request, reply) => {
     const known = toAppError(err, request);

@@ -22,8 +22,18 @@ export type RestrictionCheck = (key: ApiKeyRecord, caller: CallerInfo) => string
  * no store round trip per request; a revocation or a tenant block therefore takes effect within that time on
  * every instance. Unknown key ids are not cached, so a flood of random keys costs one indexed lookup each.
  */
+interface CachedKey {
+  at: number;
+  key: ApiKeyRecord;
+  /** key.secretHash decoded once, not per request */
+  secretHash: Buffer;
+  tenant: Tenant | undefined;
+}
+
+const invalidKey = () => new AppError(catalog.A_AUTHORIZATION_FAIL, "The API key is invalid");
+
 export class ApiKeyAuthenticator {
-  private readonly cache = new Map<string, { at: number; key: ApiKeyRecord; tenant: Tenant | undefined }>();
+  private readonly cache = new Map<string, CachedKey>();
 
   constructor(
     private readonly store: TenantStore,
@@ -32,13 +42,24 @@ export class ApiKeyAuthenticator {
     private readonly cacheMs = 2000,
   ) {}
 
-  async authenticate(presented: string | undefined, caller: CallerInfo): Promise<Principal> {
+  /**
+   * The caller's principal, or a catalog error. Synchronous while the key is cached (the common case: no promise
+   * per request); a promise when the store must be asked.
+   */
+  authenticate(presented: string | undefined, caller: CallerInfo): Principal | Promise<Principal> {
     if (!presented) throw new AppError(catalog.A_AUTHORIZATION_FAIL, "The x-vendor-attest-api-key header is missing");
     const parsed = parseApiKey(presented);
-    const invalid = () => new AppError(catalog.A_AUTHORIZATION_FAIL, "The API key is invalid");
-    if (!parsed) throw invalid();
-    const { key, tenant } = await this.lookup(parsed.keyId);
-    if (!key || !secretMatches(parsed.secret, key.secretHash) || key.revokedAt !== null || !tenant) throw invalid();
+    if (!parsed) throw invalidKey();
+    const hit = this.cache.get(parsed.keyId);
+    if (hit && this.clock.nowMs() - hit.at < this.cacheMs) return this.admit(hit, parsed.secret, caller);
+    return this.load(parsed.keyId).then((entry) => {
+      if (!entry) throw invalidKey();
+      return this.admit(entry, parsed.secret, caller);
+    });
+  }
+
+  private admit({ key, secretHash, tenant }: CachedKey, secret: string, caller: CallerInfo): Principal {
+    if (!secretMatches(secret, secretHash) || key.revokedAt !== null || !tenant) throw invalidKey();
     if (tenant.state !== "active") {
       throw new AppError(catalog.A_FORBIDDEN, `The tenant is ${tenant.state}`);
     }
@@ -47,15 +68,14 @@ export class ApiKeyAuthenticator {
     return { key, tenant };
   }
 
-  private async lookup(keyId: string): Promise<{ key?: ApiKeyRecord; tenant?: Tenant }> {
+  private async load(keyId: string): Promise<CachedKey | undefined> {
     const now = this.clock.nowMs();
-    const hit = this.cache.get(keyId);
-    if (hit && now - hit.at < this.cacheMs) return hit;
     const key = await this.store.getApiKey(keyId);
-    if (!key) return {};
+    if (!key) return undefined;
     const tenant = await this.store.getTenant(key.tenantId);
     if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(keyId, { at: now, key, tenant });
-    return { key, tenant };
+    const entry = { at: now, key, secretHash: Buffer.from(key.secretHash, "hex"), tenant };
+    this.cache.set(keyId, entry);
+    return entry;
   }
 }

@@ -148,6 +148,44 @@ describe("sqlite group commit", () => {
     assert.equal(verdictCount(tenantId), 2);
   });
 
+  it("without a savepoint, a failing operation is still rejected alone but keeps what it wrote before the throw", async () => {
+    const tenantId = uid("t-");
+    const taken = uid("v-");
+    await store.saveVerdict(verdict(taken, tenantId));
+    const fresh = uid("v-");
+    const insert = store.db.prepare(
+      "INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES (?, ?, 'vendor', '{}', '', '{}', '')",
+    );
+    const before = { ...store.writer.stats };
+    const mate = store.saveVerdict(verdict(uid("v-"), tenantId));
+    const failing = store.writer.run(
+      () => {
+        insert.run(fresh, tenantId); // succeeds and stays: the documented contract of { savepoint: false }
+        insert.run(taken, tenantId); // throws; SQLite undoes this statement alone
+      },
+      { savepoint: false },
+    );
+    await assert.rejects(failing, (e: { code?: string }) => /^SQLITE_CONSTRAINT/.test(String(e.code)));
+    await mate;
+    assert.equal(store.writer.stats.commits - before.commits, 1, "one batch");
+    assert.ok(await store.getVerdict(fresh), "the statement before the throw was committed with the batch");
+    assert.equal(verdictCount(tenantId), 3);
+  });
+
+  it("a nonce issue that fails part-way leaves the unused counter over, never under: the cap stays exact", async () => {
+    const tenantId = uid("t-");
+    const n0 = nonce(tenantId);
+    assert.equal(await store.issue(n0, 3, T0), "ok");
+    // the same nonce again: the insert fails (PRIMARY KEY) after the counter was bumped
+    await assert.rejects(store.issue(n0, 3, T0), (e: { code?: string }) => /^SQLITE_CONSTRAINT/.test(String(e.code)));
+    const counter = other.prepare("SELECT n FROM nonce_unused_counts WHERE tenant_id = ?").pluck().get(tenantId) as number;
+    assert.equal(counter, 2, "an over-estimate of the 1 outstanding nonce");
+    // the exact count decides at the boundary: two more fit, the fourth does not
+    assert.equal(await store.issue(nonce(tenantId), 3, T0), "ok");
+    assert.equal(await store.issue(nonce(tenantId), 3, T0), "ok");
+    assert.equal(await store.issue(nonce(tenantId), 3, T0), "limit");
+  });
+
   it("close() commits what is queued before closing the connection", async () => {
     const d = mkdtempSync(path.join(tmpdir(), "attestd-gc-close-"));
     try {

@@ -105,7 +105,7 @@ export class SqliteStore implements DurableStore, NonceStore {
       keysByTenant: db.prepare("SELECT * FROM api_keys WHERE tenant_id = ? ORDER BY created_at"),
       revokeKey: db.prepare("UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL"),
       setRestrictions: db.prepare("UPDATE api_keys SET restrictions = ? WHERE key_id = ?"),
-      unusedCount: db.prepare("SELECT n FROM nonce_unused_counts WHERE tenant_id = ?").pluck(),
+      bumpUnderCap: db.prepare("UPDATE nonce_unused_counts SET n = n + 1 WHERE tenant_id = ? AND n < ?"),
       exactOutstanding: db
         .prepare("SELECT COUNT(*) FROM nonces WHERE tenant_id = ? AND used_at_ms IS NULL AND expires_at_ms > ?")
         .pluck(),
@@ -204,17 +204,23 @@ export class SqliteStore implements DurableStore, NonceStore {
   }
 
   // ---- nonces ----
+  // Both run without a savepoint of their own (groupCommit.ts, RunOptions): their statements are ordered so that a
+  // throw part-way leaves at most an over-estimate in nonce_unused_counts, which the cap check tolerates by design
+  // (it is an upper bound; the exact count decides at the boundary).
+
   private readonly issueTx = (n: NonceRecord, max: number, nowMs: number): NonceIssueOutcome => {
-    const unused = (this.stmt.unusedCount.get(n.tenantId) as number | undefined) ?? 0;
-    // The counter includes expired-but-unpurged nonces, so only at the boundary is the exact count needed.
-    if (unused >= max && (this.stmt.exactOutstanding.get(n.tenantId, nowMs) as number) >= max) return "limit";
+    // One statement on the common path: count the nonce in if the counter is below the cap. The counter includes
+    // expired-but-unpurged nonces, so when it says "at the cap" (or has no row yet) the exact count decides.
+    if (this.stmt.bumpUnderCap.run(n.tenantId, max).changes === 0) {
+      if ((this.stmt.exactOutstanding.get(n.tenantId, nowMs) as number) >= max) return "limit";
+      this.stmt.bumpUnused.run(n.tenantId, 1);
+    }
     this.stmt.insertNonce.run(n.nonce, n.tenantId, n.createdAtMs, n.expiresAtMs);
-    this.stmt.bumpUnused.run(n.tenantId, 1);
     return "ok";
   };
 
   async issue(n: NonceRecord, maxOutstanding: number, nowMs: number): Promise<NonceIssueOutcome> {
-    return this.writer.run(() => this.issueTx(n, maxOutstanding, nowMs));
+    return this.writer.run(() => this.issueTx(n, maxOutstanding, nowMs), { savepoint: false });
   }
 
   private readonly consumeTx = (nonce: string, tenantId: string, nowMs: number): NonceConsumeOutcome => {
@@ -228,7 +234,7 @@ export class SqliteStore implements DurableStore, NonceStore {
   };
 
   async consume(nonce: string, tenantId: string, nowMs: number): Promise<NonceConsumeOutcome> {
-    return this.writer.run(() => this.consumeTx(nonce, tenantId, nowMs));
+    return this.writer.run(() => this.consumeTx(nonce, tenantId, nowMs), { savepoint: false });
   }
 
   async purgeExpired(nowMs: number, retainMs: number): Promise<number> {
@@ -248,9 +254,13 @@ export class SqliteStore implements DurableStore, NonceStore {
     // serialised now, so the row is what the caller passed even if it changes the object before the flush
     const record = JSON.stringify(v.record);
     const detail = JSON.stringify(v.detail);
-    await this.writer.run(() => {
-      this.stmt.insertVerdict.run(v.objectId, v.tenantId, v.format, record, v.reason, detail, v.createdAt);
-    });
+    // one statement: SQLite undoes it by itself if it fails, so no savepoint of its own
+    await this.writer.run(
+      () => {
+        this.stmt.insertVerdict.run(v.objectId, v.tenantId, v.format, record, v.reason, detail, v.createdAt);
+      },
+      { savepoint: false },
+    );
   }
 
   async getVerdict(objectId: string): Promise<StoredVerdict | undefined> {
