@@ -26,6 +26,7 @@ import {
   decodeKeyUsage,
   encodeOid,
   readCertificateExtensions,
+  readCertificateFields,
 } from "../../src/attestation/encoding/certificateExtensions.ts";
 import { vendorContainerFormat } from "../../src/attestation/formats/vendorContainer.ts";
 import {
@@ -288,6 +289,48 @@ describe("readCertificateExtensions", () => {
     assert.deepEqual(readCertificateExtensions(v1), []);
   });
 
+  it("reads the subjectPublicKeyInfo's algorithm and named curve as OpenSSL does (P-256, P-384, RSA, Ed25519)", async () => {
+    const cases: [string, webcrypto.RsaHashedKeyGenParams | webcrypto.EcKeyGenParams | { name: "Ed25519" }, string, string | undefined][] = [
+      ["P-256", { name: "ECDSA", namedCurve: "P-256" }, "1.2.840.10045.2.1", "1.2.840.10045.3.1.7"],
+      ["P-384", { name: "ECDSA", namedCurve: "P-384" }, "1.2.840.10045.2.1", "1.3.132.0.34"],
+      ["RSA", { name: "RSASSA-PKCS1-v1_5", modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: "SHA-256" }, "1.2.840.113549.1.1.1", undefined],
+      ["Ed25519", { name: "Ed25519" }, "1.3.101.112", undefined],
+    ];
+    for (const [label, params, algorithm, curve] of cases) {
+      const subject = (await webcrypto.subtle.generateKey(params as never, true, ["sign", "verify"])) as webcrypto.CryptoKeyPair;
+      const cert = await x509.X509CertificateGenerator.create({
+        serialNumber: "02",
+        subject: "CN=Key Test",
+        issuer: "CN=Walker Test CA",
+        notBefore: new Date("2025-01-01T00:00:00Z"),
+        notAfter: new Date("2035-01-01T00:00:00Z"),
+        signingAlgorithm: { name: "ECDSA", hash: "SHA-256" },
+        publicKey: subject.publicKey,
+        signingKey: signingKeys.privateKey,
+      });
+      const der = new Uint8Array(cert.rawData);
+      const fields = readCertificateFields(der);
+      assert.deepEqual(fields.publicKeyAlgorithm, { oid: algorithm, parameterOid: curve }, label);
+      assert.deepEqual(fields.extensions, readCertificateExtensions(der), label);
+      // and OpenSSL's reading of the same key agrees on the curve
+      const details = new (await import("node:crypto")).X509Certificate(der).publicKey.asymmetricKeyDetails;
+      if (curve) assert.equal({ "1.2.840.10045.3.1.7": "prime256v1", "1.3.132.0.34": "secp384r1" }[curve], details?.namedCurve, label);
+    }
+  });
+
+  it("refuses a subjectPublicKeyInfo whose algorithm is not a DER AlgorithmIdentifier (readCertificateFields only)", () => {
+    const der = seq(
+      seq(
+        tlv(0xa0, tlv(0x02, Uint8Array.of(2))),
+        tlv(0x02, Uint8Array.of(1)), seq(oid("1.2.840.10045.4.3.2")), seq(), seq(), seq(), seq(tlv(0x02, Uint8Array.of(5))),
+      ),
+      seq(oid("1.2.840.10045.4.3.2")),
+      tlv(0x03, Uint8Array.of(0)),
+    );
+    assert.deepEqual(readCertificateExtensions(der), [], "the extensions walk does not look inside the key");
+    assert.throws(() => readCertificateFields(der), CertificateStructureError);
+  });
+
   describe("hand-made structures", () => {
     const skeleton = (tail: Uint8Array[], { version = true } = {}) => seq(
       seq(
@@ -404,6 +447,12 @@ describe("readCertificateExtensions", () => {
       fc.assert(
         fc.property(fc.nat(), fc.array(arbEdit, { minLength: 1, maxLength: 4 }), (which, edits) => {
           const der = mutate(pool[which % pool.length]!, edits);
+          try {
+            const { publicKeyAlgorithm } = readCertificateFields(der);
+            assert.equal(typeof publicKeyAlgorithm.oid, "string");
+          } catch (e) {
+            if (!(e instanceof CertificateStructureError)) throw e;
+          }
           let exts: ReturnType<typeof readCertificateExtensions>;
           try {
             exts = readCertificateExtensions(der);

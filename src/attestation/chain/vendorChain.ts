@@ -17,7 +17,8 @@ import {
   UNDERSTOOD_CRITICAL,
   decodeBasicConstraintsCa,
   decodeKeyUsage,
-  readCertificateExtensions,
+  readCertificateFields,
+  type PublicKeyAlgorithm,
 } from "../encoding/certificateExtensions.ts";
 import { normalizeSerial } from "./statusList.ts";
 
@@ -84,6 +85,8 @@ export interface LeafCertificate {
   readonly assertsCA: boolean;
   /** Why the leaf's extensions make it unfit to sign device data (rule 2), or undefined. */
   readonly extensionProblem: string | undefined;
+  /** its subjectPublicKeyInfo's algorithm and named curve, as encoded */
+  readonly publicKeyAlgorithm: PublicKeyAlgorithm;
 }
 
 export interface ValidatedChain {
@@ -136,10 +139,11 @@ export function parseLeafCertificate(der: Uint8Array): LeafCertificate {
  * basicConstraints cA. A structure that is not DER throws CertificateEncodingError (→ BLOB_MALFORMED), as for
  * carried certificates; an extension value that cannot be read is a chain failure, as for issuers.
  */
-function leafExtensions(der: Uint8Array): { assertsCA: boolean; extensionProblem: string | undefined } {
-  let extensions: ReturnType<typeof readCertificateExtensions>;
+function leafExtensions(der: Uint8Array): Pick<LeafCertificate, "assertsCA" | "extensionProblem" | "publicKeyAlgorithm"> {
+  let extensions: ReturnType<typeof readCertificateFields>["extensions"];
+  let publicKeyAlgorithm: PublicKeyAlgorithm;
   try {
-    extensions = readCertificateExtensions(der);
+    ({ extensions, publicKeyAlgorithm } = readCertificateFields(der));
   } catch (e) {
     if (e instanceof CertificateStructureError) throw new CertificateEncodingError(`not DER (${e.message})`);
     throw e;
@@ -164,7 +168,7 @@ function leafExtensions(der: Uint8Array): { assertsCA: boolean; extensionProblem
       else assertsCA ||= ca;
     }
   }
-  return { assertsCA, extensionProblem: problems.length ? problems.join("; ") : undefined };
+  return { assertsCA, extensionProblem: problems.length ? problems.join("; ") : undefined, publicKeyAlgorithm };
 }
 
 /** The summary plus the validity period in ms since the epoch (NaN when OpenSSL's text cannot be read). */
@@ -507,7 +511,8 @@ export function validateVendorChain(
   }
 
   // A device key is an end entity; a leaf that may sign certificates is how chain-extension forgeries start.
-  if (leaf.ca || leafCert.assertsCA) {
+  // (assertsCA is basicConstraints cA as encoded, a superset of OpenSSL's `x509.ca`, which also wants keyCertSign.)
+  if (leafCert.assertsCA) {
     return fail(`the leaf ${leafSummary.subject} asserts basicConstraints cA (a device key must not be a CA)`);
   }
   if (leafCert.extensionProblem) return fail(`the leaf ${leafSummary.subject} has ${leafCert.extensionProblem}`);

@@ -158,12 +158,70 @@ const TBS_FIELDS: readonly [number, string][] = [
   [0x30, "subjectPublicKeyInfo"],
 ];
 
+/** The subjectPublicKeyInfo's AlgorithmIdentifier, as far as choosing a signature scheme needs it. */
+export interface PublicKeyAlgorithm {
+  /** dotted OID of the key algorithm (1.2.840.10045.2.1 for EC) */
+  readonly oid: string;
+  /**
+   * dotted OID of the parameters when they are one (an EC key's named curve); undefined when absent, NULL or
+   * anything else (explicit curve parameters)
+   */
+  readonly parameterOid: string | undefined;
+}
+
+export interface CertificateFields {
+  readonly extensions: CertificateExtensionEntry[];
+  readonly publicKeyAlgorithm: PublicKeyAlgorithm;
+}
+
 /**
  * The extensions of a DER certificate, in certificate order ([] when it has none). Throws
  * CertificateStructureError, and nothing else, when `der` is not exactly one DER certificate. `value`s are views
  * into `der`.
  */
 export function readCertificateExtensions(der: Uint8Array): CertificateExtensionEntry[] {
+  return walkCertificate(der, false).extensions;
+}
+
+/**
+ * subjectPublicKeyInfo.algorithm: SEQUENCE { OBJECT IDENTIFIER, parameters ANY OPTIONAL }. Read here because
+ * OpenSSL 3 answers `KeyObject.asymmetricKeyDetails` for an EC key by converting it to a legacy key first, which
+ * cost more per appraisal than this whole walk.
+ */
+function readPublicKeyAlgorithm(der: Uint8Array, spkiPos: number, spki: DerHeader): PublicKeyAlgorithm {
+  const spkiEnd = spkiPos + spki.headerLength + spki.length;
+  const algPos = spkiPos + spki.headerLength;
+  const alg = expect(der, algPos, spkiEnd, 0x30, "subjectPublicKeyInfo algorithm");
+  const algEnd = algPos + alg.headerLength + alg.length;
+  const id = expect(der, algPos + alg.headerLength, algEnd, 0x06, "subjectPublicKeyInfo algorithm OID");
+  const idStart = algPos + alg.headerLength + id.headerLength;
+  const oid = decodeOid(der, idStart, idStart + id.length);
+  if (oid === undefined) throw new CertificateStructureError("subjectPublicKeyInfo: algorithm is not a DER OBJECT IDENTIFIER");
+  let parameterOid: string | undefined;
+  const paramPos = idStart + id.length;
+  if (paramPos < algEnd && der[paramPos] === 0x06) {
+    const p = expect(der, paramPos, algEnd, 0x06, "subjectPublicKeyInfo parameters");
+    const start = paramPos + p.headerLength;
+    if (start + p.length !== algEnd) throw new CertificateStructureError("subjectPublicKeyInfo: elements after the parameters");
+    parameterOid = decodeOid(der, start, start + p.length);
+    if (parameterOid === undefined) throw new CertificateStructureError("subjectPublicKeyInfo: parameters are not a DER OBJECT IDENTIFIER");
+  }
+  return { oid, parameterOid };
+}
+
+/**
+ * readCertificateExtensions plus the public key's algorithm, in the same single walk (which then also requires
+ * the subjectPublicKeyInfo to start with a DER AlgorithmIdentifier).
+ */
+export function readCertificateFields(der: Uint8Array): CertificateFields {
+  const { extensions, publicKeyAlgorithm } = walkCertificate(der, true);
+  return { extensions, publicKeyAlgorithm: publicKeyAlgorithm! };
+}
+
+function walkCertificate(
+  der: Uint8Array,
+  readKeyAlgorithm: boolean,
+): { extensions: CertificateExtensionEntry[]; publicKeyAlgorithm: PublicKeyAlgorithm | undefined } {
   const end = der.length;
   const cert = expect(der, 0, end, 0x30, "Certificate");
   if (cert.headerLength + cert.length !== end) {
@@ -185,8 +243,10 @@ export function readCertificateExtensions(der: Uint8Array): CertificateExtension
   if (h && h.tag === 0xa0) {
     pos += h.headerLength + h.length; // [0] EXPLICIT version
   }
+  let publicKeyAlgorithm: PublicKeyAlgorithm | undefined;
   for (const [tag, what] of TBS_FIELDS) {
     h = expect(der, pos, tbsEnd, tag, what);
+    if (readKeyAlgorithm && what === "subjectPublicKeyInfo") publicKeyAlgorithm = readPublicKeyAlgorithm(der, pos, h);
     pos += h.headerLength + h.length;
   }
   // [1] issuerUniqueID, [2] subjectUniqueID: IMPLICIT BIT STRING, hence primitive in DER
@@ -197,7 +257,8 @@ export function readCertificateExtensions(der: Uint8Array): CertificateExtension
     }
   }
   const out: CertificateExtensionEntry[] = [];
-  if (pos === tbsEnd) return out;
+  const fields = { extensions: out, publicKeyAlgorithm };
+  if (pos === tbsEnd) return fields;
 
   const wrapper = expect(der, pos, tbsEnd, 0xa3, "tbsCertificate [3] extensions");
   const wrapperEnd = pos + wrapper.headerLength + wrapper.length;
@@ -238,7 +299,7 @@ export function readCertificateExtensions(der: Uint8Array): CertificateExtension
     out.push({ oid, known, critical, value: new Uint8Array(der.buffer, der.byteOffset + valueStart, value.length) });
     pos = extEnd;
   }
-  return out;
+  return fields;
 }
 
 /**

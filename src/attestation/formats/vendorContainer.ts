@@ -10,6 +10,7 @@ import {
   type InspectedCertificate,
   type LeafCertificate,
 } from "../chain/vendorChain.ts";
+import type { PublicKeyAlgorithm } from "../encoding/certificateExtensions.ts";
 import { challengeMatches } from "../encoding/nonce.ts";
 import { findReferenceSet, measurementDifference } from "../policy/referenceValues.ts";
 import type { AppraisalInput, AppraisalResult, AppraisalStatus, VerdictRecord, VerdictValue } from "../types.ts";
@@ -156,18 +157,24 @@ export function luhnValid(digits: string): boolean {
 const BASE64URL_CHAR = /^[A-Za-z0-9_-]{43}$/;
 const DEVICE_VERDICTS: ReadonlySet<string> = new Set<VerdictValue>(["Yes", "No", "Unknown"]);
 
+// Module-level rather than closures inside readRecord: it runs for every record of every blob, and each closure
+// made per call costs an allocation (and, under tsx, a name assignment).
+function badRecord(type: number, why: string): never {
+  return malformed(`record ${RECORD_NAMES[type]} (${hex2(type)}) ${why}`);
+}
+
+function recordText(type: number, v: Uint8Array): string {
+  if (v.length < 1 || v.length > VENDOR_LIMITS.maxText) badRecord(type, `must be 1..${VENDOR_LIMITS.maxText} bytes, is ${v.length}`);
+  return printableAscii(v) ?? badRecord(type, "is not printable ASCII");
+}
+
 /** Validates one record's value and stores it; a value of the wrong size or form is malformed. */
 function readRecord(type: number, v: Uint8Array, rec: VendorRecords): void {
-  const bad = (why: string): never => malformed(`record ${RECORD_NAMES[type]} (${hex2(type)}) ${why}`);
-  const text = (): string => {
-    if (v.length < 1 || v.length > VENDOR_LIMITS.maxText) bad(`must be 1..${VENDOR_LIMITS.maxText} bytes, is ${v.length}`);
-    return printableAscii(v) ?? bad("is not printable ASCII");
-  };
   switch (type) {
     case VendorRecordType.MEASUREMENTS: {
       const { digestLen, maxDigests } = VENDOR_LIMITS;
       if (v.length === 0 || v.length % digestLen !== 0 || v.length > digestLen * maxDigests) {
-        bad(`must be 1..${maxDigests} digests of ${digestLen} bytes, is ${v.length} bytes`);
+        badRecord(type, `must be 1..${maxDigests} digests of ${digestLen} bytes, is ${v.length} bytes`);
       }
       const all = toHex(v);
       rec.measurements = [];
@@ -176,7 +183,7 @@ function readRecord(type: number, v: Uint8Array, rec: VendorRecords): void {
     }
     case VendorRecordType.DEVICE_VERDICT: {
       const s = printableAscii(v);
-      if (s === undefined || !DEVICE_VERDICTS.has(s)) bad("must be Yes, No or Unknown");
+      if (s === undefined || !DEVICE_VERDICTS.has(s)) badRecord(type, "must be Yes, No or Unknown");
       rec.deviceVerdict = s as VerdictValue;
       return;
     }
@@ -184,41 +191,41 @@ function readRecord(type: number, v: Uint8Array, rec: VendorRecords): void {
       // 32 bytes per the table; the 43-character nonce string is accepted too, as blob-format.md allows apps to
       // pass the string itself. Which one it must equal is rule 5's business, not the parser's.
       if (v.length !== VENDOR_LIMITS.nonceLen && !(v.length === 43 && BASE64URL_CHAR.test(printableAscii(v) ?? ""))) {
-        bad(`must be ${VENDOR_LIMITS.nonceLen} bytes (or the 43-character nonce string), is ${v.length} bytes`);
+        badRecord(type, `must be ${VENDOR_LIMITS.nonceLen} bytes (or the 43-character nonce string), is ${v.length} bytes`);
       }
       rec.nonce = v;
       return;
     case VendorRecordType.SERIAL:
-      if (v.length !== 4) bad(`must be 4 bytes, is ${v.length}`);
+      if (v.length !== 4) badRecord(type, `must be 4 bytes, is ${v.length}`);
       rec.serial = toHex(v);
       return;
     case VendorRecordType.TAMPER_BIT:
-      if (v.length !== 1 || v[0]! > 1) bad("must be one byte, 0 or 1");
+      if (v.length !== 1 || v[0]! > 1) badRecord(type, "must be one byte, 0 or 1");
       rec.tamperBit = v[0] as 0 | 1;
       return;
     case VendorRecordType.IMEI: {
       const s = v.length === 15 ? printableAscii(v) : undefined;
-      if (s === undefined || !/^[0-9]{15}$/.test(s)) bad("must be 15 ASCII digits");
-      if (!luhnValid(s!)) bad("fails the Luhn check digit");
+      if (s === undefined || !/^[0-9]{15}$/.test(s)) badRecord(type, "must be 15 ASCII digits");
+      if (!luhnValid(s!)) badRecord(type, "fails the Luhn check digit");
       rec.imei = s;
       return;
     }
     case VendorRecordType.MAC:
-      if (v.length !== 6) bad(`must be 6 bytes, is ${v.length}`);
+      if (v.length !== 6) badRecord(type, `must be 6 bytes, is ${v.length}`);
       rec.mac = toHex(v).replace(/(..)(?!$)/g, "$1:");
       return;
     case VendorRecordType.CHIP_ID:
-      if (v.length < 1 || v.length > VENDOR_LIMITS.maxChipId) bad(`must be 1..${VENDOR_LIMITS.maxChipId} bytes, is ${v.length}`);
+      if (v.length < 1 || v.length > VENDOR_LIMITS.maxChipId) badRecord(type, `must be 1..${VENDOR_LIMITS.maxChipId} bytes, is ${v.length}`);
       rec.chipId = toHex(v);
       return;
     case VendorRecordType.MODEL:
-      rec.model = text();
+      rec.model = recordText(type, v);
       return;
     case VendorRecordType.FIRMWARE_VERSION:
-      rec.firmwareVersion = text();
+      rec.firmwareVersion = recordText(type, v);
       return;
     case VendorRecordType.TIMESTAMP:
-      if (v.length !== 8) bad(`must be 8 bytes, is ${v.length}`);
+      if (v.length !== 8) badRecord(type, `must be 8 bytes, is ${v.length}`);
       rec.timestamp = Buffer.from(v.buffer, v.byteOffset, 8).readBigUInt64BE(0);
       return;
     default:
@@ -291,14 +298,15 @@ export function parseVendorContainer(blob: Uint8Array): VendorContainer {
   // Certificates last: they are the expensive part, and every cheaper rule has had its chance to refuse.
   let leaf: LeafCertificate | undefined;
   const carried: InspectedCertificate[] = [];
-  certDers.forEach((der, i) => {
+  for (let i = 0; i < certDers.length; i++) {
+    const der = certDers[i]!;
     try {
       if (i === 0) leaf = parseLeafCertificate(der);
       else carried.push(inspectCarriedCertificate(der));
     } catch (e) {
       malformed(`certificate ${i}: ${e instanceof CertificateEncodingError ? e.message : "cannot be read"}`);
     }
-  });
+  }
   return { exitCode, errString, version: VENDOR_CONTAINER_VERSION, data, signature, records, leaf, carried };
 }
 
@@ -310,17 +318,31 @@ interface DataSignatureScheme {
   verify(data: Uint8Array, signature: Uint8Array): boolean;
 }
 
-/** "Signature algorithm follows the leaf key"; any key outside the three families is CertificateInvalid. */
-function dataSignatureScheme(key: KeyObject): DataSignatureScheme | string {
+// OpenSSL may throw (rather than return false) on a signature it cannot even decode; either way it is invalid.
+function safely(f: () => boolean): boolean {
+  try {
+    return f();
+  } catch {
+    return false;
+  }
+}
+
+const OID_PRIME256V1 = "1.2.840.10045.3.1.7";
+/** names for reasons, as OpenSSL prints them */
+const CURVE_NAMES: Record<string, string> = {
+  [OID_PRIME256V1]: "prime256v1",
+  "1.3.132.0.34": "secp384r1",
+  "1.3.132.0.35": "secp521r1",
+  "1.3.132.0.10": "secp256k1",
+};
+
+/**
+ * "Signature algorithm follows the leaf key"; any key outside the three families is CertificateInvalid. An EC
+ * key's curve is taken from the certificate's subjectPublicKeyInfo (the named-curve OID), which OpenSSL parsed
+ * into `key` from those same bytes.
+ */
+function dataSignatureScheme(key: KeyObject, algorithm: PublicKeyAlgorithm): DataSignatureScheme | string {
   const type = key.asymmetricKeyType;
-  // OpenSSL may throw (rather than return false) on a signature it cannot even decode; either way it is invalid.
-  const safely = (f: () => boolean) => {
-    try {
-      return f();
-    } catch {
-      return false;
-    }
-  };
   if (type === "rsa") {
     const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
     if (bits < 2048) return `the leaf key is RSA-${bits}; data signatures need RSA ≥ 2048, EC P-256 or Ed25519`;
@@ -330,9 +352,10 @@ function dataSignatureScheme(key: KeyObject): DataSignatureScheme | string {
     };
   }
   if (type === "ec") {
-    const curve = key.asymmetricKeyDetails?.namedCurve;
-    if (curve !== "prime256v1") {
-      return `the leaf key is EC ${curve ?? "(unnamed curve)"}; data signatures need RSA ≥ 2048, EC P-256 or Ed25519`;
+    const curve = algorithm.parameterOid;
+    if (curve !== OID_PRIME256V1) {
+      const name = curve === undefined ? "(unnamed curve)" : (CURVE_NAMES[curve] ?? curve);
+      return `the leaf key is EC ${name}; data signatures need RSA ≥ 2048, EC P-256 or Ed25519`;
     }
     return {
       name: "ECDSA P-256 SHA-256",
@@ -412,7 +435,7 @@ export function appraiseVendorContainer(c: VendorContainer, input: AppraisalInpu
   if (!result.ok) return decide(2, "CertificateInvalid", "No", result.reason);
   const chain = result.chain;
   detail.trustAnchor = chain.anchor.summary.subject;
-  const scheme = dataSignatureScheme(leaf.x509.publicKey);
+  const scheme = dataSignatureScheme(leaf.x509.publicKey, leaf.publicKeyAlgorithm);
   if (typeof scheme === "string") return decide(2, "CertificateInvalid", "No", scheme);
   detail.signatureScheme = scheme.name;
 
