@@ -87,6 +87,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,
+    together: stores.together,
     trust: currentTrust,
     clock,
     rng,

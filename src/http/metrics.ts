@@ -52,8 +52,18 @@ export class Metrics {
     c.time.observe(seconds);
   }
 
+  private readonly appraisalChildren = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+
   recordAppraisal(r: AppraisalResult, seconds: number): void {
-    this.appraisals.inc({ format: r.format, status: r.record.status, verdict: r.record.verdict });
-    this.appraisalSeconds.observe({ format: r.format }, seconds);
+    const { format } = r;
+    const { status, verdict } = r.record;
+    const k = `${format} ${status} ${verdict}`;
+    let c = this.appraisalChildren.get(k);
+    if (!c) {
+      c = { count: this.appraisals.labels({ format, status, verdict }), time: this.appraisalSeconds.labels({ format }) };
+      this.appraisalChildren.set(k, c);
+    }
+    c.count.inc();
+    c.time.observe(seconds);
   }
 }

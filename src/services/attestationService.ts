@@ -3,7 +3,7 @@ import type { AppraisalResult, TrustConfig } from "../attestation/types.ts";
 import type { Clock, Rng } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
-import type { NonceStore, StoredVerdict, Tenant, VerdictStore } from "../store/types.ts";
+import type { NonceConsumeOutcome, NonceStore, NonceVerdictStore, StoredVerdict, Tenant, VerdictStore } from "../store/types.ts";
 
 export interface AttestationLimits {
   nonceTtlMs: number;
@@ -13,6 +13,11 @@ export interface AttestationLimits {
 export interface AttestationDeps {
   nonces: NonceStore;
   verdicts: VerdictStore;
+  /**
+   * when nonces and verdicts live in one store that can commit a consumption with its verdict (SQLite): used
+   * instead of `nonces.consume` + `verdicts.saveVerdict`
+   */
+  together?: NonceVerdictStore | undefined;
   /** the trust configuration for a tenant now (its android-key policy may differ); changes when a source refreshes */
   trust: (tenant: Tenant) => TrustConfig;
   clock: Clock;
@@ -31,10 +36,22 @@ const CONSUME_ERRORS = {
   used: [catalog.NONCE_ALREADY_USED, "The nonce was already used for a blob"],
 } as const;
 
+function checkNonceShape(nonce: string | undefined): asserts nonce is string {
+  if (nonce === undefined || nonce === "") throw new AppError(catalog.NONCE_REQUIRED, "The nonce query parameter is required");
+  if (!NONCE_RE.test(nonce)) throw new AppError(catalog.NONCE_INVALID, "The nonce is not one this service issued");
+}
+
+function refuse(outcome: NonceConsumeOutcome): void {
+  if (outcome === "ok") return;
+  const [entry, reason] = CONSUME_ERRORS[outcome];
+  throw new AppError(entry, reason);
+}
+
 /**
- * Part A's use cases: issue a nonce, appraise a blob against one. The nonce is consumed before the blob is read
- * (one blob per nonce, whatever the outcome), and the verdict is stored before the caller answers, so an
- * acknowledged verdict is never lost.
+ * Part A's use cases: issue a nonce, appraise a blob against one. One blob per nonce, whatever the outcome, and
+ * the verdict is stored before the caller is answered, so an acknowledged verdict is never lost. On a store that
+ * holds both (SQLite) the consumption and the verdict commit in one transaction; elsewhere (PostgreSQL with
+ * Redis nonces) the nonce is consumed first, then the verdict saved.
  */
 export class AttestationService {
   constructor(private readonly d: AttestationDeps) {}
@@ -58,28 +75,54 @@ export class AttestationService {
 
   /** Checks and consumes the nonce; throws the catalog error for each way it can be wrong. */
   async consumeNonce(tenantId: string, nonce: string | undefined): Promise<void> {
-    if (nonce === undefined || nonce === "") throw new AppError(catalog.NONCE_REQUIRED, "The nonce query parameter is required");
-    if (!NONCE_RE.test(nonce)) throw new AppError(catalog.NONCE_INVALID, "The nonce is not one this service issued");
-    const outcome = await this.d.nonces.consume(nonce, tenantId, this.d.clock.nowMs());
-    if (outcome !== "ok") {
-      const [entry, reason] = CONSUME_ERRORS[outcome];
-      throw new AppError(entry, reason);
-    }
+    checkNonceShape(nonce);
+    refuse(await this.d.nonces.consume(nonce, tenantId, this.d.clock.nowMs()));
   }
 
   /**
-   * One blob against one nonce: consume, appraise, store. Throws AppError for nonce problems and unreadable
-   * containers (the nonce stays consumed); returns the stored verdict otherwise.
+   * One blob against one nonce: consume, appraise, store (or, with `together`, check, appraise, then consume and
+   * store at once). Throws AppError for nonce problems and unreadable containers (the nonce stays consumed);
+   * returns the stored verdict otherwise.
    */
   async submitBlob(tenant: Tenant, nonce: string | undefined, blob: Uint8Array): Promise<StoredVerdict> {
     if (blob.length === 0) throw new AppError(catalog.BLOB_EMPTY, "The request body is empty");
+    if (this.d.together) return this.submitBlobTogether(this.d.together, tenant, nonce, blob);
     const { tenantId } = tenant;
     await this.consumeNonce(tenantId, nonce);
+    const stored = this.appraised(tenant, nonce!, blob);
+    await this.d.verdicts.saveVerdict(stored);
+    return stored;
+  }
+
+  /**
+   * The same use case on a store that commits the consumption with its verdict: the nonce is checked (a read),
+   * the blob appraised, then consumed and the verdict stored in one transaction. Answers are those of
+   * `submitBlob`: a nonce that is used or expires meanwhile (a concurrent post won) gets its nonce error and the
+   * verdict is discarded; an unreadable blob still consumes the nonce.
+   */
+  private async submitBlobTogether(store: NonceVerdictStore, tenant: Tenant, nonce: string | undefined, blob: Uint8Array): Promise<StoredVerdict> {
+    const { tenantId } = tenant;
+    checkNonceShape(nonce);
+    refuse(await store.peek(nonce, tenantId, this.d.clock.nowMs()));
+    let stored: StoredVerdict;
+    try {
+      stored = this.appraised(tenant, nonce, blob);
+    } catch (e) {
+      await this.consumeNonce(tenantId, nonce);
+      throw e;
+    }
+    refuse(await store.consumeWithVerdict(nonce, tenantId, this.d.clock.nowMs(), stored));
+    return stored;
+  }
+
+  /** Appraises `blob` now and shapes the verdict to store; throws AppError when the container is unreadable. */
+  private appraised(tenant: Tenant, nonce: string, blob: Uint8Array): StoredVerdict {
+    const { tenantId } = tenant;
     const now = new Date(this.d.clock.nowMs());
     const started = performance.now();
-    const result = appraise({ blob, nonce: nonce!, trust: this.d.trust(tenant), now });
+    const result = appraise({ blob, nonce, trust: this.d.trust(tenant), now });
     this.d.onAppraisal?.(result, (performance.now() - started) / 1000);
-    const stored: StoredVerdict = {
+    return {
       objectId: this.d.rng.bytes(16).toString("base64url"),
       tenantId,
       format: result.format,
@@ -88,8 +131,6 @@ export class AttestationService {
       detail: result.detail,
       createdAt: now.toISOString(),
     };
-    await this.d.verdicts.saveVerdict(stored);
-    return stored;
   }
 
   async getVerdict(tenantId: string, objectId: string): Promise<StoredVerdict> {

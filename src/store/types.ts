@@ -91,6 +91,20 @@ export interface NonceStore {
   purgeExpired(nowMs: number, retainMs: number): Promise<number>;
 }
 
+/**
+ * A store that holds both nonces and verdicts (the embedded SQLite one) can commit a nonce's consumption and the
+ * verdict appraised against it in one transaction, so a crash can never leave a nonce used with no verdict.
+ */
+export interface NonceVerdictStore {
+  /** What `consume` would answer now, without changing anything (a read). */
+  peek(nonce: string, tenantId: string, nowMs: number): Promise<NonceConsumeOutcome>;
+  /**
+   * `consume`, and when it answers "ok" also `saveVerdict(verdict)`, in one transaction: both or neither. Atomic
+   * as `consume` is: of concurrent calls for one nonce, at most one answers "ok" and stores its verdict.
+   */
+  consumeWithVerdict(nonce: string, tenantId: string, nowMs: number, verdict: StoredVerdict): Promise<NonceConsumeOutcome>;
+}
+
 export interface RateDecision {
   allowed: boolean;
   /** tokens left after this request (whole tokens) */
@@ -172,6 +186,8 @@ export interface JtiStore {
 export interface Stores {
   durable: DurableStore;
   nonces: NonceStore;
+  /** present when nonces and verdicts share one store that commits a consumption with its verdict */
+  together?: NonceVerdictStore;
   rateLimits: RateLimitStore;
   /** Part B records (src/store/enrollmentTypes.ts); on the durable backend */
   enrollment: EnrollmentStore;

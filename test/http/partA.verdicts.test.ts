@@ -13,6 +13,7 @@ import {
   type VendorBlobOptions,
 } from "../../src/attestation/sim/deviceSim.ts";
 import { VERDICT_FIELDS } from "../../src/attestation/types.ts";
+import type { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { KEY_HEADER, startTestRuntime, T0, type TestRuntime } from "../helpers/runtime.ts";
 
 const OCTET = { "content-type": "application/octet-stream" };
@@ -167,6 +168,20 @@ describe("Part A verdicts over HTTP", () => {
     const ok = results.filter((r) => r.statusCode === 200);
     assert.equal(ok.length, 1);
     for (const r of results.filter((x) => x.statusCode !== 200)) assert.equal(r.json().error.code, "4000004");
+    // every post was appraised (the nonce was fresh when each was checked), but only one verdict was stored
+    const db = (t.runtime.stores.durable as SqliteStore).db;
+    const stored = db.prepare("SELECT object_id FROM verdicts WHERE json_extract(record, '$.nonce') = ?").pluck().all(n);
+    assert.deepEqual(stored, [ok[0]!.headers.location!.toString().split("/").pop()]);
+  });
+
+  it("an unreadable blob still consumes its nonce; a later good blob gets NONCE_ALREADY_USED", async () => {
+    const n = await nonce();
+    const broken = await post(`/v2/blobs?nonce=${n}`, OCTET, Buffer.from("not a container"));
+    assert.equal(broken.statusCode, 400);
+    assert.equal(broken.json().error.code, "4000006");
+    const again = await post(`/v2/blobs?nonce=${n}`, OCTET, blobFor(n));
+    assert.equal(again.statusCode, 400);
+    assert.equal(again.json().error.code, "4000004");
   });
 
   it("metrics count requests by route and status, and appraisal outcomes", async () => {

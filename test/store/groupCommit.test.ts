@@ -186,6 +186,39 @@ describe("sqlite group commit", () => {
     assert.equal(await store.issue(nonce(tenantId), 3, T0), "limit");
   });
 
+  it("consumeWithVerdict: the consumption and the verdict commit together, once per nonce", async () => {
+    const tenantId = uid("t-");
+    const n = nonce(tenantId);
+    assert.equal(await store.issue(n, 100, T0), "ok");
+    assert.equal(await store.peek(n.nonce, tenantId, T0 + 1), "ok");
+    assert.equal(await store.peek(n.nonce, uid("t-"), T0 + 1), "unknown", "another tenant's nonce is unknown");
+    assert.equal(await store.peek(n.nonce, tenantId, T0 + 60_000), "expired");
+    assert.equal(await store.peek(n.nonce, tenantId, T0 + 1), "ok", "peeking consumed nothing");
+
+    const ids = Array.from({ length: 20 }, () => uid("v-"));
+    const outcomes = await Promise.all(ids.map((id) => store.consumeWithVerdict(n.nonce, tenantId, T0 + 1, verdict(id, tenantId))));
+    assert.equal(outcomes.filter((o) => o === "ok").length, 1);
+    assert.equal(outcomes.filter((o) => o === "used").length, 19);
+    assert.equal(verdictCount(tenantId), 1, "only the winner's verdict is stored");
+    assert.ok(await store.getVerdict(ids[outcomes.indexOf("ok")]!));
+    assert.equal(await store.peek(n.nonce, tenantId, T0 + 2), "used");
+  });
+
+  it("consumeWithVerdict: a verdict that cannot be stored leaves the nonce unused", async () => {
+    const tenantId = uid("t-");
+    const taken = uid("v-");
+    await store.saveVerdict(verdict(taken, tenantId));
+    const n = nonce(tenantId);
+    assert.equal(await store.issue(n, 100, T0), "ok");
+    await assert.rejects(
+      store.consumeWithVerdict(n.nonce, tenantId, T0 + 1, verdict(taken, tenantId)), // PRIMARY KEY violation
+      (e: { code?: string }) => /^SQLITE_CONSTRAINT/.test(String(e.code)),
+    );
+    assert.equal(await store.peek(n.nonce, tenantId, T0 + 2), "ok", "the consumption was rolled back with the verdict");
+    assert.equal(await store.consumeWithVerdict(n.nonce, tenantId, T0 + 2, verdict(uid("v-"), tenantId)), "ok");
+    assert.equal(await store.consumeWithVerdict(n.nonce, uid("t-"), T0 + 2, verdict(uid("v-"), tenantId)), "unknown");
+  });
+
   it("close() commits what is queued before closing the connection", async () => {
     const d = mkdtempSync(path.join(tmpdir(), "attestd-gc-close-"));
     try {

@@ -18,6 +18,7 @@ import type {
   NonceIssueOutcome,
   NonceRecord,
   NonceStore,
+  NonceVerdictStore,
   StoredVerdict,
   Tenant,
   TenantState,
@@ -43,7 +44,7 @@ export interface SqliteOptions {
  * lock up front, which also serialises concurrent CLI processes and `--workers` siblings on the same file. Reads
  * and operator writes run directly (autocommit).
  */
-export class SqliteStore implements DurableStore, NonceStore {
+export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore {
   readonly kind = "sqlite";
   readonly db: Database.Database;
   /** the connection's group-commit writer, shared with the Part B stores on `db` */
@@ -235,6 +236,24 @@ export class SqliteStore implements DurableStore, NonceStore {
 
   async consume(nonce: string, tenantId: string, nowMs: number): Promise<NonceConsumeOutcome> {
     return this.writer.run(() => this.consumeTx(nonce, tenantId, nowMs), { savepoint: false });
+  }
+
+  async peek(nonce: string, tenantId: string, nowMs: number): Promise<NonceConsumeOutcome> {
+    const r = this.stmt.nonceState.get(nonce) as Row | undefined;
+    if (!r || r.tenant_id !== tenantId) return "unknown";
+    if (r.used_at_ms !== null) return "used";
+    return (r.expires_at_ms as number) > nowMs ? "ok" : "expired";
+  }
+
+  async consumeWithVerdict(nonce: string, tenantId: string, nowMs: number, v: StoredVerdict): Promise<NonceConsumeOutcome> {
+    const record = JSON.stringify(v.record);
+    const detail = JSON.stringify(v.detail);
+    // In its own savepoint (the default): should the verdict's insert fail, the consumption is undone with it.
+    return this.writer.run(() => {
+      const outcome = this.consumeTx(nonce, tenantId, nowMs);
+      if (outcome === "ok") this.stmt.insertVerdict.run(v.objectId, v.tenantId, v.format, record, v.reason, detail, v.createdAt);
+      return outcome;
+    });
   }
 
   async purgeExpired(nowMs: number, retainMs: number): Promise<number> {
