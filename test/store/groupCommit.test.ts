@@ -265,6 +265,18 @@ describe("GroupCommit on a raw connection", () => {
   const ins = () => db.prepare("INSERT INTO t (k) VALUES (?)");
   const count = () => db.prepare("SELECT COUNT(*) FROM t").pluck().get() as number;
 
+  it("keeps a batch open for `turns` event-loop turns: a write queued in the next turn joins it", async () => {
+    for (const [turns, commits] of [[1, 2], [2, 1]] as const) {
+      const w = new GroupCommit(db, { turns });
+      const stmt = ins();
+      const first = w.run(() => stmt.run(`turn-${turns}-a`));
+      const second = new Promise((resolve) => setImmediate(() => resolve(w.run(() => stmt.run(`turn-${turns}-b`)))));
+      await Promise.all([first, second]);
+      assert.equal(w.stats.commits, commits, `turns ${turns}`);
+      assert.equal(w.stats.ops, 2);
+    }
+  });
+
   it("flushes at once when maxBatch operations are queued", async () => {
     const w = new GroupCommit(db, { maxBatch: 8 });
     const stmt = ins();
