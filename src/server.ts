@@ -87,7 +87,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,
-    together: stores.together,
+    nonceVerdicts: stores.nonceVerdicts,
     trust: currentTrust,
     clock,
     rng,

@@ -87,18 +87,21 @@ async function measured(serverPid: number, run: () => Promise<LoadResult>, sampl
   return out;
 }
 
-/** Issues nonces against a running attestd: warm-up, then measured; every nonce issued is pushed to `keep`. */
-export async function attestdNonces(
+/**
+ * Nonce issuance against a running server: warm-up, then measured. Every body is parsed, as a client would; with
+ * `keep`, every nonce issued is pushed to it (attestd's, for the blob workload). No `apiKey`: the baseline.
+ */
+export async function measureNonces(
   origin: string,
   serverPid: number,
-  apiKey: string,
+  apiKey: string | undefined,
   s: LoadSettings,
-  keep: string[],
+  keep?: string[],
   marks?: Marks,
 ): Promise<MeasuredLoad> {
   const collect = (body: string) => {
     const n = (JSON.parse(body) as { nonce?: string }).nonce;
-    if (n) keep.push(n);
+    if (n && keep) keep.push(n);
   };
   const nonceLoad = (durationSec: number, onBody: (body: string) => void) =>
     runLoad({
@@ -180,7 +183,7 @@ export async function measureAttestd(
   marks?: Marks,
 ): Promise<PartAResult> {
   const issued: string[] = [];
-  const nonces = await attestdNonces(origin, serverPid, apiKey, s, issued, marks);
+  const nonces = await measureNonces(origin, serverPid, apiKey, s, issued, marks);
   const { requests, buildMs } = blobRequestsFor(fx, issued);
   const blobs = await attestdBlobs(origin, serverPid, apiKey, requests, s, marks);
   return {
@@ -189,33 +192,6 @@ export async function measureAttestd(
     blobRequests: requests,
     pool: { noncesCollected: issued.length, blobsBuilt: requests.length, blobBytes: requests[0]?.body?.length ?? 0, buildMs },
   };
-}
-
-/** Nonces from the bare baseline server, its bodies parsed as attestd's are, to load the client alike. */
-export async function baselineNonces(origin: string, serverPid: number, s: LoadSettings, marks?: Marks): Promise<MeasuredLoad> {
-  const nonceLoad = (durationSec: number, onBody: (b: string) => void) =>
-    runLoad({
-      origin,
-      method: "POST",
-      headers: nonceHeaders(undefined),
-      requests: [{ path: "/v2/nonces" }],
-      cycle: true,
-      durationSec,
-      connections: s.connections,
-      pipelining: s.pipelining,
-      onBody,
-    });
-  await nonceLoad(s.warmupSec, (b) => void JSON.parse(b));
-  const sample: string[] = [];
-  marks?.nonces?.("start");
-  const r = await measured(serverPid, () =>
-    nonceLoad(s.durationSec, (b) => {
-      if (sample.length < 1) sample.push(b);
-      void JSON.parse(b);
-    }),
-  sample);
-  marks?.nonces?.("end");
-  return r;
 }
 
 /** Blobs against the bare baseline server: attestd's requests, repeated as needed. */
@@ -254,7 +230,7 @@ export async function measureBaseline(
   s: LoadSettings,
   marks?: Marks,
 ): Promise<{ nonces: MeasuredLoad; blobs: MeasuredLoad }> {
-  const nonces = await baselineNonces(origin, serverPid, s, marks);
+  const nonces = await measureNonces(origin, serverPid, undefined, s, undefined, marks);
   const blobs = await baselineBlobs(origin, serverPid, blobRequests, s, marks);
   return { nonces, blobs };
 }

@@ -4,12 +4,11 @@ import { devTls, provisionApiKey, startAttestd, type Deployment, type DevTls } f
 import { round } from "../lib/load.ts";
 import {
   attestdBlobs,
-  attestdNonces,
   baselineBlobs,
-  baselineNonces,
   blobRequestsFor,
   measureAttestd,
   measureBaseline,
+  measureNonces,
   type LoadSettings,
   type MeasuredLoad,
   type PartAResult,
@@ -127,8 +126,8 @@ export async function runHttpSection(ctx: HttpContext): Promise<{ section: HttpS
       let last: PartAResult | undefined;
       for (let r = 1; r <= s.rounds; r++) {
         const issued: string[] = [];
-        const a = await attestdNonces(started.server.origin, started.server.pid, apiKey, s, issued);
-        const b = await baselineNonces(baseline.origin, baseline.pid, s);
+        const a = await measureNonces(started.server.origin, started.server.pid, apiKey, s, issued);
+        const b = await measureNonces(baseline.origin, baseline.pid, undefined, s);
         nonceRounds.push({ attestd: a, baseline: b });
         const { requests, buildMs } = blobRequestsFor(fx, issued);
         const ab = await attestdBlobs(started.server.origin, started.server.pid, apiKey, requests, s);

@@ -17,7 +17,7 @@ export interface AttestationDeps {
    * when nonces and verdicts live in one store that can commit a consumption with its verdict (SQLite): used
    * instead of `nonces.consume` + `verdicts.saveVerdict`
    */
-  together?: NonceVerdictStore | undefined;
+  nonceVerdicts?: NonceVerdictStore | undefined;
   /** the trust configuration for a tenant now (its android-key policy may differ); changes when a source refreshes */
   trust: (tenant: Tenant) => TrustConfig;
   clock: Clock;
@@ -80,13 +80,13 @@ export class AttestationService {
   }
 
   /**
-   * One blob against one nonce: consume, appraise, store (or, with `together`, check, appraise, then consume and
+   * One blob against one nonce: consume, appraise, store (or, with `nonceVerdicts`, check, appraise, then consume and
    * store at once). Throws AppError for nonce problems and unreadable containers (the nonce stays consumed);
    * returns the stored verdict otherwise.
    */
   async submitBlob(tenant: Tenant, nonce: string | undefined, blob: Uint8Array): Promise<StoredVerdict> {
     if (blob.length === 0) throw new AppError(catalog.BLOB_EMPTY, "The request body is empty");
-    if (this.d.together) return this.submitBlobTogether(this.d.together, tenant, nonce, blob);
+    if (this.d.nonceVerdicts) return this.submitBlobTogether(this.d.nonceVerdicts, tenant, nonce, blob);
     const { tenantId } = tenant;
     await this.consumeNonce(tenantId, nonce);
     const stored = this.appraised(tenant, nonce!, blob);

@@ -57,7 +57,7 @@ export async function openStores(c: StoreConfig, opts: OpenStoresOptions = {}): 
   return {
     durable: sqlite,
     nonces: sqlite,
-    together: sqlite,
+    nonceVerdicts: sqlite,
     rateLimits: new MemoryRateLimitStore(),
     enrollment: new SqliteEnrollmentStore(sqlite.db),
     jti: new SqliteJtiStore(sqlite.db),

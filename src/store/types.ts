@@ -187,7 +187,7 @@ export interface Stores {
   durable: DurableStore;
   nonces: NonceStore;
   /** present when nonces and verdicts share one store that commits a consumption with its verdict */
-  together?: NonceVerdictStore;
+  nonceVerdicts?: NonceVerdictStore;
   rateLimits: RateLimitStore;
   /** Part B records (src/store/enrollmentTypes.ts); on the durable backend */
   enrollment: EnrollmentStore;

@@ -55,6 +55,11 @@ describe("sqlite group commit", () => {
   });
 
   const nonce = (tenantId: string, n = uid("n-")) => ({ nonce: n, tenantId, createdAtMs: T0, expiresAtMs: T0 + 60_000 });
+  /** a bare verdict INSERT on the store's connection, for operations made by hand */
+  const rawVerdictInsert = () =>
+    store.db.prepare(
+      "INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES (?, ?, 'vendor', '{}', '', '{}', '')",
+    );
   const verdictCount = (tenantId: string) =>
     other.prepare("SELECT COUNT(*) FROM verdicts WHERE tenant_id = ?").pluck().get(tenantId) as number;
 
@@ -134,9 +139,7 @@ describe("sqlite group commit", () => {
     const taken = uid("v-");
     await store.saveVerdict(verdict(taken, tenantId));
     const fresh = uid("v-");
-    const insert = store.db.prepare(
-      "INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES (?, ?, 'vendor', '{}', '', '{}', '')",
-    );
+    const insert = rawVerdictInsert();
     const mate = store.saveVerdict(verdict(uid("v-"), tenantId));
     const failing = store.writer.run(() => {
       insert.run(fresh, tenantId); // succeeds ...
@@ -153,9 +156,7 @@ describe("sqlite group commit", () => {
     const taken = uid("v-");
     await store.saveVerdict(verdict(taken, tenantId));
     const fresh = uid("v-");
-    const insert = store.db.prepare(
-      "INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES (?, ?, 'vendor', '{}', '', '{}', '')",
-    );
+    const insert = rawVerdictInsert();
     const before = { ...store.writer.stats };
     const mate = store.saveVerdict(verdict(uid("v-"), tenantId));
     const failing = store.writer.run(
