@@ -80,7 +80,7 @@ export class AttestationService {
   }
 
   /**
-   * One blob against one nonce: consume, appraise, store (or, with `nonceVerdicts`, check, appraise, then consume and
+   * One blob against one nonce: consume, appraise, store (or, with `nonceVerdicts`, appraise, then consume and
    * store at once). Throws AppError for nonce problems and unreadable containers (the nonce stays consumed);
    * returns the stored verdict otherwise.
    */
@@ -95,15 +95,16 @@ export class AttestationService {
   }
 
   /**
-   * The same use case on a store that commits the consumption with its verdict: the nonce is checked (a read),
-   * the blob appraised, then consumed and the verdict stored in one transaction. Answers are those of
-   * `submitBlob`: a nonce that is used or expires meanwhile (a concurrent post won) gets its nonce error and the
-   * verdict is discarded; an unreadable blob still consumes the nonce.
+   * The same use case on a store that commits the consumption with its verdict: the blob is appraised, then the
+   * nonce consumed and the verdict stored in one transaction. The answers and their precedence are those of
+   * `submitBlob`: any nonce problem (unknown, expired, used — also when a concurrent post won meanwhile) is
+   * answered before any blob problem, and the verdict is then discarded; an unreadable blob still consumes the
+   * nonce. No read of the nonce comes first: it would cost every request a lookup to spare only posts with a bad
+   * nonce an appraisal, and those are bounded by the key's rate limit like any other request.
    */
   private async submitBlobTogether(store: NonceVerdictStore, tenant: Tenant, nonce: string | undefined, blob: Uint8Array): Promise<StoredVerdict> {
     const { tenantId } = tenant;
     checkNonceShape(nonce);
-    refuse(await store.peek(nonce, tenantId, this.d.clock.nowMs()));
     let stored: StoredVerdict;
     try {
       stored = this.appraised(tenant, nonce, blob);

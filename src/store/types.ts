@@ -96,8 +96,6 @@ export interface NonceStore {
  * verdict appraised against it in one transaction, so a crash can never leave a nonce used with no verdict.
  */
 export interface NonceVerdictStore {
-  /** What `consume` would answer now, without changing anything (a read). */
-  peek(nonce: string, tenantId: string, nowMs: number): Promise<NonceConsumeOutcome>;
   /**
    * `consume`, and when it answers "ok" also `saveVerdict(verdict)`, in one transaction: both or neither. Atomic
    * as `consume` is: of concurrent calls for one nonce, at most one answers "ok" and stores its verdict.

@@ -184,6 +184,19 @@ describe("Part A verdicts over HTTP", () => {
     assert.equal(again.json().error.code, "4000004");
   });
 
+  it("a nonce problem outranks a blob problem, although the blob is read before the nonce is consumed", async () => {
+    const unknown = Buffer.alloc(32, 7).toString("base64url");
+    const broken = Buffer.from("not a container");
+    assert.equal((await post(`/v2/blobs?nonce=${unknown}`, OCTET, broken)).json().error.code, "4000002");
+    const { n } = await submit();
+    assert.equal((await post(`/v2/blobs?nonce=${n}`, OCTET, broken)).json().error.code, "4000004");
+    // and a good blob on an unknown nonce is refused without a verdict stored
+    const res = await post(`/v2/blobs?nonce=${unknown}`, OCTET, blobFor(unknown));
+    assert.equal(res.json().error.code, "4000002");
+    const db = (t.runtime.stores.durable as SqliteStore).db;
+    assert.equal(db.prepare("SELECT COUNT(*) FROM verdicts WHERE json_extract(record, '$.nonce') = ?").pluck().get(unknown), 0);
+  });
+
   it("metrics count requests by route and status, and appraisal outcomes", async () => {
     const res = await t.runtime.app.inject({ method: "GET", url: "/metrics" });
     assert.match(res.body, /attestd_http_requests_total\{route="\/v2\/blobs",method="POST",status="200"\} \d+/);

@@ -191,10 +191,10 @@ describe("sqlite group commit", () => {
     const tenantId = uid("t-");
     const n = nonce(tenantId);
     assert.equal(await store.issue(n, 100, T0), "ok");
-    assert.equal(await store.peek(n.nonce, tenantId, T0 + 1), "ok");
-    assert.equal(await store.peek(n.nonce, uid("t-"), T0 + 1), "unknown", "another tenant's nonce is unknown");
-    assert.equal(await store.peek(n.nonce, tenantId, T0 + 60_000), "expired");
-    assert.equal(await store.peek(n.nonce, tenantId, T0 + 1), "ok", "peeking consumed nothing");
+    const stranger = uid("t-");
+    assert.equal(await store.consumeWithVerdict(n.nonce, stranger, T0 + 1, verdict(uid("v-"), stranger)), "unknown", "another tenant's nonce");
+    assert.equal(await store.consumeWithVerdict(n.nonce, tenantId, T0 + 60_000, verdict(uid("v-"), tenantId)), "expired");
+    assert.equal(verdictCount(tenantId) + verdictCount(stranger), 0, "a refused consumption stores no verdict");
 
     const ids = Array.from({ length: 20 }, () => uid("v-"));
     const outcomes = await Promise.all(ids.map((id) => store.consumeWithVerdict(n.nonce, tenantId, T0 + 1, verdict(id, tenantId))));
@@ -202,7 +202,7 @@ describe("sqlite group commit", () => {
     assert.equal(outcomes.filter((o) => o === "used").length, 19);
     assert.equal(verdictCount(tenantId), 1, "only the winner's verdict is stored");
     assert.ok(await store.getVerdict(ids[outcomes.indexOf("ok")]!));
-    assert.equal(await store.peek(n.nonce, tenantId, T0 + 2), "used");
+    assert.equal(await store.consume(n.nonce, tenantId, T0 + 2), "used");
   });
 
   it("consumeWithVerdict: a verdict that cannot be stored leaves the nonce unused", async () => {
@@ -215,7 +215,7 @@ describe("sqlite group commit", () => {
       store.consumeWithVerdict(n.nonce, tenantId, T0 + 1, verdict(taken, tenantId)), // PRIMARY KEY violation
       (e: { code?: string }) => /^SQLITE_CONSTRAINT/.test(String(e.code)),
     );
-    assert.equal(await store.peek(n.nonce, tenantId, T0 + 2), "ok", "the consumption was rolled back with the verdict");
+    // the consumption was rolled back with the verdict: the nonce is still there to be used, once
     assert.equal(await store.consumeWithVerdict(n.nonce, tenantId, T0 + 2, verdict(uid("v-"), tenantId)), "ok");
     assert.equal(await store.consumeWithVerdict(n.nonce, uid("t-"), T0 + 2, verdict(uid("v-"), tenantId)), "unknown");
   });

@@ -238,13 +238,6 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
     return this.writer.run(() => this.consumeTx(nonce, tenantId, nowMs), { savepoint: false });
   }
 
-  async peek(nonce: string, tenantId: string, nowMs: number): Promise<NonceConsumeOutcome> {
-    const r = this.stmt.nonceState.get(nonce) as Row | undefined;
-    if (!r || r.tenant_id !== tenantId) return "unknown";
-    if (r.used_at_ms !== null) return "used";
-    return (r.expires_at_ms as number) > nowMs ? "ok" : "expired";
-  }
-
   async consumeWithVerdict(nonce: string, tenantId: string, nowMs: number, v: StoredVerdict): Promise<NonceConsumeOutcome> {
     const record = JSON.stringify(v.record);
     const detail = JSON.stringify(v.detail);
