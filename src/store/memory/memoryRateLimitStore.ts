@@ -10,12 +10,21 @@ export function takeToken(b: Bucket, ratePerSec: number, burst: number, nowMs: n
   const elapsed = Math.max(0, nowMs - b.updatedMs);
   b.tokens = Math.min(burst, b.tokens + (elapsed * ratePerSec) / 1000);
   b.updatedMs = nowMs;
-  const refillMs = (tokens: number) => Math.ceil((tokens * 1000) / ratePerSec);
   if (b.tokens >= 1) {
     b.tokens -= 1;
-    return { allowed: true, remaining: Math.floor(b.tokens), retryAfterMs: 0, resetMs: refillMs(burst - b.tokens) };
+    return { allowed: true, remaining: Math.floor(b.tokens), retryAfterMs: 0, resetMs: refillMs(burst - b.tokens, ratePerSec) };
   }
-  return { allowed: false, remaining: 0, retryAfterMs: refillMs(1 - b.tokens), resetMs: refillMs(burst - b.tokens) };
+  return {
+    allowed: false,
+    remaining: 0,
+    retryAfterMs: refillMs(1 - b.tokens, ratePerSec),
+    resetMs: refillMs(burst - b.tokens, ratePerSec),
+  };
+}
+
+// Module-level, not a closure in takeToken: it runs on every Part A request.
+function refillMs(tokens: number, ratePerSec: number): number {
+  return Math.ceil((tokens * 1000) / ratePerSec);
 }
 
 /**
