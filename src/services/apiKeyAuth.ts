@@ -17,11 +17,6 @@ export interface CallerInfo {
 /** Decides whether a key's IP / referer restrictions admit a caller; undefined = admitted, else the reason. */
 export type RestrictionCheck = (key: ApiKeyRecord, caller: CallerInfo) => string | undefined;
 
-/**
- * Part A key authentication. Key and tenant records are cached for `cacheMs` (default 2 s) so the hot path does
- * no store round trip per request; a revocation or a tenant block therefore takes effect within that time on
- * every instance. Unknown key ids are not cached, so a flood of random keys costs one indexed lookup each.
- */
 interface CachedKey {
   at: number;
   key: ApiKeyRecord;
@@ -32,6 +27,11 @@ interface CachedKey {
 
 const invalidKey = () => new AppError(catalog.A_AUTHORIZATION_FAIL, "The API key is invalid");
 
+/**
+ * Part A key authentication. Key and tenant records are cached for `cacheMs` (default 2 s) so the hot path does
+ * no store round trip per request; a revocation or a tenant block therefore takes effect within that time on
+ * every instance. Unknown key ids are not cached, so a flood of random keys costs one indexed lookup each.
+ */
 export class ApiKeyAuthenticator {
   private readonly cache = new Map<string, CachedKey>();
 

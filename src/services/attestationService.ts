@@ -102,7 +102,12 @@ export class AttestationService {
    * nonce. No read of the nonce comes first: it would cost every request a lookup to spare only posts with a bad
    * nonce an appraisal, and those are bounded by the key's rate limit like any other request.
    */
-  private async submitBlobTogether(store: NonceVerdictStore, tenant: Tenant, nonce: string | undefined, blob: Uint8Array): Promise<StoredVerdict> {
+  private async submitBlobTogether(
+    store: NonceVerdictStore,
+    tenant: Tenant,
+    nonce: string | undefined,
+    blob: Uint8Array,
+  ): Promise<StoredVerdict> {
     const { tenantId } = tenant;
     checkNonceShape(nonce);
     let stored: StoredVerdict;

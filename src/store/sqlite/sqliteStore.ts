@@ -40,9 +40,10 @@ export interface SqliteOptions {
  * The embedded default: one SQLite file (WAL) holding durable records and nonces. better-sqlite3 is synchronous.
  * The request-path writes (nonce issue and consume, verdicts, activity) go through the connection's group-commit
  * writer (`groupCommit.ts`): those queued within two event-loop turns run one after another, most in their own
- * savepoint, inside one IMMEDIATE transaction, and are acknowledged after its COMMIT. IMMEDIATE transactions take the write
- * lock up front, which also serialises concurrent CLI processes and `--workers` siblings on the same file. Reads
- * and operator writes run directly (autocommit).
+ * savepoint, inside one IMMEDIATE transaction, and are acknowledged after its COMMIT. IMMEDIATE transactions take
+ * the write lock up front, which also serialises concurrent CLI processes and `--workers` siblings on the same
+ * file. Reads and operator writes run directly (autocommit). A serving process checkpoints the WAL from a thread
+ * (`walCheckpointer.ts`).
  */
 export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore {
   readonly kind = "sqlite";
