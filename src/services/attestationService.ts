@@ -14,8 +14,8 @@ export interface AttestationDeps {
   nonces: NonceStore;
   verdicts: VerdictStore;
   /**
-   * when nonces and verdicts live in one store that can commit a consumption with its verdict (SQLite): used
-   * instead of `nonces.consume` + `verdicts.saveVerdict`
+   * when nonces and verdicts live in one store that can commit a consumption with its verdict (SQLite); otherwise
+   * the nonce is consumed and the verdict saved in two steps
    */
   nonceVerdicts?: NonceVerdictStore | undefined;
   /** the trust configuration for a tenant now (its android-key policy may differ); changes when a source refreshes */
@@ -48,13 +48,31 @@ function refuse(outcome: NonceConsumeOutcome): void {
 }
 
 /**
+ * Nonces and verdicts in stores that share no transaction (Redis nonces, PostgreSQL verdicts): consume, then save.
+ * A crash between the two leaves the nonce used with no verdict; nothing answered is lost.
+ */
+function consumeThenSave(nonces: NonceStore, verdicts: VerdictStore): NonceVerdictStore {
+  return {
+    async consumeWithVerdict(nonce, tenantId, nowMs, verdict) {
+      const outcome = await nonces.consume(nonce, tenantId, nowMs);
+      if (outcome === "ok") await verdicts.saveVerdict(verdict);
+      return outcome;
+    },
+  };
+}
+
+/**
  * Part A's use cases: issue a nonce, appraise a blob against one. One blob per nonce, whatever the outcome, and
  * the verdict is stored before the caller is answered, so an acknowledged verdict is never lost. On a store that
  * holds both (SQLite) the consumption and the verdict commit in one transaction; elsewhere (PostgreSQL with
- * Redis nonces) the nonce is consumed first, then the verdict saved.
+ * Redis nonces) the verdict is saved right after the consumption.
  */
 export class AttestationService {
-  constructor(private readonly d: AttestationDeps) {}
+  private readonly nonceVerdicts: NonceVerdictStore;
+
+  constructor(private readonly d: AttestationDeps) {
+    this.nonceVerdicts = d.nonceVerdicts ?? consumeThenSave(d.nonces, d.verdicts);
+  }
 
   async issueNonce(tenantId: string): Promise<string> {
     const nowMs = this.d.clock.nowMs();
@@ -73,51 +91,26 @@ export class AttestationService {
     return nonce;
   }
 
-  /** Checks and consumes the nonce; throws the catalog error for each way it can be wrong. */
-  async consumeNonce(tenantId: string, nonce: string | undefined): Promise<void> {
-    checkNonceShape(nonce);
-    refuse(await this.d.nonces.consume(nonce, tenantId, this.d.clock.nowMs()));
-  }
-
   /**
-   * One blob against one nonce: consume, appraise, store (or, with `nonceVerdicts`, appraise, then consume and
-   * store at once). Throws AppError for nonce problems and unreadable containers (the nonce stays consumed);
-   * returns the stored verdict otherwise.
+   * One blob against one nonce: appraise, then consume the nonce and store the verdict (one transaction where the
+   * store can, `NonceVerdictStore`). The answers and their precedence are as if the nonce were consumed first:
+   * any nonce problem (unknown, expired, used — also when a concurrent post won meanwhile) is answered before any
+   * blob problem, and the verdict is then discarded; an unreadable blob still consumes the nonce. No read of the
+   * nonce comes first: it would cost every request a lookup to spare only posts with a bad nonce an appraisal, and
+   * those are bounded by the key's rate limit like any other request.
    */
   async submitBlob(tenant: Tenant, nonce: string | undefined, blob: Uint8Array): Promise<StoredVerdict> {
     if (blob.length === 0) throw new AppError(catalog.BLOB_EMPTY, "The request body is empty");
-    if (this.d.nonceVerdicts) return this.submitBlobTogether(this.d.nonceVerdicts, tenant, nonce, blob);
-    const { tenantId } = tenant;
-    await this.consumeNonce(tenantId, nonce);
-    const stored = this.appraised(tenant, nonce!, blob);
-    await this.d.verdicts.saveVerdict(stored);
-    return stored;
-  }
-
-  /**
-   * The same use case on a store that commits the consumption with its verdict: the blob is appraised, then the
-   * nonce consumed and the verdict stored in one transaction. The answers and their precedence are those of
-   * `submitBlob`: any nonce problem (unknown, expired, used — also when a concurrent post won meanwhile) is
-   * answered before any blob problem, and the verdict is then discarded; an unreadable blob still consumes the
-   * nonce. No read of the nonce comes first: it would cost every request a lookup to spare only posts with a bad
-   * nonce an appraisal, and those are bounded by the key's rate limit like any other request.
-   */
-  private async submitBlobTogether(
-    store: NonceVerdictStore,
-    tenant: Tenant,
-    nonce: string | undefined,
-    blob: Uint8Array,
-  ): Promise<StoredVerdict> {
-    const { tenantId } = tenant;
     checkNonceShape(nonce);
+    const { tenantId } = tenant;
     let stored: StoredVerdict;
     try {
       stored = this.appraised(tenant, nonce, blob);
     } catch (e) {
-      await this.consumeNonce(tenantId, nonce);
+      refuse(await this.d.nonces.consume(nonce, tenantId, this.d.clock.nowMs()));
       throw e;
     }
-    refuse(await store.consumeWithVerdict(nonce, tenantId, this.d.clock.nowMs(), stored));
+    refuse(await this.nonceVerdicts.consumeWithVerdict(nonce, tenantId, this.d.clock.nowMs(), stored));
     return stored;
   }
 
