@@ -16,8 +16,8 @@ import { round } from "../lib/load.ts";
 import { compare, type MicroOptions, type MicroResult } from "../lib/micro.ts";
 import { geomean } from "../lib/stats.ts";
 
-/** Where the real chains live: ../shared/vectors/android-key beside the checkout (vectors README). */
-export const VECTORS = process.env.ATTESTD_VECTORS ?? path.resolve(import.meta.dirname, "../../../shared/vectors/android-key");
+/** Where the real chains live: the project's copy in test/vectors/android-key (its README names each origin). */
+export const VECTORS = process.env.ATTESTD_VECTORS ?? path.resolve(import.meta.dirname, "../../test/vectors/android-key");
 
 interface ChainSpec {
   name: string;
