@@ -1,11 +1,15 @@
 import type { AppraisalInput, AppraisalResult } from "./types.ts";
 import type { BlobFormat } from "./formats/format.ts";
+import { AppError, isAppError } from "../errors/AppError.ts";
+import { catalog } from "../errors/catalog.ts";
+import { whyNotChainInput } from "./encoding/chainInput.ts";
 import { androidKeyFormat } from "./formats/androidKey.ts";
 import { vendorContainerFormat } from "./formats/vendorContainer.ts";
 
 /**
- * Order matters: android-key is recognised by a strict structural test (the whole body is DER certificates),
- * and the vendor container is the fallback that answers BLOB_MALFORMED for anything it cannot read.
+ * Order matters: android-key is recognised by a strict structural test (the whole body is DER certificates, or
+ * text that is a PEM bundle or x5c JSON), and the vendor container is the fallback that answers BLOB_MALFORMED for
+ * anything it cannot read.
  */
 const formats: readonly BlobFormat[] = [androidKeyFormat, vendorContainerFormat];
 
@@ -15,8 +19,18 @@ export function detectFormat(blob: Uint8Array): BlobFormat {
 
 /**
  * A pure function of (blob, nonce, trust, time): the same inputs give the same record. A bad device is a
- * verdict; only an unreadable container throws (AppError BLOB_MALFORMED / NOT_IMPLEMENTED).
+ * verdict; only an unreadable container throws (AppError BLOB_MALFORMED / NOT_IMPLEMENTED). A BLOB_MALFORMED
+ * reason names the format it was read as, and for a body that looks like a failed attempt at an android-key
+ * chain, why it is not one either.
  */
 export function appraise(input: AppraisalInput): AppraisalResult {
-  return detectFormat(input.blob).appraise(input);
+  const format = detectFormat(input.blob);
+  if (format !== vendorContainerFormat) return format.appraise(input);
+  try {
+    return format.appraise(input);
+  } catch (e) {
+    if (!isAppError(e) || e.entry !== catalog.BLOB_MALFORMED) throw e;
+    const notAndroid = whyNotChainInput(input.blob);
+    throw notAndroid ? new AppError(catalog.BLOB_MALFORMED, `${e.reason}; ${notAndroid}`) : e;
+  }
 }

@@ -95,6 +95,11 @@ export interface AndroidTrust {
   status: StatusList;
   /** false when the roots or the status list are missing or older than the configured maximum age. */
   fresh: boolean;
+  /**
+   * Set whenever `fresh` is false: one sentence saying which source is missing or stale, where it was to come
+   * from and what went wrong. The appraisal's reason quotes it, so a refusal says exactly why.
+   */
+  unavailableReason?: string;
   allowedBootKeys: readonly AllowedBootKey[];
   policy: AndroidPolicy;
 }
@@ -111,6 +116,12 @@ export interface AndroidPolicy {
   minOsPatchLevel?: number;
   /** undefined = any app; otherwise one of these package names, with a signing-cert SHA-256 (hex) if given */
   allowedApps?: { packageName: string; signatureDigests?: string[] }[];
+  /**
+   * A factory-provisioned chain (pre-RKP devices) whose factory intermediates or batch certificate have expired:
+   * `accept` (undefined means accept) appraises it as if they had not, `refuse` fails it. RKP chains are always
+   * held to their dates. docs/android-key.md, "Date policy".
+   */
+  factoryExpiry?: "accept" | "refuse";
 }
 
 /** Input of one appraisal. `challenge` holds the bytes a device may have embedded for this nonce. */

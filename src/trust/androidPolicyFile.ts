@@ -7,8 +7,8 @@ import { parseJsonDocument } from "../attestation/encoding/json.ts";
  * The operator's android-key policy: a default and per-tenant overrides (by tenant name), from
  * `--android-policy FILE`:
  *
- *   {"default": {"minOsPatchLevel": 202401},
- *    "tenants": {"acme": {"minOsPatchLevel": 202501,
+ *   {"default": {"minOsPatchLevel": 202401, "factoryExpiry": "accept"},
+ *    "tenants": {"acme": {"minOsPatchLevel": 202501, "factoryExpiry": "refuse",
  *                         "allowedApps": [{"packageName": "com.acme.app", "signatureDigests": ["<64 hex>"]}]}}}
  *
  * A tenant's fields replace the default's field by field. Strict: an unknown key or a malformed value stops
@@ -41,6 +41,9 @@ function policyFrom(value: unknown, where: string): AndroidPolicy {
         }
         return { packageName, signatureDigests: signatureDigests.map((d: string) => d.toLowerCase()) };
       });
+    } else if (key === "factoryExpiry") {
+      if (v !== "accept" && v !== "refuse") throw new Error(`${where}.factoryExpiry: expected "accept" or "refuse"`);
+      out.factoryExpiry = v;
     } else {
       throw new Error(`${where}: unknown key "${key}"`);
     }

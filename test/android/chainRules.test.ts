@@ -2,7 +2,6 @@ import { test, describe, before } from "node:test";
 import assert from "node:assert/strict";
 import * as asn1js from "asn1js";
 import { VerifiedBootState } from "@peculiar/asn1-android";
-import { AsnConvert, OctetString } from "@peculiar/asn1-schema";
 import {
   appraiseAt,
   issue,
@@ -16,7 +15,6 @@ import {
   type TestCa,
 } from "./fixtures.ts";
 import { KEY_DESCRIPTION_OID } from "../../src/attestation/encoding/keyDescription.ts";
-import { KNOX_OID, KnoxAttestation, KnoxIntegrityStatus } from "../../src/attestation/encoding/knox.ts";
 import { isAppError } from "../../src/errors/AppError.ts";
 import { androidKeyFormat } from "../../src/attestation/formats/androidKey.ts";
 
@@ -248,39 +246,6 @@ describe("malformed extensions", () => {
     assert.match(r.reason, /out of range/);
   });
 
-  test("a Knox extension whose DER is broken: BLOB_MALFORMED", async () => {
-    const c = await syntheticChain([keyDescriptionExtension(), new x509.Extension(KNOX_OID, false, new Uint8Array([0x30, 0x09, 0xa0]))]);
-    expectMalformed(c.blob, c.trust);
-  });
-});
-
-describe("Samsung Knox", () => {
-  const knoxExtension = (warranty: number) =>
-    new x509.Extension(KNOX_OID, false, AsnConvert.serialize(new KnoxAttestation({
-      challenge: new OctetString(CHALLENGE),
-      integrityStatus: new KnoxIntegrityStatus({ trustBoot: 0, warranty, icd: 0, kernelStatus: 0, systemStatus: 0 }),
-      attestationRecordHash: new OctetString(Buffer.alloc(32, 3)),
-    })));
-
-  test("warranty bit set: Success, tamperBit 1, No", async () => {
-    const c = await syntheticChain([keyDescriptionExtension({ model: "SM-S918B" }), knoxExtension(1)]);
-    const r = appraiseAt(c.blob, NONCE, c.trust, AT);
-    assert.equal(r.record.status, "Success");
-    assert.equal(r.record.tamperBit, "1");
-    assert.equal(r.record.verdict, "No");
-    assert.match(r.reason, /Knox warranty/);
-    assert.equal((r.detail.knox as { integrityStatus: { warranty: number } }).integrityStatus.warranty, 1);
-  });
-
-  test("warranty intact: Yes, tamperBit 0, the Knox fields in the detail", async () => {
-    const c = await syntheticChain([keyDescriptionExtension(), knoxExtension(0)]);
-    const r = appraiseAt(c.blob, NONCE, c.trust, AT);
-    assert.equal(r.record.verdict, "Yes", r.reason);
-    assert.equal(r.record.tamperBit, "0");
-    const knox = r.detail.knox as Record<string, any>;
-    assert.equal(knox.challenge, CHALLENGE.toString("hex"));
-    assert.equal(knox.attestationRecordHash, "03".repeat(32));
-  });
 });
 
 describe("record mapping", () => {

@@ -1,6 +1,6 @@
 /**
- * Shared helpers for the android-key tests: the real vectors (read in place from ../shared/vectors beside the
- * checkout, never copied), trust built from Google's published roots, and a small synthetic PKI built with
+ * Shared helpers for the android-key tests: the real vectors (the project's copy in test/vectors/android-key,
+ * whose README names each one's origin), trust built from Google's published roots, and a small synthetic PKI built with
  * @peculiar/x509 for what no real device produces (forgeries, Knox, odd chains).
  */
 import "reflect-metadata";
@@ -9,17 +9,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { webcrypto } from "node:crypto";
 import * as x509 from "@peculiar/x509";
-import { AsnConvert, OctetString } from "@peculiar/asn1-schema";
-import {
-  AttestationApplicationId,
-  AttestationPackageInfo,
-  AuthorizationList,
-  IntegerSet,
-  KeyDescription,
-  RootOfTrust,
-  SecurityLevel,
-  VerifiedBootState,
-} from "@peculiar/asn1-android";
+import { keyDescriptionDer, type KeyDescriptionOptions } from "../../src/attestation/sim/androidExtensions.ts";
 import { androidKeyFormat } from "../../src/attestation/formats/androidKey.ts";
 import type { AndroidTrust, AppraisalResult, TrustConfig } from "../../src/attestation/types.ts";
 import { parseAndroidRoots } from "../../src/trust/androidTrustSource.ts";
@@ -29,7 +19,7 @@ type CryptoKeyPair = webcrypto.CryptoKeyPair;
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-export const VECTORS = path.resolve(repoRoot, "../shared/vectors/android-key");
+export const VECTORS = path.resolve(repoRoot, "test/vectors/android-key");
 export const vec = (rel: string) => path.join(VECTORS, rel);
 
 /** A PEM chain file as the blob a device sends: DER certificates end to end. */
@@ -164,62 +154,9 @@ export async function issue(issuer: TestCa, o: IssueOptions): Promise<TestCa> {
   return { cert, keys, der: Buffer.from(cert.rawData) };
 }
 
-export interface KdOptions {
-  challenge?: Uint8Array;
-  version?: number;
-  securityLevel?: SecurityLevel;
-  locked?: boolean;
-  bootState?: VerifiedBootState;
-  bootKey?: Uint8Array;
-  purposes?: number[];
-  osPatchLevel?: number;
-  packageName?: string;
-  signatureDigest?: Uint8Array;
-  model?: string;
-  imei?: string;
-}
-
-/** A KeyDescription extension value, serialized by the same library the parser uses. */
-export function keyDescriptionDer(o: KdOptions = {}): Buffer {
-  const level = o.securityLevel ?? SecurityLevel.trustedEnvironment;
-  const version = o.version ?? 300;
-  const app = new AttestationApplicationId({
-    packageInfos: [new AttestationPackageInfo({
-      packageName: new OctetString(Buffer.from(o.packageName ?? "com.example.wallet")),
-      version: 7,
-    })],
-    signatureDigests: [new OctetString(o.signatureDigest ?? Buffer.alloc(32, 0x5a))],
-  });
-  const hw = new AuthorizationList({
-    purpose: new IntegerSet(o.purposes ?? [2]),
-    algorithm: 3,
-    keySize: 256,
-    rootOfTrust: new RootOfTrust({
-      verifiedBootKey: new OctetString(o.bootKey ?? Buffer.alloc(32, 0x11)),
-      deviceLocked: o.locked ?? true,
-      verifiedBootState: o.bootState ?? VerifiedBootState.verified,
-      ...(version >= 3 ? { verifiedBootHash: new OctetString(Buffer.alloc(32, 0x22)) } : {}),
-    }),
-    osVersion: 150000,
-    osPatchLevel: o.osPatchLevel ?? 202501,
-    ...(o.imei ? { attestationIdImei: new OctetString(Buffer.from(o.imei)) } : {}),
-    ...(o.model ? { attestationIdModel: new OctetString(Buffer.from(o.model)) } : {}),
-  });
-  const kd = new KeyDescription({
-    attestationVersion: version,
-    attestationSecurityLevel: level,
-    keymasterVersion: version,
-    keymasterSecurityLevel: level,
-    attestationChallenge: new OctetString(o.challenge ?? Buffer.alloc(32, 0x42)),
-    uniqueId: new OctetString(),
-    softwareEnforced: new AuthorizationList({
-      creationDateTime: 1735689600000,
-      attestationApplicationId: new OctetString(AsnConvert.serialize(app)),
-    }),
-    teeEnforced: hw,
-  });
-  return Buffer.from(AsnConvert.serialize(kd));
-}
+/** A KeyDescription as a device writes it (src/attestation/sim/androidExtensions.ts). */
+export type KdOptions = KeyDescriptionOptions;
+export { keyDescriptionDer };
 
 export function keyDescriptionExtension(o: KdOptions = {}): x509.Extension {
   return new x509.Extension(KEY_DESCRIPTION_OID, false, keyDescriptionDer(o));

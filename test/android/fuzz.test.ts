@@ -1,12 +1,28 @@
-import { test } from "node:test";
+import { test, before } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { androidKeyFormat } from "../../src/attestation/formats/androidKey.ts";
+import { chainEncodingOf, readChainInput } from "../../src/attestation/encoding/chainInput.ts";
+import { splitDerCertificates } from "../../src/attestation/encoding/derChain.ts";
+import { toPem } from "../../src/attestation/encoding/pem.ts";
+import { knoxExtensionDer, KNOX_OID } from "../../src/attestation/sim/androidExtensions.ts";
 import { isAppError } from "../../src/errors/AppError.ts";
-import { androidTrust, derBlob, pemBlob, trustConfig } from "./fixtures.ts";
+import type { AndroidTrust } from "../../src/attestation/types.ts";
+import {
+  androidTrust,
+  challengeOf,
+  derBlob,
+  keyDescriptionExtension,
+  nonceFor,
+  pemBlob,
+  syntheticChain,
+  trustConfig,
+  x509,
+} from "./fixtures.ts";
 
 /**
- * Mutated real chains only ever give a verdict record, or AppError BLOB_MALFORMED — never another exception.
+ * Mutated real chains only ever give a verdict record, or AppError BLOB_MALFORMED — never another exception —
+ * and no mutation of a chain that appraises Yes appraises Yes: every byte of a chain is signed or checked.
  * (Mutations that break the outer DER make matches() false: those blobs belong to the vendor format.)
  */
 const seeds = [
@@ -98,4 +114,88 @@ test("fuzz: arbitrary bytes that happen to start a SEQUENCE", () => {
     }),
     { numRuns: 2000, seed: 11 },
   );
+});
+
+/** Chains that appraise Yes with their own challenge, at a time inside their validity. */
+interface YesSeed {
+  name: string;
+  blob: Buffer;
+  at: string;
+  trust: AndroidTrust;
+  nonce: string;
+}
+const yesSeeds: YesSeed[] = [];
+
+before(async () => {
+  const google = androidTrust();
+  const real: Omit<YesSeed, "nonce" | "trust">[] = [
+    { name: "caiman RKP", blob: pemBlob("android_keyattestation/testdata/caiman/sdk36/TEE_EC_RKP.pem"), at: "2025-10-01T00:00:00Z" },
+    { name: "tegu on CA1, root carried", blob: pemBlob("android_keyattestation/testdata/tegu/sdk36/TEE_EC_2026_ROOT.pem"), at: "2026-03-01T00:00:00Z" },
+    { name: "Sony factory, expired intermediates accepted", blob: pemBlob("android_keyattestation/testdata/sony-xperia10-iii/sdk33/TEE_EC.pem"), at: "2026-11-22T00:00:00Z" },
+    { name: "Pixel 7a attest key, root left out", blob: derBlob(...[0, 1, 2, 3].map((i) => `grapheneos_auditor_samples/4/0_cert-${i}.der.x509`)), at: "2025-01-01T00:00:00Z" },
+  ];
+  for (const r of real) yesSeeds.push({ ...r, trust: google, nonce: nonceFor(challengeOf(r.blob, google, r.at)) });
+  const knox = await syntheticChain([
+    keyDescriptionExtension(),
+    new x509.Extension(KNOX_OID, false, knoxExtensionDer()),
+  ]);
+  yesSeeds.push({ name: "synthetic Samsung (Knox)", blob: knox.blob, at: "2026-01-15T00:00:00Z", trust: knox.trust, nonce: nonceFor(Buffer.alloc(32, 0x42)) });
+  for (const s of yesSeeds) {
+    const r = androidKeyFormat.appraise({ blob: s.blob, nonce: s.nonce, trust: trustConfig(s.trust), now: new Date(s.at) });
+    assert.equal(r.record.verdict, "Yes", `${s.name}: ${r.reason}`);
+  }
+});
+
+/** The verdict of a mutated blob, or "malformed"; throws for anything else (the first invariant). */
+function verdictOf(blob: Buffer, seed: YesSeed): string {
+  if (!androidKeyFormat.matches(blob)) return "not android-key";
+  try {
+    const r = androidKeyFormat.appraise({ blob, nonce: seed.nonce, trust: trustConfig(seed.trust), now: new Date(seed.at) });
+    assert.ok(STATUSES.has(r.record.status), r.record.status);
+    return r.record.verdict;
+  } catch (e) {
+    if (isAppError(e) && e.entry.code === "4000006") return "malformed";
+    throw e;
+  }
+}
+
+test("fuzz: no mutation of a chain that appraises Yes appraises Yes (DER)", () => {
+  const seen = new Map<string, number>();
+  fc.assert(
+    fc.property(fc.nat(), fc.array(mutation, { minLength: 1, maxLength: 3 }), (i, muts) => {
+      const seed = yesSeeds[i % yesSeeds.length]!;
+      const blob = apply(seed.blob, muts);
+      if (blob.equals(seed.blob)) return;
+      const v = verdictOf(blob, seed);
+      seen.set(v, (seen.get(v) ?? 0) + 1);
+      assert.notEqual(v, "Yes", `${seed.name}: mutation ${JSON.stringify(muts)} still appraises Yes`);
+    }),
+    { numRuns: 3000, seed: 20261122 },
+  );
+  assert.ok((seen.get("No") ?? 0) > 300, `mutants must reach the chain rules: ${JSON.stringify([...seen])}`);
+});
+
+test("fuzz: mutated PEM and x5c text gives Yes only when it decodes to the very same chain", () => {
+  const texts = yesSeeds.flatMap((seed) => {
+    const ders = splitDerCertificates(seed.blob)!;
+    return [
+      { seed, text: Buffer.from(ders.map((d) => toPem(d, "CERTIFICATE")).join("")) },
+      { seed, text: Buffer.from(JSON.stringify({ x5c: ders.map((d) => Buffer.from(d).toString("base64")) })) },
+    ];
+  });
+  let sameChain = 0;
+  fc.assert(
+    fc.property(fc.nat(), fc.array(mutation, { minLength: 1, maxLength: 3 }), (i, muts) => {
+      const { seed, text } = texts[i % texts.length]!;
+      const blob = apply(text, muts);
+      const v = verdictOf(blob, seed);
+      if (v !== "Yes") return;
+      const decoded = Buffer.concat(readChainInput(blob, chainEncodingOf(blob, 16)!, 16).ders);
+      assert.ok(decoded.equals(seed.blob), `${seed.name}: a different chain appraises Yes after ${JSON.stringify(muts)}`);
+      sameChain++;
+    }),
+    { numRuns: 2000, seed: 5 },
+  );
+  // layout-only mutations (a space, a line break) do occur and keep the chain: the check above is not vacuous
+  assert.ok(sameChain > 0, "no layout-only mutation was generated");
 });

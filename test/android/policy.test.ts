@@ -1,19 +1,10 @@
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import * as asn1js from "asn1js";
-import { AsnConvert, OctetString } from "@peculiar/asn1-schema";
 import { SecurityLevel, VerifiedBootState } from "@peculiar/asn1-android";
 import { findAllowedBootKey, parseAllowedBootKeys } from "../../src/attestation/policy/bootKeys.ts";
 import { evaluateAndroidPolicy, patchLevelAsDate } from "../../src/attestation/policy/androidPolicy.ts";
 import { parseKeyDescription } from "../../src/attestation/encoding/keyDescription.ts";
-import {
-  KNOX_OID,
-  KnoxAttestation,
-  KnoxAuthResult,
-  KnoxIntegrityStatus,
-  knoxToJson,
-  parseKnoxExtension,
-} from "../../src/attestation/encoding/knox.ts";
 import { androidTrust, appraiseAt, keyDescriptionDer, pemBlob } from "./fixtures.ts";
 
 const KEY = "9e6a8f3e0d761a780179f93acd5721ba1ab7c8c537c7761073c0a754b0e932de";
@@ -116,48 +107,5 @@ describe("policy", () => {
     assert.equal(r.record.status, "Success");
     assert.equal(r.record.verdict, "No");
     assert.match(r.reason, /older than the minimum 202512/);
-  });
-});
-
-describe("Knox extension parsing", () => {
-  test("round trip of every field, authResult as a SEQUENCE", () => {
-    const der = AsnConvert.serialize(new KnoxAttestation({
-      challenge: new OctetString(Buffer.from("nonce")),
-      idAttest: new asn1js.OctetString({ valueHex: Buffer.from("id") }).toBER(),
-      integrityStatus: new KnoxIntegrityStatus({
-        trustBoot: 0, warranty: 1, icd: 2, kernelStatus: 0, systemStatus: 0,
-        authResult: AsnConvert.serialize(new KnoxAuthResult({ callerAuthResult: 0, callingPackage: new OctetString(Buffer.from("com.x")) })),
-      }),
-      attestationRecordHash: new OctetString(Buffer.alloc(32, 1)),
-    }));
-    const k = parseKnoxExtension(new Uint8Array(der));
-    assert.deepEqual(k.integrityStatus, { trustBoot: 0, warranty: 1, icd: 2, kernelStatus: 0, systemStatus: 0, authResult: { callerAuthResult: 0, callingPackage: "com.x" } });
-    assert.equal(k.challenge?.toString(), "nonce");
-    assert.equal(k.idAttest?.toString("hex"), "04026964");
-    JSON.stringify(knoxToJson(k));
-  });
-
-  test("authResult as a plain status; unknown tags skipped and reported", () => {
-    const raw = new asn1js.Sequence({ value: [
-      new asn1js.Constructed({ idBlock: { tagClass: 3, tagNumber: 2 }, value: [new asn1js.Integer({ value: 5 })] }),
-      new asn1js.Constructed({ idBlock: { tagClass: 3, tagNumber: 5 }, value: [new asn1js.Sequence({ value: [
-        new asn1js.Constructed({ idBlock: { tagClass: 3, tagNumber: 1 }, value: [new asn1js.Enumerated({ value: 0 })] }),
-        new asn1js.Constructed({ idBlock: { tagClass: 3, tagNumber: 5 }, value: [new asn1js.Enumerated({ value: 2 })] }),
-        new asn1js.Constructed({ idBlock: { tagClass: 3, tagNumber: 9 }, value: [new asn1js.Enumerated({ value: 1 })] }),
-      ] })] }),
-    ] }).toBER();
-    const k = parseKnoxExtension(new Uint8Array(raw));
-    assert.deepEqual(k.integrityStatus, { warranty: 0, authResult: 2 });
-    assert.deepEqual(k.unknownTags.map((u) => [u.where, u.tag]), [["extension", 2], ["integrityStatus", 9]]);
-  });
-
-  test("tags out of order are semantic; broken DER is der", () => {
-    const raw = new asn1js.Sequence({ value: [
-      new asn1js.Constructed({ idBlock: { tagClass: 3, tagNumber: 6 }, value: [new asn1js.OctetString({ valueHex: new Uint8Array(1) })] }),
-      new asn1js.Constructed({ idBlock: { tagClass: 3, tagNumber: 0 }, value: [new asn1js.OctetString({ valueHex: new Uint8Array(1) })] }),
-    ] }).toBER();
-    assert.throws(() => parseKnoxExtension(new Uint8Array(raw)), { kind: "semantic" });
-    assert.throws(() => parseKnoxExtension(new Uint8Array([0x30, 0x03, 0xa0, 0x05])), { kind: "der" });
-    assert.equal(KNOX_OID, "1.3.6.1.4.1.236.11.3.23.7");
   });
 });

@@ -100,6 +100,12 @@ function outcome(blob: Uint8Array): "verdict" | "malformed" | "notImplemented" {
   }
 }
 
+/** The verdict, or how the container was refused. */
+function verdictOf(blob: Uint8Array): string {
+  const o = outcome(blob);
+  return o === "verdict" ? vendorContainerFormat.appraise({ blob, nonce: NONCE, trust, now: PINNED }).record.verdict : o;
+}
+
 type Mutation =
   | { kind: "flip"; at: number; bit: number }
   | { kind: "set"; at: number; value: number }
@@ -219,6 +225,30 @@ describe("vendor container fuzzing", () => {
       { numRuns: 1500 },
     );
     assert.ok(seen.has("verdict") && seen.has("malformed") && seen.has("notImplemented"), [...seen].join(","));
+  });
+
+  it("no mutation of a blob that appraises Yes appraises Yes, but for the unsigned errString", () => {
+    // The data is signed by the leaf, the leaf by the carried intermediate, that by an operator root, and a carried
+    // root must be the operator's or genuinely self-signed under its key. Only exitCode/errLen/errString are
+    // outside every signature: exitCode ≠ 0 is DeviceError, errString is a label (blob-format.md).
+    const yes = seeds.filter((s) => verdictOf(s.blob) === "Yes");
+    assert.ok(yes.length >= 2, "a seed without and one with a carried root");
+    const sameButErrString = (a: Uint8Array, b: Uint8Array) =>
+      a.length >= 2 && a[0] === b[0] && Buffer.from(a.subarray(2 + a[1]!)).equals(b.subarray(2 + b[1]!));
+    const seen = new Map<string, number>();
+    fc.assert(
+      fc.property(fc.nat(), fc.array(mutationArb, { minLength: 1, maxLength: 3 }), (seedIndex, mutations) => {
+        const seed = yes[seedIndex % yes.length]!;
+        const blob = mutate(seed, mutations);
+        const v = verdictOf(blob);
+        seen.set(v, (seen.get(v) ?? 0) + 1);
+        if (v === "Yes") {
+          assert.ok(sameButErrString(blob, seed.blob), `mutation ${JSON.stringify(mutations)} still appraises Yes`);
+        }
+      }),
+      { numRuns: 2500, seed: 20261122 },
+    );
+    assert.ok((seen.get("No") ?? 0) > 100 && (seen.get("malformed") ?? 0) > 100, JSON.stringify([...seen]));
   });
 
   it("length fields claiming up to 65 535 bytes allocate nothing of that size", () => {

@@ -14,6 +14,7 @@ import {
   type KeyDescriptionInfo,
 } from "../encoding/keyDescription.ts";
 import { KNOX_OID } from "../encoding/knox.ts";
+import { provisioningOf, type Provisioning } from "./provisioning.ts";
 import { normalizeSerial } from "./statusList.ts";
 
 /**
@@ -28,10 +29,16 @@ import { normalizeSerial } from "./statusList.ts";
  *   ATTEST_KEY key (purpose 7) whose root of trust and security level agree with the leaf's. Every other issuer
  *   is a CA (basicConstraints cA, keyCertSign when keyUsage is present, path length respected), except a factory
  *   batch certificate at position 1 that carries no KeyDescription.
+ * - A carried root that is not byte for byte one of the configured roots must be self-issued and self-signed: it
+ *   is a container for a pinned key, but every byte of the chain is either signed or checked.
  * - Dates: certificates that carry a KeyDescription (leaf, attest key) are device-made and their validity is
  *   meaningless; the carried root is only a container for a pinned key; every other certificate (batch, RKP and
- *   factory intermediates) must be within its validity at the appraisal time.
- * - Unknown critical extensions, and an extension repeated in one certificate, fail the chain (RFC 5280 4.2).
+ *   factory intermediates) must have started its validity at the appraisal time, and must not have ended it —
+ *   except in a factory-provisioned chain (provisioning.ts) under the policy `factoryExpiry: accept` (the
+ *   default), where expiry is accepted and reported: factory keys cannot be rotated, and Google let their
+ *   certificates expire with the 2016 root on 2026-05-24 while the devices stay in use.
+ * - Unknown critical extensions, an extension repeated in one certificate, and a signature BIT STRING with
+ *   unused bits (not DER) fail the chain (RFC 5280 4.2, X.690 11.2).
  *
  * Caching: what depends only on the trust (the pinned roots, parsed, with their keys) is built once per
  * `rootsDer` array; certificates that validated as intermediates or batch certificates are cached by the SHA-256
@@ -57,8 +64,22 @@ export interface ChainAnchor {
   carried: boolean;
 }
 
+/** A certificate past its notAfter that a factory chain was accepted with. */
+export interface ExpiredCertificate {
+  index: number;
+  subject: string;
+  notAfter: string;
+}
+
 export type ChainResult =
-  | { ok: true; anchor: ChainAnchor; roles: CertificateRole[] }
+  | {
+    ok: true;
+    anchor: ChainAnchor;
+    roles: CertificateRole[];
+    provisioning: Provisioning;
+    /** expired factory certificates accepted under `factoryExpiry: accept`; empty when none */
+    expiredAccepted: ExpiredCertificate[];
+  }
   | { ok: false; reason: string; roles: CertificateRole[] };
 
 const MAX_CACHED_CERTS = 4096;
@@ -79,6 +100,8 @@ interface TrustIndex {
   pinned: ReadonlySet<string>;
   roots: PinnedRoot[];
   certs: Map<string, CachedCert>;
+  /** SHA-256 of carried roots whose self-signature verified (or that are configured roots, byte for byte) */
+  carriedRoots: Set<string>;
 }
 
 const indexes = new WeakMap<readonly Uint8Array[], TrustIndex>();
@@ -94,7 +117,12 @@ function buildIndex(trust: AndroidTrust): TrustIndex {
       // the trust loader validated these; an unreadable one simply anchors nothing
     }
   }
-  return { pinned: trust.pinnedRootSpkiSha256, roots, certs: new Map() };
+  return {
+    pinned: trust.pinnedRootSpkiSha256,
+    roots,
+    certs: new Map(),
+    carriedRoots: new Set(roots.map((r) => r.facts.sha256)),
+  };
 }
 
 /** The per-trust index (parsed pinned roots, intermediate cache), built on first use. */
@@ -174,9 +202,8 @@ function hasKeyDescription(c: ChainCertificate): boolean {
   return c.facts.extensions.some((e) => e.oid === KEY_DESCRIPTION_OID);
 }
 
-function inValidity(f: CertificateFacts, now: Date): boolean {
-  const t = now.getTime();
-  return f.notBefore.getTime() <= t && t <= f.notAfter.getTime();
+function validityText(f: CertificateFacts): string {
+  return `${f.notBefore.toISOString()} .. ${f.notAfter.toISOString()}`;
 }
 
 export interface ChainInput {
@@ -222,11 +249,15 @@ export function validateAndroidChain(input: ChainInput, trust: AndroidTrust, now
     }
   }
 
-  // 2. Issuer rules, critical extensions, dates.
+  // 2. Encoding, issuer rules, critical extensions, dates.
   let casBelow = 0;
+  const expired: number[] = [];
   for (let i = 0; i < n; i++) {
     const f = certs[i]!.facts;
     const role = roles[i]!;
+    if (f.signatureUnusedBits !== 0) {
+      return fail(`certificate ${i}'s signature BIT STRING declares ${f.signatureUnusedBits} unused bits (not DER)`);
+    }
     const unknown = f.extensions.find((e) => e.critical && !KNOWN_CRITICAL.has(e.oid));
     if (unknown) return fail(`certificate ${i} has an unknown critical extension ${unknown.oid}`);
     const repeated = f.extensions.find((e, k) => f.extensions.findIndex((x) => x.oid === e.oid) !== k);
@@ -244,9 +275,12 @@ export function validateAndroidChain(input: ChainInput, trust: AndroidTrust, now
         casBelow++;
       }
     }
-    if ((role === "intermediate" || role === "batch") && !inValidity(f, now)) {
-      return fail(`certificate ${i} (${f.subject}) is not valid at ${now.toISOString()} ` +
-        `(${f.notBefore.toISOString()} .. ${f.notAfter.toISOString()})`);
+    if (role === "intermediate" || role === "batch") {
+      if (now.getTime() < f.notBefore.getTime()) {
+        return fail(`certificate ${i} (${f.subject}) is not valid at ${now.toISOString()} (${validityText(f)})`);
+      }
+      // Whether expiry fails the chain depends on its provisioning, known once the anchor is (step 5).
+      if (now.getTime() > f.notAfter.getTime()) expired.push(i);
     }
   }
 
@@ -273,6 +307,21 @@ export function validateAndroidChain(input: ChainInput, trust: AndroidTrust, now
   let anchor: ChainAnchor;
   let anchorRoot: PinnedRoot | undefined;
   if (roles[n - 1] === "root" && n > 1) {
+    if (!index.carriedRoots.has(last.facts.sha256)) {
+      if (!last.facts.issuerDer.equals(last.facts.subjectDer)) {
+        return fail(`certificate ${n - 1} carries a pinned key but is not self-issued, nor one of the configured roots`);
+      }
+      let key: KeyObject;
+      try {
+        key = keyOf(last, index);
+      } catch (e) {
+        return fail(`certificate ${n - 1}'s public key is unusable (${(e as Error).message})`);
+      }
+      const bad = checkSignature(last.facts, key);
+      if (bad) return fail(`certificate ${n - 1} carries a pinned key but is not self-signed (${bad})`);
+      if (index.carriedRoots.size >= MAX_CACHED_CERTS) index.carriedRoots.clear();
+      index.carriedRoots.add(last.facts.sha256);
+    }
     anchor = { spkiSha256: last.facts.spkiSha256, subject: last.facts.subject, carried: true };
   } else {
     if (index.roots.length === 0) return fail("no pinned root is available");
@@ -295,7 +344,25 @@ export function validateAndroidChain(input: ChainInput, trust: AndroidTrust, now
     anchor = { spkiSha256: anchorRoot.facts.spkiSha256, subject: anchorRoot.facts.subject, carried: false };
   }
 
-  // 5. Remember what validated: issuers (never the leaf or an attest key) and the links they passed.
+  // 5. Provisioning, and with it whether expired issuers fail the chain.
+  const issuers = certs.filter((_, i) => roles[i] === "intermediate" || roles[i] === "batch").map((c) => c.facts);
+  const provisioning = provisioningOf(issuers, anchor.spkiSha256);
+  const expiredAccepted: ExpiredCertificate[] = [];
+  if (expired.length > 0) {
+    const i = expired[0]!;
+    const f = certs[i]!.facts;
+    const notValid = `certificate ${i} (${f.subject}) is not valid at ${now.toISOString()} (${validityText(f)})`;
+    if (provisioning !== "factory") return fail(notValid);
+    if (trust.policy.factoryExpiry === "refuse") {
+      return fail(`${notValid}: an expired factory-provisioned chain, refused by the policy factoryExpiry: refuse`);
+    }
+    for (const k of expired) {
+      const c = certs[k]!.facts;
+      expiredAccepted.push({ index: k, subject: c.subject, notAfter: c.notAfter.toISOString() });
+    }
+  }
+
+  // 6. Remember what validated: issuers (never the leaf or an attest key) and the links they passed.
   for (let i = 1; i < n; i++) {
     const role = roles[i]!;
     if (role === "attestKey") continue;
@@ -312,7 +379,7 @@ export function validateAndroidChain(input: ChainInput, trust: AndroidTrust, now
     if (i + 1 < n) entry.verifiedBy.add(certs[i + 1]!.facts.sha256);
     else if (anchorRoot) entry.verifiedBy.add(anchorRoot.facts.sha256);
   }
-  return { ok: true, anchor, roles };
+  return { ok: true, anchor, roles, provisioning, expiredAccepted };
 }
 
 /**

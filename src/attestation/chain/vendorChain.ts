@@ -20,6 +20,7 @@ import {
   readCertificateFields,
   type PublicKeyAlgorithm,
 } from "../encoding/certificateExtensions.ts";
+import { signatureUnusedBits } from "../encoding/derChain.ts";
 import { normalizeSerial } from "./statusList.ts";
 
 /**
@@ -115,6 +116,12 @@ export interface RevokedCertificate {
  * TBSCertificate is kept as signed by OpenSSL, so this costs no re-encoding of what the signature covers.)
  */
 function parseX509(der: Uint8Array): X509Certificate {
+  // First, with its own reason: OpenSSL re-encodes a BIT STRING from its last byte's trailing zeros, so the `raw`
+  // comparison below catches only some of these.
+  const unused = signatureUnusedBits(der);
+  if (unused !== undefined && unused !== 0) {
+    throw new CertificateEncodingError(`not DER (its signature BIT STRING declares ${unused} unused bits)`);
+  }
   let x: X509Certificate;
   try {
     x = new X509Certificate(der);
@@ -376,8 +383,15 @@ export function vendorTrustProblems(trust: VendorTrust): readonly string[] {
   return trustState(trust).problems;
 }
 
+/**
+ * A carried certificate stands for an operator root when it is that root byte for byte, or another certificate
+ * of the same name and key (a re-issued root) that is genuinely self-signed: the operator's copy is then used,
+ * but no byte of what the device sent goes unchecked. (Only successes are cached, keyed by the carried DER.)
+ */
 function isOperatorRoot(anchor: InspectedCertificate, cert: InspectedCertificate): boolean {
-  return anchor.sha256 === cert.sha256 || (anchor.spkiSha256 === cert.spkiSha256 && anchor.subjectHex === cert.subjectHex);
+  if (anchor.sha256 === cert.sha256) return true;
+  return anchor.spkiSha256 === cert.spkiSha256 && anchor.subjectHex === cert.subjectHex &&
+    cert.selfIssued && verifies(cert.x509, cert.publicKey);
 }
 
 /** Why `issuer` did not issue `child`, or undefined. Issuer-level fitness is checked by the caller. */

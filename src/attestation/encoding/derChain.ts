@@ -84,20 +84,38 @@ export function readDerHeader(buf: Uint8Array, offset: number, end: number = buf
 }
 
 /**
- * Checks one certificate's outer shape: SEQUENCE { SEQUENCE tbs, SEQUENCE algorithm, BIT STRING signature }
- * with every length consistent and nothing left over.
+ * The offsets of one certificate's three parts when its outer shape is SEQUENCE { SEQUENCE tbs, SEQUENCE
+ * algorithm, BIT STRING signature } with every length consistent and nothing left over; null otherwise.
  */
-function isCertificateShape(buf: Uint8Array, offset: number, h: DerHeader): boolean {
-  if (h.tag !== 0x30) return false;
+function certificateParts(buf: Uint8Array, offset: number, h: DerHeader): [number, number, number] | null {
+  if (h.tag !== 0x30) return null;
   let pos = offset + h.headerLength;
   const end = pos + h.length;
-  const expect = [0x30, 0x30, 0x03];
-  for (const tag of expect) {
+  const parts: number[] = [];
+  for (const tag of [0x30, 0x30, 0x03]) {
     const inner = readDerHeader(buf, pos, end);
-    if (!inner || inner.tag !== tag) return false;
+    if (!inner || inner.tag !== tag) return null;
+    parts.push(pos);
     pos += inner.headerLength + inner.length;
   }
-  return pos === end;
+  return pos === end ? (parts as [number, number, number]) : null;
+}
+
+function isCertificateShape(buf: Uint8Array, offset: number, h: DerHeader): boolean {
+  return certificateParts(buf, offset, h) !== null;
+}
+
+/**
+ * The unused-bits octet of a certificate's signature BIT STRING, or undefined when `der` is not a certificate's
+ * outer shape or the BIT STRING is empty. DER signatures are whole octets, so anything but 0 is a second encoding
+ * of the same certificate (parsers drop the octet), which both formats refuse.
+ */
+export function signatureUnusedBits(der: Uint8Array): number | undefined {
+  const h = readDerHeader(der, 0);
+  const parts = h && certificateParts(der, 0, h);
+  if (!parts) return undefined;
+  const bits = readDerHeader(der, parts[2])!;
+  return bits.length === 0 ? undefined : der[parts[2] + bits.headerLength];
 }
 
 /**
@@ -106,22 +124,36 @@ function isCertificateShape(buf: Uint8Array, offset: number, h: DerHeader): bool
  * than `maxCount` certificates. The returned arrays are views into `body`.
  */
 export function splitDerCertificates(body: Uint8Array, maxCount = 16): Uint8Array[] | null {
-  if (body.length === 0 || body[0] !== 0x30) return null;
+  const walk = walkDerCertificates(body, maxCount);
+  return typeof walk === "string" ? null : walk;
+}
+
+/** Why `body` is not DER certificates laid end to end (one phrase for an error reason), or null when it is. */
+export function derChainProblem(body: Uint8Array, maxCount = 16): string | null {
+  const walk = walkDerCertificates(body, maxCount);
+  return typeof walk === "string" ? walk : null;
+}
+
+function walkDerCertificates(body: Uint8Array, maxCount: number): Uint8Array[] | string {
+  if (body.length === 0) return "the body is empty";
+  if (body[0] !== 0x30) return `it starts with byte 0x${body[0]!.toString(16).padStart(2, "0")}, not 0x30 (SEQUENCE)`;
   const out: Uint8Array[] = [];
   let pos = 0;
   while (pos < body.length) {
-    if (out.length === maxCount) return null;
+    if (out.length === maxCount) return `more than ${maxCount} certificates`;
     const h = readDerHeader(body, pos);
-    if (!h || !isCertificateShape(body, pos, h)) return null;
+    if (!h) {
+      return `certificate ${out.length} at byte ${pos}: its length is not definite, minimal DER or runs past the ` +
+        `end of the body (${body.length - pos} bytes left)`;
+    }
+    if (!isCertificateShape(body, pos, h)) {
+      return `certificate ${out.length} at byte ${pos} is not SEQUENCE { SEQUENCE, SEQUENCE, BIT STRING }`;
+    }
     const next = pos + h.headerLength + h.length;
     out.push(body.subarray(pos, next));
     pos = next;
   }
   return out;
-}
-
-export function isDerCertificateChain(body: Uint8Array, maxCount = 16): boolean {
-  return splitDerCertificates(body, maxCount) !== null;
 }
 
 /**
@@ -151,10 +183,11 @@ function minimalLengthBytes(length: number): number {
 }
 
 /**
- * Returns a description of the first BER-only encoding in `block`'s tree, or null when the tree is DER.
+ * Returns a description of the first BER-only encoding in `block`'s tree (only `block` itself when `deep` is
+ * false), or null when it is DER.
  * (SET OF ordering is not checked: devices emit purposes unsorted and nothing downstream depends on it.)
  */
-export function derViolation(block: asn1js.AsnType, path = "$"): string | null {
+export function derViolation(block: asn1js.AsnType, path = "$", deep = true): string | null {
   const b = block as asn1js.BaseBlock;
   const lenBlock = b.lenBlock;
   if (lenBlock.isIndefiniteForm) return `${path}: indefinite length`;
@@ -187,7 +220,7 @@ export function derViolation(block: asn1js.AsnType, path = "$"): string | null {
     }
   }
   const value = (b as { valueBlock?: { value?: unknown } }).valueBlock?.value;
-  if (id.isConstructed && Array.isArray(value)) {
+  if (deep && id.isConstructed && Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       const v = derViolation(value[i] as asn1js.AsnType, `${path}/${i}`);
       if (v) return v;
@@ -273,6 +306,8 @@ export interface CertificateFacts {
   serialHex: string;
   subject: string;
   issuer: string;
+  /** the subject's attributes in order (type OID, value as text): how Google's chains name their roles */
+  subjectAttributes: readonly { type: string; value: string }[];
   subjectDer: Buffer;
   issuerDer: Buffer;
   notBefore: Date;
@@ -284,6 +319,8 @@ export interface CertificateFacts {
   tbsDer: Uint8Array;
   signatureAlgorithm: string;
   signature: Buffer;
+  /** the signature BIT STRING's unused-bits octet (signatureUnusedBits): anything but 0 fails the chain */
+  signatureUnusedBits: number;
   /** false when the outer AlgorithmIdentifier differs from the one inside the TBSCertificate */
   signatureAlgorithmsAgree: boolean;
   /** basicConstraints: undefined when absent */
@@ -356,6 +393,7 @@ export function readCertificate(input: Uint8Array): CertificateFacts {
       serialHex: Buffer.from(serial).toString("hex"),
       subject: nameToString(t.subject),
       issuer: nameToString(t.issuer),
+      subjectAttributes: t.subject.flatMap((rdn) => rdn.map((atv) => ({ type: atv.type, value: atv.value.toString() }))),
       subjectDer,
       issuerDer,
       notBefore: t.validity.notBefore.getTime(),
@@ -365,6 +403,7 @@ export function readCertificate(input: Uint8Array): CertificateFacts {
       tbsDer: encodedBytes(tbs),
       signatureAlgorithm: cert.signatureAlgorithm.algorithm,
       signature: Buffer.from(cert.signatureValue),
+      signatureUnusedBits: signatureUnusedBits(der) ?? 0,
       signatureAlgorithmsAgree: Buffer.from(tbsAlg).equals(outerAlg),
       extensions,
     };

@@ -4,6 +4,7 @@
  */
 export function challengesForNonce(nonce: string): Buffer[] {
   const out: Buffer[] = [];
+  if (nonce.length === 0) return out;
   if (/^[A-Za-z0-9_-]{43}$/.test(nonce)) {
     const decoded = Buffer.from(nonce, "base64url");
     if (decoded.length === 32) out.push(decoded);
@@ -12,6 +13,8 @@ export function challengesForNonce(nonce: string): Buffer[] {
   return out;
 }
 
+/** An empty challenge never matches: it would stand for every nonce, and an empty nonce for none. */
 export function challengeMatches(nonce: string, challenge: Uint8Array): boolean {
+  if (challenge.length === 0) return false;
   return challengesForNonce(nonce).some((c) => c.length === challenge.length && c.equals(challenge));
 }

@@ -38,7 +38,7 @@ export function parsePemBlocks(text: string, source = "PEM"): PemBlock[] {
       if ((end[1] ?? "") !== label) {
         throw new Error(`${source}: block "${label}" opened on line ${startLine} is closed as "${end[1] ?? ""}"`);
       }
-      blocks.push({ label, der: decodeBase64(body.join(""), `${source}: block "${label}" on line ${startLine}`) });
+      blocks.push({ label, der: decodeBase64Strict(body.join(""), `${source}: block "${label}" on line ${startLine}`) });
       label = undefined;
       continue;
     }
@@ -66,9 +66,16 @@ export function toPem(der: Uint8Array, label: string): string {
   return `-----BEGIN ${label}-----\n${lines.join("\n")}${lines.length ? "\n" : ""}-----END ${label}-----\n`;
 }
 
-function decodeBase64(b64: string, where: string): Uint8Array {
-  // Buffer.from(…, "base64") skips characters it does not know; checking first makes a corrupted file an error.
+/**
+ * Standard base64 (RFC 4648 §4, padded), canonical only. Buffer.from(…, "base64") skips characters it does not
+ * know and ignores the unused bits of the last character, so two different texts can decode to the same bytes;
+ * checking the alphabet, the padding and the round trip first makes every other text an error.
+ */
+export function decodeBase64Strict(b64: string, where: string): Uint8Array {
   if (b64.length === 0) throw new Error(`${where}: empty`);
+  if (/[-_]/.test(b64)) throw new Error(`${where}: base64url, expected standard base64 (RFC 4648 §4)`);
   if (b64.length % 4 !== 0 || !BASE64.test(b64)) throw new Error(`${where}: not valid base64`);
-  return new Uint8Array(Buffer.from(b64, "base64"));
+  const bytes = Buffer.from(b64, "base64");
+  if (bytes.toString("base64") !== b64) throw new Error(`${where}: not canonical base64 (non-zero padding bits)`);
+  return new Uint8Array(bytes);
 }

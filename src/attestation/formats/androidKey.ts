@@ -3,7 +3,14 @@ import { catalog } from "../../errors/catalog.ts";
 import type { AppraisalInput, AppraisalResult, AppraisalStatus, VerdictRecord, VerdictValue } from "../types.ts";
 import type { BlobFormat } from "./format.ts";
 import { challengeMatches } from "../encoding/nonce.ts";
-import { ExtensionError, findExtension, splitDerCertificates } from "../encoding/derChain.ts";
+import { ExtensionError, findExtension } from "../encoding/derChain.ts";
+import {
+  CHAIN_ENCODING_NAMES,
+  ChainInputError,
+  chainEncodingOf,
+  readChainInput,
+  type ChainEncoding,
+} from "../encoding/chainInput.ts";
 import {
   KEY_DESCRIPTION_OID,
   keyDescriptionToJson,
@@ -22,33 +29,43 @@ import {
 import { androidTamperBit, evaluateAndroidPolicy } from "../policy/androidPolicy.ts";
 
 /**
- * android-key: the body is the certificate chain an Android app gets from KeyStore.getCertificateChain, DER
- * certificates laid end to end, leaf first (blob-format.md). Appraisal, first rule that applies:
+ * android-key: the body is the certificate chain an Android app gets from KeyStore.getCertificateChain, leaf
+ * first (blob-format.md): DER certificates laid end to end, or the same chain as a PEM bundle or an x5c JSON
+ * object (encoding/chainInput.ts). Appraisal, first rule that applies:
  *
- * 0. Unreadable container → AppError BLOB_MALFORMED: a certificate that is not X.509, more than MAX_CERTS
- *    certificates, a KeyDescription or Knox extension whose DER is broken.
+ * 0. Unreadable container → AppError BLOB_MALFORMED, its reason naming the encoding tried: a body that breaks its
+ *    encoding's rules, a certificate that is not X.509, more than MAX_CERTS certificates, a KeyDescription whose
+ *    DER is broken. (Never the Knox extension: the verdict needs one value of it, see knox.ts.)
  * 1. Trust unusable (no pinned roots, roots or status list missing or stale) → CertificateInvalid, No.
  * 2. The leaf has no KeyDescription, the chain does not validate to a pinned root (androidChain.ts), or the
- *    KeyDescription / Knox extension is readable but malformed (non-DER, tags out of order, wrong types)
- *    → CertificateInvalid, No.
+ *    KeyDescription is readable but malformed (non-DER, tags out of order, wrong types), or the Knox
+ *    integrityStatus is → CertificateInvalid, No.
  * 3. A batch / intermediate serial is REVOKED or SUSPENDED in the status list → Revoked, No.
  * 4. attestationChallenge is not the nonce (its 32 base64url-decoded bytes, or its ASCII) → NonceMismatch, No.
  * 5. Success; verdict by androidPolicy.ts (Yes or No).
  *
  * The record is filled from the attestation only when the chain authenticated it (Success, NonceMismatch);
  * otherwise it carries the nonce, the leaf serial as chipId and the attestation version, and the rest is "".
+ * `detail` says which encoding the chain came in, how the device was provisioned, every Knox finding, and —
+ * when the verdict relied on it — which expired factory certificates were accepted.
  */
 
 /** Real chains have 2 to 6 certificates; more is not a key-attestation chain. */
 export const MAX_CERTS = 10;
 
-const malformed = (reason: string) => new AppError(catalog.BLOB_MALFORMED, reason);
+/** The largest body `matches` walks as DER before calling it another format (appraise then refuses > MAX_CERTS). */
+const DETECT_MAX_CERTS = 4096;
+
+function malformed(encoding: ChainEncoding, reason: string): AppError {
+  return new AppError(catalog.BLOB_MALFORMED, `android-key (${CHAIN_ENCODING_NAMES[encoding]}): ${reason}`);
+}
 
 function readExtension<T>(
   cert: ChainCertificate,
   oid: string,
   parse: (v: Uint8Array) => T,
   where: string,
+  encoding: ChainEncoding,
 ): T | ExtensionError | undefined {
   const ext = findExtension(cert.facts, oid);
   if (!ext) return undefined;
@@ -56,12 +73,14 @@ function readExtension<T>(
     return parse(ext.value);
   } catch (e) {
     const err = e instanceof ExtensionError ? e : new ExtensionError("semantic", (e as Error).message);
-    if (err.kind === "der") throw malformed(`${where}: ${err.message}`);
+    if (err.kind === "der") throw malformed(encoding, `${where}: ${err.message}`);
     return err;
   }
 }
 
 interface Parsed {
+  encoding: ChainEncoding;
+  ignoredKeys?: string[];
   certs: ChainCertificate[];
   leafKd: KeyDescriptionInfo | ExtensionError | undefined;
   attestKd: KeyDescriptionInfo | ExtensionError | undefined;
@@ -69,22 +88,30 @@ interface Parsed {
 }
 
 function parse(input: AppraisalInput): Parsed {
-  const ders = splitDerCertificates(input.blob, MAX_CERTS + 1);
-  if (!ders) throw malformed("the body is not DER certificates laid end to end");
-  if (ders.length > MAX_CERTS) throw malformed(`more than ${MAX_CERTS} certificates`);
+  const encoding = chainEncodingOf(input.blob, DETECT_MAX_CERTS) ?? "der";
+  let chain;
+  try {
+    chain = readChainInput(input.blob, encoding, MAX_CERTS);
+  } catch (e) {
+    if (e instanceof ChainInputError) throw malformed(e.encoding, e.message);
+    throw e;
+  }
   let certs: ChainCertificate[];
   try {
-    certs = readChain(ders, input.trust.android);
+    certs = readChain(chain.ders, input.trust.android);
   } catch (e) {
-    if (e instanceof CertificateReadError) throw malformed(e.message);
+    if (e instanceof CertificateReadError) throw malformed(encoding, e.message);
     throw e;
   }
   const leaf = certs[0]!;
   return {
+    encoding,
+    ...(chain.ignoredKeys?.length ? { ignoredKeys: chain.ignoredKeys } : {}),
     certs,
-    leafKd: readExtension(leaf, KEY_DESCRIPTION_OID, parseKeyDescription, "leaf KeyDescription"),
-    attestKd: certs[1] && readExtension(certs[1], KEY_DESCRIPTION_OID, parseKeyDescription, "certificate 1 KeyDescription"),
-    knox: readExtension(leaf, KNOX_OID, parseKnoxExtension, "Knox extension"),
+    leafKd: readExtension(leaf, KEY_DESCRIPTION_OID, parseKeyDescription, "leaf KeyDescription", encoding),
+    attestKd: certs[1] &&
+      readExtension(certs[1], KEY_DESCRIPTION_OID, parseKeyDescription, "certificate 1 KeyDescription", encoding),
+    knox: readExtension(leaf, KNOX_OID, parseKnoxExtension, "Knox extension", encoding),
   };
 }
 
@@ -134,7 +161,7 @@ function record(
 }
 
 export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
-  const { certs, leafKd, attestKd, knox } = parse(input);
+  const { encoding, ignoredKeys, certs, leafKd, attestKd, knox } = parse(input);
   const trust = input.trust.android;
   const leafSerial = certs[0]!.facts.serialHex;
   const kd = leafKd instanceof ExtensionError ? undefined : leafKd;
@@ -143,6 +170,8 @@ export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
   const detail: Record<string, unknown> = {
     format: "android-key",
     appraisedAt: input.now.toISOString(),
+    encoding,
+    ...(ignoredKeys ? { ignoredKeys } : {}),
     chain: null,
     keyDescription: kd ? keyDescriptionToJson(kd) : null,
   };
@@ -161,13 +190,12 @@ export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
     };
   };
 
-  // 1. Trust.
-  if (trust.pinnedRootSpkiSha256.size === 0) {
-    return done("CertificateInvalid", "No", "no Android attestation roots are configured (fail closed)", false);
-  }
-  if (!trust.fresh) {
-    return done("CertificateInvalid", "No",
-      "the Android attestation roots or status list are missing or stale (fail closed)", false);
+  // 1. Trust. The source's own sentence first: it says which source failed, where, and how.
+  if (!trust.fresh || trust.pinnedRootSpkiSha256.size === 0) {
+    const why = trust.unavailableReason ?? (trust.pinnedRootSpkiSha256.size === 0
+      ? "no Android attestation roots are configured"
+      : "the Android attestation roots or status list are missing or stale");
+    return done("CertificateInvalid", "No", `${why} (fail closed)`, false);
   }
 
   // 2. KeyDescription present, chain, then the extensions' semantics.
@@ -184,6 +212,10 @@ export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
   roles = chain.roles;
   if (!chain.ok) return done("CertificateInvalid", "No", chain.reason, false);
   detail.anchor = chain.anchor;
+  detail.provisioning = chain.provisioning;
+  if (chain.expiredAccepted.length > 0) {
+    detail.factoryExpiry = { policy: "accept", expiredAccepted: chain.expiredAccepted };
+  }
   if (knox instanceof ExtensionError) return done("CertificateInvalid", "No", knox.message, false);
 
   // 3. Revocation.
@@ -208,8 +240,11 @@ export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
     policy: trust.policy,
   });
   detail.policy = { verdict: decision.verdict, failures: decision.failures, bootKey: decision.bootKey ?? null };
+  const expiredFactory = chain.expiredAccepted.length > 0
+    ? `; expired factory certificate(s) ${chain.expiredAccepted.map((c) => c.index).join(", ")} accepted (factoryExpiry: accept)`
+    : "";
   const reason = decision.verdict === "Yes"
-    ? `verified chain to a pinned root; ${describeBoot(kd, decision.bootKey?.label)}`
+    ? `verified chain to a pinned root; ${describeBoot(kd, decision.bootKey?.label)}${expiredFactory}`
     : decision.failures.join("; ");
   return done("Success", decision.verdict, reason, true);
 }
@@ -237,7 +272,6 @@ const placeholderKd: KeyDescriptionInfo = {
 
 export const androidKeyFormat: BlobFormat = {
   name: "android-key",
-  // any number of certificates is "this format" (the appraisal then refuses more than MAX_CERTS)
-  matches: (blob) => splitDerCertificates(blob, 4096) !== null,
+  matches: (blob) => chainEncodingOf(blob, DETECT_MAX_CERTS) !== undefined,
   appraise: appraiseAndroidKey,
 };

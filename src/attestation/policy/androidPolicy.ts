@@ -11,7 +11,8 @@ import { findAllowedBootKey } from "./bootKeys.ts";
  * - attestationSecurityLevel = keyMintSecurityLevel, and TrustedEnvironment or StrongBox;
  * - a hardware-enforced RootOfTrust with deviceLocked = true;
  * - verifiedBootState Verified, or SelfSigned with a verifiedBootKey on the operator's allow-list;
- * - no Samsung Knox warranty bit;
+ * - no Samsung Knox warranty bit, and a Knox extension, when the leaf carries one, that can be read (pre-Android-8
+ *   Samsung firmware writes one with broken lengths: its warranty bit is unknown, so the device is refused);
  * - when the policy sets them: osPatchLevel at least the minimum; an allowed app (package name, and one of its
  *   signing-certificate digests when the entry lists digests).
  * Only hardware-enforced values count for the device state (a software-enforced RootOfTrust is a claim of the
@@ -88,6 +89,9 @@ export function evaluateAndroidPolicy(input: AndroidPolicyInput): AndroidPolicyD
   }
 
   if (knoxWarrantyVoid(input.knox)) failures.push("Samsung Knox warranty bit set");
+  if (input.knox?.unreadable) {
+    failures.push(`Samsung Knox extension unreadable (${input.knox.unreadable}): its warranty bit cannot be read`);
+  }
 
   const min = input.policy.minOsPatchLevel;
   if (min !== undefined) {
