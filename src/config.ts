@@ -47,14 +47,16 @@ export const settings = {
   vendorRoots: s("string", "PEM bundle of trusted vendor root certificates"),
   referenceValues: s("string", "JSON file of reference values (model, firmwareVersion, measurements)"),
   revocations: s("string", "vendor revocation list (Google status-list JSON shape)"),
-  androidRoots: s("string", "Google attestation roots: file or URL, roots JSON or PEM bundle"),
-  androidStatus: s("string", "Google attestation status list: file or URL"),
+  androidRoots: s("string", "Google attestation roots: file or URL, roots JSON or PEM bundle; replaces the roots built into attestd"),
+  androidStatus: s("string", "Google attestation status list: file or URL; fetched, cached in the data dir and refreshed", {
+    default: "https://android.googleapis.com/attestation/status",
+  }),
   allowedBootKeys: s("string", "JSON allow-list of verified-boot keys for SelfSigned devices"),
   androidMaxAge: s("int", "seconds after which cached Android roots/status are stale and appraisal fails closed", {
     default: 7 * 24 * 3600,
     min: 60,
   }),
-  androidRefresh: s("int", "seconds between refreshes of Android roots/status from their URLs", {
+  androidRefresh: s("int", "seconds between refreshes of Android roots/status from their files or URLs", {
     default: 3600,
     min: 10,
   }),

@@ -33,6 +33,8 @@ export interface RuntimeOptions {
   /** open stores already (tests); otherwise opened from the config */
   stores?: Stores;
   https?: { cert: string; key: string };
+  /** the network the trust sources use (tests inject one, so that no test reaches Google's status list) */
+  fetch?: typeof fetch;
 }
 
 /**
@@ -64,8 +66,13 @@ export function tenantTrust(
   };
 }
 
-export function createLogger(level: string): FastifyBaseLogger {
-  return pino({ level, base: { service: "attestd", pid: process.pid } }) as unknown as FastifyBaseLogger;
+/**
+ * The service logs to stdout; a CLI command whose stdout is its result (`attestd appraise`) passes fd 2, so a
+ * warning never lands in front of the JSON a script reads.
+ */
+export function createLogger(level: string, fd: 1 | 2 = 1): FastifyBaseLogger {
+  const options = { level, base: { service: "attestd", pid: process.pid } };
+  return (fd === 1 ? pino(options) : pino(options, pino.destination({ fd: 2, sync: true }))) as unknown as FastifyBaseLogger;
 }
 
 /** The composition root: config → stores → trust → services → app. `main` only listens and handles signals. */
@@ -79,10 +86,13 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   if (vendor.get().rootsDer.length === 0) log.warn("no --vendor-roots: every vendor blob will be CertificateInvalid");
   vendor.start(10_000, (err) => log.warn({ err }, "reference values refresh failed"));
   const policies = loadAndroidPolicies(config.androidPolicy, config.androidMinPatchLevel);
-  const android: AndroidTrustHandle = await openAndroidTrust(config, log, clock, policies.default);
+  const android: AndroidTrustHandle = await openAndroidTrust(config, log, clock, policies.default, true, {
+    ...(opts.fetch ? { fetch: opts.fetch } : {}),
+  });
   const currentTrust = tenantTrust(() => vendor.get(), () => android.current(), policies);
 
   const metrics = new Metrics();
+  metrics.trackAndroidTrust(() => android.current().fresh);
   const activity = new ActivityRecorder(stores.durable, log);
   const attestation = new AttestationService({
     nonces: stores.nonces,
@@ -106,13 +116,20 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const auth = new ApiKeyAuthenticator(stores.durable, clock, enrollment.restrictionCheck);
 
   const readiness = async (): Promise<ReadinessReport> => {
-    const checks = (await stores.health()).map((h) => ({
+    const critical = (await stores.health()).map((h) => ({
       name: h.name,
       ok: h.ok,
       ...(h.error ? { detail: h.error } : {}),
     }));
-    checks.push(...android.health());
-    return { ready: checks.every((c) => c.ok), checks };
+    // Android trust is advisory: every instance depends on the same Google endpoint, so taking them all out of
+    // the load balancer would turn an android-key outage into a total one (vendor blobs and Part B too).
+    // Readiness means "this instance cannot serve, another could" (docs/deployment.md).
+    const advisory = android.health();
+    return {
+      ready: critical.every((c) => c.ok),
+      degraded: advisory.filter((c) => !c.ok).map((c) => c.name),
+      checks: [...critical, ...advisory],
+    };
   };
 
   const app = await buildApp({

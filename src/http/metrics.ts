@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { AppraisalResult } from "../attestation/types.ts";
 
 /** Prometheus metrics of one process. A registry per instance keeps tests (several apps per process) apart. */
@@ -33,6 +33,18 @@ export class Metrics {
 
   constructor(defaultMetrics = true) {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: "attestd_" });
+  }
+
+  /** `attestd_android_trust_fresh`, read at scrape time: alert on 0 (android-key answers CertificateInvalid) */
+  trackAndroidTrust(fresh: () => boolean): void {
+    new Gauge({
+      name: "attestd_android_trust_fresh",
+      help: "1 when Google's attestation roots and status list are present and fresh, 0 when android-key fails closed",
+      registers: [this.registry],
+      collect() {
+        this.set(fresh() ? 1 : 0);
+      },
+    });
   }
 
   // prom-client hashes the label set on every inc/observe; a request's labels repeat, so their children are kept

@@ -1,3 +1,4 @@
+import type { FastifyBaseLogger } from "fastify";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -8,6 +9,17 @@ import { createLogger, createRuntime, type Runtime } from "../../src/server.ts";
 import type { Tenant } from "../../src/store/types.ts";
 
 export const T0 = Date.parse("2026-11-22T10:00:00.000Z");
+
+/**
+ * The network of an in-process runtime unless a test gives one: always down, at once. The default
+ * --android-status is Google's URL; a test must neither depend on reaching it nor hang on it, so by default a
+ * runtime behaves as an offline machine with an empty disk cache (android-key fails closed, /readyz degraded).
+ */
+export const offlineFetch: typeof fetch = async (input) => {
+  // what undici throws when DNS fails, as on a machine without a network
+  const host = new URL(String(input instanceof Request ? input.url : input)).hostname;
+  throw new TypeError("fetch failed", { cause: Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: "ENOTFOUND" }) });
+};
 
 export interface TestRuntime {
   runtime: Runtime;
@@ -22,17 +34,21 @@ export interface TestRuntime {
 }
 
 /**
- * A real runtime (SQLite in a temp dir, every route, pinned clock) driven through app.inject. `settings` are
- * given as flags would be (camelCase), so the same validation applies as on the command line.
+ * A real runtime (SQLite in a temp dir, every route, pinned clock, no network) driven through app.inject.
+ * `settings` are given as flags would be (camelCase), so the same validation applies as on the command line.
  */
 export async function startTestRuntime(
   settings: Record<string, unknown> = {},
-  opts: { clock?: ManualClock; dir?: string } = {},
+  opts: { clock?: ManualClock; dir?: string; fetch?: typeof fetch; logger?: FastifyBaseLogger } = {},
 ): Promise<TestRuntime> {
   const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), "attestd-test-"));
   const config = loadConfig({ dataDir: dir, insecureHttp: true, logLevel: "silent", ...settings }, {});
   const clock = opts.clock ?? new ManualClock(T0);
-  const runtime = await createRuntime(config, { clock, logger: createLogger("silent") });
+  const runtime = await createRuntime(config, {
+    clock,
+    logger: opts.logger ?? createLogger("silent"),
+    fetch: opts.fetch ?? offlineFetch,
+  });
   await runtime.app.ready();
   const addTenant = async (name: string, o: { rps?: number; burst?: number } = {}) => {
     const tenant =

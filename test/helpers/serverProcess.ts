@@ -8,6 +8,20 @@ import { Agent, request } from "undici";
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CLI = ["--import", "tsx", path.join(REPO, "src/cli/main.ts")];
 
+/**
+ * The environment of a spawned attestd. The default --android-status is Google's URL, which a child process
+ * would fetch for real (no fetch can be injected across processes); Google's sample list from the vectors keeps
+ * every spawned server's android-key trust the same on any network. A test's own --android-status flag, or
+ * ATTESTD_ANDROID_STATUS in `env`, still wins.
+ */
+function childEnv(env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    ATTESTD_ANDROID_STATUS: path.join(REPO, "test/vectors/android-key/google_android-key-attestation/status.json"),
+    ...env,
+  };
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
@@ -23,7 +37,7 @@ export async function freePort(): Promise<number> {
 export function attestdCli(args: string[], env: NodeJS.ProcessEnv = {}): { stdout: string; stderr: string; status: number } {
   const r = spawnSync(process.execPath, [...CLI, ...args], {
     cwd: REPO,
-    env: { ...process.env, ...env },
+    env: childEnv(env),
     encoding: "utf8",
     timeout: 60_000,
   });
@@ -45,6 +59,7 @@ export async function startServer(args: string[], opts: { tls?: { caFile: string
   const tls = opts.tls ?? false;
   const proc = spawn(process.execPath, [...CLI, "serve", "--host", "127.0.0.1", "--port", String(port), ...args], {
     cwd: REPO,
+    env: childEnv(),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

@@ -11,7 +11,7 @@ import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runti
 /**
  * One real chain end to end over HTTP: a Sony Xperia 10 III (factory batch certificate, root 2016, TEE, Verified +
  * locked) whose 32-byte attestation challenge is seeded as a nonce through the store interface, at a pinned time
- * inside the chain's validity. The roots and status list are Google's real files from ../shared/vectors.
+ * inside the chain's validity. The roots and status list are Google's real files from test/vectors.
  */
 const AT = Date.parse("2025-06-01T00:00:00Z");
 const SONY = "android_keyattestation/testdata/sony-xperia10-iii/sdk33/TEE_EC.pem";
@@ -31,22 +31,27 @@ describe("android-key over HTTP (real device chain)", () => {
       payload: blob,
     });
 
+  // no --android-roots: the roots built into attestd; the status list from a file (Google's sample)
+  const statusFile = vec("google_android-key-attestation/status.json");
   before(async () => {
-    t = await startTestRuntime(
-      {
-        androidRoots: vec("android_keyattestation/roots.json"),
-        androidStatus: vec("google_android-key-attestation/status.json"),
-      },
-      { clock: new ManualClock(AT) },
-    );
+    t = await startTestRuntime({ androidStatus: statusFile }, { clock: new ManualClock(AT) });
   });
   after(async () => t.close());
 
-  it("/readyz reports both Android trust sources loaded", async () => {
+  it("/readyz reports both Android trust sources loaded, with what they hold", async () => {
     const res = await t.runtime.app.inject({ method: "GET", url: "/readyz" });
     assert.equal(res.statusCode, 200, res.body);
-    const names = res.json().checks.filter((c: { ok: boolean }) => c.ok).map((c: { name: string }) => c.name);
-    assert.ok(names.includes("android-roots") && names.includes("android-status"), res.body);
+    const body = res.json();
+    assert.deepEqual(body.degraded, []);
+    const android = body.checks.filter((c: { name: string }) => c.name.startsWith("android-"));
+    assert.deepEqual(android, [
+      { name: "android-roots", ok: true, detail: "Google's roots are built in: 5 certificates, 2 keys" },
+      {
+        name: "android-status",
+        ok: true,
+        detail: `the Android attestation status list from ${statusFile}: 5 entries, obtained 2025-06-01T00:00:00.000Z`,
+      },
+    ]);
   });
 
   it("the matching challenge → Success / Yes, with the record mapping of blob-format.md", async () => {
@@ -102,6 +107,37 @@ describe("android-key over HTTP (real device chain)", () => {
     const broken = attestdCli(["appraise", file, "--challenge-hex", "00", ...common]);
     assert.equal(broken.status, 2);
     assert.equal(JSON.parse(broken.stdout).error.code, "4000006");
+  });
+});
+
+describe("android-key over HTTP with no network and no cached status list", () => {
+  let t: TestRuntime;
+  before(async () => {
+    // nothing configured: built-in roots, Google's status URL, and the test runtime's network is down
+    t = await startTestRuntime({}, { clock: new ManualClock(AT) });
+  });
+  after(async () => t.close());
+
+  it("the genuine chain is refused, CertificateInvalid, and the stored reason says exactly why", async () => {
+    const nonce = SONY_CHALLENGE.toString("base64url");
+    await t.runtime.stores.nonces.issue({ nonce, tenantId: t.tenant.tenantId, createdAtMs: AT, expiresAtMs: AT + 300_000 }, 1000, AT);
+    const res = await t.runtime.app.inject({
+      method: "POST",
+      url: `/v2/blobs?nonce=${nonce}`,
+      headers: { [KEY_HEADER]: t.key, "content-type": "application/octet-stream" },
+      payload: pemBlob(SONY),
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual([res.json().status, res.json().verdict], ["CertificateInvalid", "No"]);
+    const full = await t.runtime.app.inject({ method: "GET", url: `${res.headers.location}?detail=full`, headers: { [KEY_HEADER]: t.key } });
+    assert.equal(
+      full.json().attestation.reason,
+      "the Android attestation status list could not be fetched from https://android.googleapis.com/attestation/status " +
+        `(fetch failed: ENOTFOUND) and no cached copy is in ${path.join(t.dir, "android-trust")} (fail closed)`,
+    );
+    const ready = await t.runtime.app.inject({ method: "GET", url: "/readyz" });
+    assert.equal(ready.statusCode, 200);
+    assert.deepEqual(ready.json().degraded, ["android-status"]);
   });
 });
 

@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
+import path from "node:path";
+import { Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
+import type { FastifyBaseLogger } from "fastify";
+import pino from "pino";
 import { startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 
 describe("operations endpoints", () => {
@@ -15,9 +19,30 @@ describe("operations endpoints", () => {
     assert.equal(ready.statusCode, 200);
     assert.equal(ready.json().ready, true);
     assert.ok(ready.json().checks.some((c: { name: string; ok: boolean }) => c.name === "sqlite" && c.ok));
+    assert.deepEqual(ready.json().checks.map((c: { name: string }) => c.name), ["sqlite", "android-roots", "android-status"]);
   });
 
-  it("/readyz is 503 when the store does not answer", async () => {
+  it("offline with nothing configured: /readyz stays 200, names android-status as degraded and says why", async () => {
+    // the test runtime's network is down (test/helpers/runtime.ts) and its data dir has no cached list
+    const res = await t.runtime.app.inject({ method: "GET", url: "/readyz" });
+    assert.equal(res.statusCode, 200, res.body);
+    const body = res.json();
+    assert.equal(body.ready, true);
+    assert.deepEqual(body.degraded, ["android-status"]);
+    const check = (name: string) => body.checks.find((c: { name: string }) => c.name === name);
+    assert.deepEqual(check("android-roots"), { name: "android-roots", ok: true, detail: "Google's roots are built in: 5 certificates, 2 keys" });
+    assert.deepEqual(check("android-status"), {
+      name: "android-status",
+      ok: false,
+      detail:
+        "the Android attestation status list could not be fetched from https://android.googleapis.com/attestation/status " +
+        `(fetch failed: ENOTFOUND) and no cached copy is in ${path.join(t.dir, "android-trust")}`,
+    });
+    const metrics = await t.runtime.app.inject({ method: "GET", url: "/metrics" });
+    assert.match(metrics.body, /^attestd_android_trust_fresh 0$/m);
+  });
+
+  it("/readyz is 503 when the store does not answer, Android trust or not", async () => {
     const original = t.runtime.stores.health;
     t.runtime.stores.health = async () => [{ name: "sqlite", ok: false, error: "database is locked" }];
     try {
@@ -25,8 +50,33 @@ describe("operations endpoints", () => {
       assert.equal(res.statusCode, 503);
       assert.equal(res.json().ready, false);
       assert.equal(res.json().checks[0].detail, "database is locked");
+      assert.deepEqual(res.json().degraded, ["android-status"], "degraded lists only the non-critical checks");
     } finally {
       t.runtime.stores.health = original;
+    }
+  });
+
+  it("the start-up log says in one warning line why android-key fails closed", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        for (const l of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
+    const own = await startTestRuntime({}, { logger: pino({ level: "info" }, sink) as unknown as FastifyBaseLogger });
+    try {
+      const android = lines.filter((l) => /android/.test(String(l.msg)));
+      assert.equal(android.length, 1, JSON.stringify(android));
+      assert.equal(android[0]!.level, 40);
+      assert.equal(
+        android[0]!.msg,
+        "android-key appraisal fails closed: the Android attestation status list could not be fetched from " +
+          "https://android.googleapis.com/attestation/status (fetch failed: ENOTFOUND) and no cached copy is in " +
+          path.join(own.dir, "android-trust"),
+      );
+    } finally {
+      await own.close();
     }
   });
 
@@ -41,6 +91,9 @@ describe("operations endpoints", () => {
     assert.ok(doc.paths["/api/v1/transaction"].post.requestBody);
     assert.ok(doc.paths["/api/v1/verdicts/{objectId}"].get);
     assert.ok(doc.components.schemas.VerdictRecord || JSON.stringify(doc).includes("measurements"));
+    const readiness = doc.paths["/readyz"].get.responses["200"].content["application/json"].schema;
+    assert.ok(readiness.required.includes("degraded"), JSON.stringify(readiness));
+    assert.equal(readiness.properties.degraded.type, "array");
   });
 
   it("/docs serves the API browser", async () => {

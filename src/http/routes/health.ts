@@ -2,13 +2,22 @@ import { Type } from "typebox";
 import type { AppDeps, AppInstance } from "../app.ts";
 
 export interface ReadinessReport {
+  /** false → 503: a check this instance cannot serve without (its stores) is failing */
   ready: boolean;
+  /**
+   * Names of failing checks that do not make the instance unready (Android trust: every instance shares Google's
+   * endpoint, so routing away would not help). Optional for checkers that have none; the answer always has it.
+   */
+  degraded?: string[];
   checks: { name: string; ok: boolean; detail?: string }[];
 }
 export type ReadinessCheck = () => Promise<ReadinessReport>;
 
 const Readiness = Type.Object({
-  ready: Type.Boolean(),
+  ready: Type.Boolean({ description: "false (and status 503) when a store this instance needs is unreachable" }),
+  degraded: Type.Array(Type.String(), {
+    description: "failing checks that leave the instance ready (android-roots, android-status): android-key fails closed",
+  }),
   checks: Type.Array(Type.Object({ name: Type.String(), ok: Type.Boolean(), detail: Type.Optional(Type.String()) })),
 });
 
@@ -23,8 +32,8 @@ export function registerHealthRoutes(app: AppInstance, deps: AppDeps): void {
     "/readyz",
     { schema: { tags: ["operations"], response: { 200: Readiness, 503: Readiness } } },
     async (_request, reply) => {
-      const report = await deps.readiness();
-      return reply.code(report.ready ? 200 : 503).send(report);
+      const { ready, degraded = [], checks } = await deps.readiness();
+      return reply.code(ready ? 200 : 503).send({ ready, degraded, checks });
     },
   );
   app.get("/metrics", { schema: { tags: ["operations"], hide: true } }, async (_request, reply) => {
