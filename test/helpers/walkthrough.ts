@@ -5,11 +5,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort, REPO } from "./serverProcess.ts";
 
-/** The ```sh blocks between a markdown file's walk-through markers, in order. */
-export function walkthroughBlocks(file: string): string[] {
+/**
+ * The ```sh blocks between a markdown file's walk-through markers, in order: `<!-- NAME:start ... -->` …
+ * `<!-- NAME:end -->`, NAME "walkthrough" unless given (a file with several walk-throughs names the others).
+ */
+export function walkthroughBlocks(file: string, name = "walkthrough"): string[] {
+  assert.match(name, /^[a-z][a-z0-9-]*$/, "a marker name is lowercase letters, digits and dashes");
   const markdown = readFileSync(path.join(REPO, file), "utf8");
-  const section = /<!-- walkthrough:start[\s\S]*?-->([\s\S]*?)<!-- walkthrough:end -->/.exec(markdown);
-  assert.ok(section, `walk-through markers present in ${file}`);
+  const section = new RegExp(`<!-- ${name}:start[\\s\\S]*?-->([\\s\\S]*?)<!-- ${name}:end -->`).exec(markdown);
+  assert.ok(section, `${name} markers present in ${file}`);
   return [...section[1]!.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 

@@ -9,7 +9,7 @@ import {
   webcrypto,
   type KeyObject,
 } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { access, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { normalizeSerial } from "../chain/statusList.ts";
@@ -75,8 +75,11 @@ export type KeyUsageName =
   | "cRLSign";
 
 export interface IssueOptions {
-  /** RFC 4514 text, e.g. "CN=Device 1, O=Example" */
-  subject: string;
+  /**
+   * "CN=Device 1, O=Example" (attributes encoded in the order written), or an x509.Name for attribute types the
+   * text form does not know (Android factory names use serialNumber and title)
+   */
+  subject: string | x509.Name;
   /** the subject's key type when no `privateKey` is given (default "ec") */
   keyType?: KeyType;
   /** certify this existing key instead of generating one */
@@ -185,7 +188,8 @@ function spkiOf(key: KeyObject): Uint8Array {
   return new Uint8Array(createPublicKey(key).export({ type: "spki", format: "der" }));
 }
 
-function randomSerial(): string {
+/** A random positive 16-byte serial, as hex. */
+export function randomSerial(): string {
   const bytes = randomBytes(16);
   // Positive and without a leading zero byte, so the DER INTEGER is exactly these 16 bytes.
   bytes[0] = (bytes[0]! & 0x7f) | 0x40;
@@ -303,26 +307,32 @@ export async function issueDeviceLeaf(issuer: DevCa | CertifiedKey, opts: LeafOp
   return issueCertificate(ca, { ...opts, serial, subject: opts.subject ?? `CN=Device ${serial}, O=${org}` });
 }
 
+/** One file of a demo CA: its name in the directory, its text, and its mode (0600 for keys). */
+export type CaFile = readonly [name: string, text: string, mode: number];
+
 /**
- * Writes the CA as PEM files (names in DEV_CA_FILES). Refuses to replace existing files unless `overwrite`:
- * replacing a CA silently would invalidate every configured --vendor-roots.
+ * Writes a demo CA's files. Refuses to replace any of them unless `overwrite` (checked for every file before the
+ * first is written, so a refusal leaves the directory as it was): replacing a CA silently would invalidate every
+ * configured trust flag that names it.
  */
-export async function writeDevCa(ca: DevCa, dir: string, opts: { overwrite?: boolean } = {}): Promise<string[]> {
+export async function writeCaFiles(dir: string, files: readonly CaFile[], opts: { overwrite?: boolean } = {}): Promise<string[]> {
   await mkdir(dir, { recursive: true });
-  const flag = opts.overwrite ? "w" : "wx";
-  const files: [string, string, number][] = [
-    [DEV_CA_FILES.root, ca.root.certPem, 0o644],
-    [DEV_CA_FILES.intermediate, ca.intermediate.certPem, 0o644],
-    [DEV_CA_FILES.intermediateKey, ca.intermediate.keyPem, 0o600],
-  ];
-  if (ca.root.keyPem) files.push([DEV_CA_FILES.rootKey, ca.root.keyPem, 0o600]);
+  const refuse = (path: string) => new Error(`${path} exists; refusing to replace a CA`);
+  if (!opts.overwrite) {
+    for (const [name] of files) {
+      const path = join(dir, name);
+      const exists = await access(path).then(() => true, () => false);
+      if (exists) throw refuse(path);
+    }
+  }
   const written: string[] = [];
   for (const [name, text, mode] of files) {
     const path = join(dir, name);
     try {
-      await writeFile(path, text, { flag, mode });
+      // wx still, for a file that appeared since the check
+      await writeFile(path, text, { flag: opts.overwrite ? "w" : "wx", mode });
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "EEXIST") throw new Error(`${path} exists; refusing to replace a CA`);
+      if ((e as NodeJS.ErrnoException).code === "EEXIST") throw refuse(path);
       throw e;
     }
     written.push(path);
@@ -330,25 +340,54 @@ export async function writeDevCa(ca: DevCa, dir: string, opts: { overwrite?: boo
   return written;
 }
 
+/** Writes the CA as PEM files (names in DEV_CA_FILES); see writeCaFiles for the refusal to overwrite. */
+export async function writeDevCa(ca: DevCa, dir: string, opts: { overwrite?: boolean } = {}): Promise<string[]> {
+  const files: CaFile[] = [
+    [DEV_CA_FILES.root, ca.root.certPem, 0o644],
+    [DEV_CA_FILES.intermediate, ca.intermediate.certPem, 0o644],
+    [DEV_CA_FILES.intermediateKey, ca.intermediate.keyPem, 0o600],
+  ];
+  if (ca.root.keyPem) files.push([DEV_CA_FILES.rootKey, ca.root.keyPem, 0o600]);
+  return writeCaFiles(dir, files, opts);
+}
+
+/** The first certificate of a PEM file in `dir`. */
+async function readCaCertificate(dir: string, name: string): Promise<IssuedCertificate> {
+  const [der] = parsePemBundle(await readFile(join(dir, name), "utf8"), join(dir, name));
+  return issuedCertificate(der!);
+}
+
+/**
+ * A certificate and its key from `dir`, checked to belong together. With `keyOptional`, a missing key file gives
+ * the certificate alone (a root whose key was kept elsewhere).
+ */
+export async function readCertifiedKey(dir: string, certName: string, keyName: string): Promise<CertifiedKey>;
+export async function readCertifiedKey(
+  dir: string,
+  certName: string,
+  keyName: string,
+  keyOptional: true,
+): Promise<IssuedCertificate & Partial<Pick<CertifiedKey, "privateKey" | "keyPem">>>;
+export async function readCertifiedKey(dir: string, certName: string, keyName: string, keyOptional = false) {
+  const cert = await readCaCertificate(dir, certName);
+  let keyText: string;
+  try {
+    keyText = await readFile(join(dir, keyName), "utf8");
+  } catch (e) {
+    if (keyOptional && (e as NodeJS.ErrnoException).code === "ENOENT") return cert;
+    throw e;
+  }
+  const key = createPrivateKey(keyText);
+  if (!new X509Certificate(cert.certDer).checkPrivateKey(key)) {
+    throw new Error(`${join(dir, keyName)} is not the key of ${certName}`);
+  }
+  return certifiedKey(cert.certDer, key);
+}
+
 /** Reads what writeDevCa wrote; root.key.pem is optional (the simulator only needs the intermediate's key). */
 export async function readDevCa(dir: string): Promise<DevCa> {
-  const read = (name: string) => readFile(join(dir, name), "utf8");
-  const certificate = (text: string, name: string) => {
-    const [der] = parsePemBundle(text, join(dir, name));
-    return der!;
+  return {
+    root: await readCertifiedKey(dir, DEV_CA_FILES.root, DEV_CA_FILES.rootKey, true),
+    intermediate: await readCertifiedKey(dir, DEV_CA_FILES.intermediate, DEV_CA_FILES.intermediateKey),
   };
-  const rootDer = certificate(await read(DEV_CA_FILES.root), DEV_CA_FILES.root);
-  const interDer = certificate(await read(DEV_CA_FILES.intermediate), DEV_CA_FILES.intermediate);
-  const interKey = createPrivateKey(await read(DEV_CA_FILES.intermediateKey));
-  if (!new X509Certificate(interDer).checkPrivateKey(interKey)) {
-    throw new Error(`${join(dir, DEV_CA_FILES.intermediateKey)} is not the key of ${DEV_CA_FILES.intermediate}`);
-  }
-  let rootKeyText: string | undefined;
-  try {
-    rootKeyText = await read(DEV_CA_FILES.rootKey);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
-  }
-  const root = rootKeyText ? certifiedKey(rootDer, createPrivateKey(rootKeyText)) : issuedCertificate(rootDer);
-  return { root, intermediate: certifiedKey(interDer, interKey) };
 }

@@ -171,9 +171,13 @@ export interface SignedVendorBlobOptions extends VendorBlobOptions {
   ca?: DevCa;
 }
 
-function nonceBytes(opts: VendorBlobOptions): Uint8Array {
-  const decoded = Buffer.from(opts.nonce, "base64url");
-  if (!/^[A-Za-z0-9_-]{43}$/.test(opts.nonce) || decoded.length !== 32) {
+/**
+ * The challenge a simulated device embeds for `nonce` (either format): its 32 base64url-decoded bytes, or with
+ * `asciiNonce` the nonce string's ASCII bytes, as apps that pass the string send; `wrongNonce` makes it another.
+ */
+export function simulatedChallenge(nonce: string, opts: { wrongNonce?: boolean; asciiNonce?: boolean } = {}): Buffer {
+  const decoded = Buffer.from(nonce, "base64url");
+  if (!/^[A-Za-z0-9_-]{43}$/.test(nonce) || decoded.length !== 32) {
     throw new Error("nonce must be 43 base64url characters (32 bytes), as POST /v2/nonces returns it");
   }
   // Every bit flipped: certainly not the nonce, and the same for the same nonce.
@@ -196,7 +200,7 @@ export function vendorRecords(opts: VendorBlobOptions): TlvRecord[] {
   return [
     { type: T.MEASUREMENTS, value: Buffer.concat(opts.measurements ?? DEFAULT_MEASUREMENTS) },
     ...optional(T.DEVICE_VERDICT, deviceVerdict === null ? null : ascii(deviceVerdict)),
-    { type: T.NONCE, value: nonceBytes(opts) },
+    { type: T.NONCE, value: simulatedChallenge(opts.nonce, opts) },
     ...optional(T.SERIAL, orDefault(opts.serial, DEFAULT_SERIAL)),
     { type: T.TAMPER_BIT, value: Uint8Array.of(opts.tamper ? 1 : 0) },
     ...optional(T.IMEI, imei === null ? null : ascii(imei)),
