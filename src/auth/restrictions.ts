@@ -1,5 +1,5 @@
 import { BlockList, isIP } from "node:net";
-import type { ApiKeyRestrictions } from "../store/types.ts";
+import type { ApiKeyRestrictions } from "../domain/tenants.ts";
 
 /**
  * IP-address and HTTP-referer restrictions of an API key (Part A keys and Part B clients alike).

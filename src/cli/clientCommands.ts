@@ -4,7 +4,8 @@ import { cryptoRng, systemClock } from "../clock.ts";
 import { accessTokenRequest, apiToken, parseClientKeys, type ClientKeys } from "../enrollment/clientJwt.ts";
 import { ClientAdmin, ClientAdminError, summarise } from "../enrollment/clients.ts";
 import { encryptForTenant, TenantKeyService } from "../enrollment/tenantKeys.ts";
-import type { Stores, Tenant } from "../store/types.ts";
+import type { Tenant } from "../domain/tenants.ts";
+import type { Stores } from "../store/types.ts";
 import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
 
 async function tenantNamed(stores: Stores, name: string): Promise<Tenant> {

@@ -1,7 +1,7 @@
 import { Command, Option } from "commander";
 import { generateApiKey } from "../auth/apiKeys.ts";
 import { cryptoRng } from "../clock.ts";
-import type { TenantState } from "../store/types.ts";
+import type { TenantState } from "../domain/tenants.ts";
 import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
 
 const STATES: TenantState[] = ["active", "inactive", "blocked"];

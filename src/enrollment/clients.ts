@@ -1,8 +1,9 @@
 import { generateKeyPair } from "node:crypto";
 import { promisify } from "node:util";
 import type { Clock, Rng } from "../clock.ts";
-import type { ApiClient, EnrollmentStore, EnrollmentUser } from "../store/enrollmentTypes.ts";
-import type { Tenant } from "../store/types.ts";
+import type { ApiClient, EnrollmentUser } from "../domain/enrollment.ts";
+import type { EnrollmentStore } from "../store/types.ts";
+import type { Tenant } from "../domain/tenants.ts";
 import type { ClientKeys } from "./clientJwt.ts";
 import { CLIENT_ID_PREFIX, newSecretToken, randomId } from "./ids.ts";
 

@@ -1,8 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import { restrictionCheck } from "../auth/restrictions.ts";
 import type { Clock, Rng } from "../clock.ts";
-import type { EnrollmentStore } from "../store/enrollmentTypes.ts";
-import type { JtiStore, TenantStore } from "../store/types.ts";
+import type { EnrollmentStore, JtiStore, TenantStore } from "../store/types.ts";
 import { ClientAdmin } from "./clients.ts";
 import { DeviceService } from "./devices.ts";
 import { DeviceJobWorker, type WorkerOptions } from "./jobWorker.ts";

@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import type { Clock, Rng } from "../clock.ts";
-import type { EnrollmentStore, JobItem } from "../store/enrollmentTypes.ts";
+import type { EnrollmentStore, JobItem } from "../store/types.ts";
 
 export interface WorkerOptions {
   /** items leased per claim */

@@ -2,7 +2,6 @@ import type { Clock, Rng } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
 import type {
-  EnrollmentStore,
   EnrollTransaction,
   NewTransaction,
   Page,
@@ -11,7 +10,8 @@ import type {
   ProfileSettings,
   TransactionState,
   TransactionType,
-} from "../store/enrollmentTypes.ts";
+} from "../domain/enrollment.ts";
+import type { EnrollmentStore } from "../store/types.ts";
 import { randomId } from "./ids.ts";
 import { toWindow, type Paging } from "./paging.ts";
 

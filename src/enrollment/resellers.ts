@@ -1,8 +1,8 @@
 import type { Clock } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
-import type { EnrollmentStore } from "../store/enrollmentTypes.ts";
-import type { Tenant, TenantStore } from "../store/types.ts";
+import type { EnrollmentStore, TenantStore } from "../store/types.ts";
+import type { Tenant } from "../domain/tenants.ts";
 
 export interface ResellerView {
   resellerId: string;

@@ -1,8 +1,8 @@
 import { parseRestrictions, type RestrictionInput } from "../auth/restrictions.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
-import type { EnrollmentStore } from "../store/enrollmentTypes.ts";
-import type { ApiKeyRestrictions, TenantStore } from "../store/types.ts";
+import type { EnrollmentStore, TenantStore } from "../store/types.ts";
+import type { ApiKeyRestrictions } from "../domain/tenants.ts";
 
 export interface RestrictionView {
   keyId: string;

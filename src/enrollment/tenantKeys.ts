@@ -3,7 +3,8 @@ import { promisify } from "node:util";
 import type { Clock } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
-import type { EnrollmentStore, TenantKeyRecord } from "../store/enrollmentTypes.ts";
+import type { TenantKeyRecord } from "../domain/enrollment.ts";
+import type { EnrollmentStore } from "../store/types.ts";
 
 const generateRsa = promisify(generateKeyPair);
 

@@ -4,8 +4,9 @@ import { restrictionRefusal, type Caller } from "../auth/restrictions.ts";
 import type { Clock, Rng } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
-import type { ApiClient, EnrollmentStore, EnrollmentUser } from "../store/enrollmentTypes.ts";
-import type { JtiStore, Tenant, TenantStore } from "../store/types.ts";
+import type { ApiClient, EnrollmentUser } from "../domain/enrollment.ts";
+import type { EnrollmentStore, JtiStore, TenantStore } from "../store/types.ts";
+import type { Tenant } from "../domain/tenants.ts";
 import { ALGORITHM, AUDIENCE } from "./clientJwt.ts";
 import { ACCESS_TOKEN_PREFIX, CLIENT_ID_PREFIX, newSecretToken, parseSecretToken, secretMatches } from "./ids.ts";
 

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
-import type { ActivityEntry, ActivityStore } from "../store/types.ts";
+import type { ActivityEntry } from "../domain/activity.ts";
+import type { ActivityStore } from "../store/types.ts";
 
 /**
  * Write-behind buffer for the activity log: requests append in memory and a timer flushes every `flushMs` (or at

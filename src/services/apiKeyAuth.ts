@@ -2,7 +2,8 @@ import { parseApiKey, secretMatches } from "../auth/apiKeys.ts";
 import type { Clock } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
-import type { ApiKeyRecord, Tenant, TenantStore } from "../store/types.ts";
+import type { ApiKeyRecord, Tenant } from "../domain/tenants.ts";
+import type { TenantStore } from "../store/types.ts";
 
 export interface Principal {
   tenant: Tenant;

@@ -3,7 +3,9 @@ import type { AppraisalResult, TrustConfig } from "../attestation/types.ts";
 import type { Clock, Rng } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
-import type { NonceConsumeOutcome, NonceStore, NonceVerdictStore, StoredVerdict, Tenant, VerdictStore } from "../store/types.ts";
+import type { Tenant } from "../domain/tenants.ts";
+import type { StoredVerdict } from "../domain/verdicts.ts";
+import type { NonceConsumeOutcome, NonceStore, NonceVerdictStore, VerdictStore } from "../store/types.ts";
 
 export interface AttestationLimits {
   nonceTtlMs: number;

@@ -7,12 +7,14 @@ import type {
   DeviceError,
   EnrollmentUser,
   EnrollTransaction,
-  JobItem,
   Profile,
   ResellerAssociation,
   TenantKeyRecord,
-} from "./enrollmentTypes.ts";
-import type { ActivityEntry, ApiKeyRecord, ApiKeyRestrictions, StoredVerdict, Tenant } from "./types.ts";
+} from "../domain/enrollment.ts";
+import type { JobItem } from "./types.ts";
+import type { ActivityEntry } from "../domain/activity.ts";
+import type { ApiKeyRecord, ApiKeyRestrictions, Tenant } from "../domain/tenants.ts";
+import type { StoredVerdict } from "../domain/verdicts.ts";
 
 /**
  * Result rows → records, written once for both SQL backends. The schemas mirror each other column for column

@@ -1,69 +1,36 @@
-import type { ReferenceValue, VerdictRecord } from "../attestation/types.ts";
-import type { EnrollmentStore } from "./enrollmentTypes.ts";
+import type { ReferenceValue } from "../attestation/types.ts";
+import type { ActivityEntry } from "../domain/activity.ts";
+import type {
+  AccessTokenRecord,
+  ApiClient,
+  DevicePage,
+  EnrollTransaction,
+  EnrollmentUser,
+  DeviceError,
+  NewApiClient,
+  NewTransaction,
+  Page,
+  Profile,
+  ProfileFields,
+  ResellerAssociation,
+  TenantKeyRecord,
+  TransactionState,
+  TransactionType,
+  UserState,
+} from "../domain/enrollment.ts";
+import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../domain/tenants.ts";
+import type { StoredVerdict } from "../domain/verdicts.ts";
 
 /**
- * Store interfaces, split by lifetime so each can live on the backend that suits it:
- * short-lived and shared (nonces, rate-limit buckets) → memory, SQLite or Redis;
- * durable records (tenants, keys, verdicts, activity) → SQLite or PostgreSQL.
- * Every backend passes the same conformance suite (test/store/conformance.ts).
+ * The store interfaces, and only them: the records they keep are in src/domain/. Grouped by lifetime so each can
+ * live on the backend that suits it — short-lived and shared (nonces, rate-limit buckets, JWT ids) on memory,
+ * SQLite or Redis; durable records (tenants, keys, verdicts, activity, reference values, Part B) on SQLite or
+ * PostgreSQL. Every backend passes the same conformance suites (test/store/conformance.ts,
+ * test/store/enrollmentConformance.ts).
  */
 
-export type TenantKind = "customer" | "reseller";
-export type TenantState = "active" | "inactive" | "blocked";
-
-export interface Tenant {
-  tenantId: string;
-  name: string;
-  customerId: string;
-  kind: TenantKind;
-  state: TenantState;
-  /** resellers are blocked from enrollment until the operator enables them */
-  enrollmentEnabled: boolean;
-  createdAt: string;
-}
-
-export interface ApiKeyRestrictions {
-  ipAddresses: string[];
-  referers: string[];
-}
-
-export interface ApiKeyRecord {
-  keyId: string;
-  tenantId: string;
-  /** lowercase hex SHA-256 of the secret part; the key itself is never stored */
-  secretHash: string;
-  rps: number;
-  burst: number;
-  createdAt: string;
-  revokedAt: string | null;
-  restrictions: ApiKeyRestrictions | null;
-}
-
-export interface NewTenant {
-  tenantId: string;
-  name: string;
-  customerId: string;
-  kind: TenantKind;
-  createdAt: string;
-}
-
-export interface TenantStore {
-  createTenant(t: NewTenant): Promise<Tenant>;
-  getTenant(tenantId: string): Promise<Tenant | undefined>;
-  getTenantByName(name: string): Promise<Tenant | undefined>;
-  getTenantByCustomerId(customerId: string): Promise<Tenant | undefined>;
-  listTenants(): Promise<Tenant[]>;
-  /** returns false when no tenant has that name */
-  setTenantState(name: string, state: TenantState): Promise<boolean>;
-  setEnrollmentEnabled(name: string, enabled: boolean): Promise<boolean>;
-
-  createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions">): Promise<void>;
-  getApiKey(keyId: string): Promise<ApiKeyRecord | undefined>;
-  listApiKeys(tenantId: string): Promise<ApiKeyRecord[]>;
-  /** returns false when the key is unknown or already revoked */
-  revokeApiKey(keyId: string, at: string): Promise<boolean>;
-  setApiKeyRestrictions(keyId: string, r: ApiKeyRestrictions | null): Promise<boolean>;
-}
+// ---------------------------------------------------------------------------------------------------------------
+// Short-lived and shared
 
 export interface NonceRecord {
   nonce: string;
@@ -73,6 +40,7 @@ export interface NonceRecord {
 }
 
 export type NonceIssueOutcome = "ok" | "limit";
+
 export type NonceConsumeOutcome = "ok" | "unknown" | "expired" | "used";
 
 export interface NonceStore {
@@ -118,32 +86,38 @@ export interface RateLimitStore {
   take(bucket: string, ratePerSec: number, burst: number, nowMs: number): Promise<RateDecision>;
 }
 
-export interface StoredVerdict {
-  objectId: string;
-  tenantId: string;
-  format: string;
-  record: VerdictRecord;
-  reason: string;
-  detail: Record<string, unknown>;
-  createdAt: string;
+export interface JtiStore {
+  /**
+   * Remembers `jti` until `expiresAtMs`. Answers true when it was not already remembered (or its earlier entry has
+   * expired at `nowMs`), false for a replay. Atomic: of concurrent calls for one jti, on any instance, one is true.
+   */
+  remember(jti: string, expiresAtMs: number, nowMs: number): Promise<boolean>;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Durable
+
+export interface TenantStore {
+  createTenant(t: NewTenant): Promise<Tenant>;
+  getTenant(tenantId: string): Promise<Tenant | undefined>;
+  getTenantByName(name: string): Promise<Tenant | undefined>;
+  getTenantByCustomerId(customerId: string): Promise<Tenant | undefined>;
+  listTenants(): Promise<Tenant[]>;
+  /** returns false when no tenant has that name */
+  setTenantState(name: string, state: TenantState): Promise<boolean>;
+  setEnrollmentEnabled(name: string, enabled: boolean): Promise<boolean>;
+
+  createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions">): Promise<void>;
+  getApiKey(keyId: string): Promise<ApiKeyRecord | undefined>;
+  listApiKeys(tenantId: string): Promise<ApiKeyRecord[]>;
+  /** returns false when the key is unknown or already revoked */
+  revokeApiKey(keyId: string, at: string): Promise<boolean>;
+  setApiKeyRestrictions(keyId: string, r: ApiKeyRestrictions | null): Promise<boolean>;
 }
 
 export interface VerdictStore {
   saveVerdict(v: StoredVerdict): Promise<void>;
   getVerdict(objectId: string): Promise<StoredVerdict | undefined>;
-}
-
-export interface ActivityEntry {
-  time: string;
-  errorId: string | null;
-  tenantId: string | null;
-  clientId: string | null;
-  method: string;
-  route: string;
-  status: number;
-  code: string | null;
-  latencyMs: number;
-  remoteAddress: string;
 }
 
 export interface ActivityFilter {
@@ -164,6 +138,128 @@ export interface ReferenceValueStore {
   listReferenceValues(): Promise<ReferenceValue[]>;
 }
 
+/**
+ * Part B (enrollment). One interface so a backend implements the whole enrollment state in one place: several
+ * operations must be atomic across records (a profile change and its transaction record; a device result, its
+ * job item and its transaction's state), which only one backend transaction can give.
+ */
+
+export interface TransactionFilter {
+  tenantId: string;
+  type?: TransactionType;
+  state?: TransactionState;
+  profileId?: string;
+  offset: number;
+  limit: number;
+}
+
+export interface NewJobItem {
+  deviceId: string;
+  /** the user's id (already resolved from the request's userId) */
+  userId: string | null;
+  /** the ciphertext exactly as the client sent it (encrypted to the tenant key); never the plaintext */
+  userPassword: string | null;
+}
+
+export interface JobItem {
+  seq: number;
+  transactionId: string;
+  tenantId: string;
+  deviceId: string;
+  profileId: string;
+  userId: string | null;
+  attempts: number;
+}
+
+export interface JobResult {
+  state: "Enrolled" | "Failed";
+  error: DeviceError | null;
+  /** false when a later request for the same device had already been applied (its state wins) */
+  applied: boolean;
+}
+
+export type EnqueueOutcome = "ok" | "profile_not_found";
+
+export type AssignOutcome =
+  | { ok: true; count: number }
+  | { ok: false; reason: "profile_not_found" }
+  | { ok: false; reason: "devices_not_found"; missing: string[] };
+
+export type UnassignOutcome = { ok: true; count: number } | { ok: false; missing: string[] };
+
+export interface EnrollmentStore {
+  // ---- users ----
+  /** creates the user, or re-registers a deregistered one; returns the stored record */
+  registerUser(u: { userId: string; tenantId: string; email: string; at: string }): Promise<EnrollmentUser>;
+  getUser(userId: string): Promise<EnrollmentUser | undefined>;
+  getUserByEmail(tenantId: string, email: string): Promise<EnrollmentUser | undefined>;
+  listUsers(tenantId: string): Promise<EnrollmentUser[]>;
+  /** returns false when the tenant has no such user */
+  setUserState(tenantId: string, email: string, state: UserState, at: string): Promise<boolean>;
+
+  // ---- API clients and their access tokens ----
+  createClient(c: NewApiClient): Promise<void>;
+  getClient(clientId: string): Promise<ApiClient | undefined>;
+  listClients(tenantId: string): Promise<ApiClient[]>;
+  /** deletes the client and every access token issued to it; false when unknown */
+  deleteClient(clientId: string): Promise<boolean>;
+  setClientRestrictions(clientId: string, r: ApiKeyRestrictions | null): Promise<boolean>;
+  createAccessToken(t: AccessTokenRecord): Promise<void>;
+  getAccessToken(tokenId: string): Promise<AccessTokenRecord | undefined>;
+  purgeExpiredAccessTokens(nowMs: number): Promise<number>;
+
+  // ---- resellers ----
+  /** "exists" when the tenant is already associated with that reseller */
+  associateReseller(a: ResellerAssociation): Promise<"ok" | "exists">;
+  listResellerAssociations(tenantId: string): Promise<ResellerAssociation[]>;
+
+  // ---- profiles and transactions (each mutation and its transaction record commit together) ----
+  createProfile(p: Profile, tx: NewTransaction): Promise<"ok" | "name_conflict">;
+  updateProfile(tenantId: string, profileId: string, f: ProfileFields, tx: NewTransaction): Promise<"ok" | "not_found" | "name_conflict">;
+  /** also unassigns the profile's devices */
+  deleteProfile(tenantId: string, profileId: string, tx: NewTransaction): Promise<"ok" | "not_found">;
+  getProfile(tenantId: string, profileId: string): Promise<Profile | undefined>;
+  listProfiles(tenantId: string, offset: number, limit: number): Promise<Page<Profile>>;
+  getTransaction(tenantId: string, transactionId: string): Promise<EnrollTransaction | undefined>;
+  /** newest first */
+  listTransactions(f: TransactionFilter): Promise<Page<EnrollTransaction>>;
+
+  // ---- devices and the job queue ----
+  /**
+   * Records a device-upload transaction (state Processing) and one queued job item per device, atomically, unless
+   * the profile no longer exists. Devices new to the tenant appear at once, in state Processing.
+   */
+  enqueueDevices(tx: NewTransaction & { profileId: string }, items: readonly NewJobItem[]): Promise<EnqueueOutcome>;
+  /**
+   * Leases up to `limit` queued items whose lease is free or expired, oldest first, to `owner` until
+   * `nowMs + leaseMs`. Atomic: concurrent callers (other processes included) never get the same item.
+   */
+  claimJobs(owner: string, limit: number, nowMs: number, leaseMs: number): Promise<JobItem[]>;
+  /** extends the lease of every unfinished item `owner` holds */
+  renewJobLeases(owner: string, nowMs: number, leaseMs: number): Promise<number>;
+  /** gives back unfinished items (graceful stop) so another worker can take them without waiting for the lease */
+  releaseJobs(owner: string): Promise<number>;
+  /**
+   * Finishes an item in one transaction: decides its outcome (the profile must still exist and the user still be
+   * registered), writes the device unless a later request for it was already applied, records the result and the
+   * device history, and settles the transaction when it was the last item. Answers undefined, changing nothing,
+   * when `owner` no longer holds the item's lease or the item is finished: so each item takes effect once.
+   */
+  completeJob(seq: number, owner: string, at: string): Promise<JobResult | undefined>;
+  /** the items of one upload transaction, in request order */
+  listTransactionDevices(tenantId: string, transactionId: string, offset: number, limit: number): Promise<DevicePage>;
+  /** the tenant's devices (optionally those of one profile), by device id */
+  listDevices(tenantId: string, profileId: string | undefined, offset: number, limit: number): Promise<DevicePage>;
+  /** all-or-nothing: every device must be enrolled in the tenant */
+  assignDevices(tenantId: string, profileId: string, deviceIds: readonly string[], at: string): Promise<AssignOutcome>;
+  unassignDevices(tenantId: string, deviceIds: readonly string[], at: string): Promise<UnassignOutcome>;
+
+  // ---- tenant encryption keys ----
+  getTenantKey(tenantId: string): Promise<TenantKeyRecord | undefined>;
+  /** stores `k` unless the tenant already has a key; returns the tenant's key either way */
+  putTenantKeyIfAbsent(k: TenantKeyRecord): Promise<TenantKeyRecord>;
+}
+
 /** Everything durable, as one backend provides it. */
 export interface DurableStore extends TenantStore, VerdictStore, ActivityStore, ReferenceValueStore {
   readonly kind: string;
@@ -172,13 +268,8 @@ export interface DurableStore extends TenantStore, VerdictStore, ActivityStore, 
   close(): Promise<void>;
 }
 
-export interface JtiStore {
-  /**
-   * Remembers `jti` until `expiresAtMs`. Answers true when it was not already remembered (or its earlier entry has
-   * expired at `nowMs`), false for a replay. Atomic: of concurrent calls for one jti, on any instance, one is true.
-   */
-  remember(jti: string, expiresAtMs: number, nowMs: number): Promise<boolean>;
-}
+// ---------------------------------------------------------------------------------------------------------------
+// What a running service holds
 
 /** The set of stores a running service uses; nonces and rate limits may come from a different backend. */
 export interface Stores {
@@ -187,7 +278,7 @@ export interface Stores {
   /** present when nonces and verdicts share one store that commits a consumption with its verdict */
   nonceVerdicts?: NonceVerdictStore;
   rateLimits: RateLimitStore;
-  /** Part B records (src/store/enrollmentTypes.ts); on the durable backend */
+  /** Part B records (EnrollmentStore above); on the durable backend */
   enrollment: EnrollmentStore;
   /** JWT ids seen by Part B, for replay refusal; shared by every instance */
   jti: JtiStore;

@@ -4,7 +4,7 @@ import type { LightMyRequestResponse } from "fastify";
 import { accessTokenRequest, signClientJwt } from "../../src/enrollment/clientJwt.ts";
 import { catalog, catalogEntries, type CatalogEntry } from "../../src/errors/catalog.ts";
 import { encryptForTenant } from "../../src/enrollment/tenantKeys.ts";
-import type { Tenant } from "../../src/store/types.ts";
+import type { Tenant } from "../../src/domain/tenants.ts";
 import { assertPartBError, Harness, imeiFrom14, type Session } from "./harness.ts";
 
 /**

@@ -11,11 +11,12 @@ import { ActivityRecorder } from "../../src/http/activityRecorder.ts";
 import { buildApp, type AppInstance } from "../../src/http/app.ts";
 import { Metrics } from "../../src/http/metrics.ts";
 import { registerPartB } from "../../src/http/routes/svc/index.ts";
-import type { ApiClient } from "../../src/store/enrollmentTypes.ts";
+import type { ApiClient } from "../../src/domain/enrollment.ts";
 import { MemoryRateLimitStore } from "../../src/store/memory/memoryRateLimitStore.ts";
 import { SqliteEnrollmentStore, SqliteJtiStore } from "../../src/store/sqlite/sqliteEnrollmentStore.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
-import type { ActivityEntry, Tenant, TenantKind } from "../../src/store/types.ts";
+import type { ActivityEntry } from "../../src/domain/activity.ts";
+import type { Tenant, TenantKind } from "../../src/domain/tenants.ts";
 
 export const T0 = Date.parse("2026-03-01T12:00:00.000Z");
 const log = pino({ level: "silent" });

@@ -6,7 +6,7 @@ import { generateApiKey } from "../../src/auth/apiKeys.ts";
 import { ManualClock, cryptoRng } from "../../src/clock.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
 import { createLogger, createRuntime, type Runtime } from "../../src/server.ts";
-import type { Tenant } from "../../src/store/types.ts";
+import type { Tenant } from "../../src/domain/tenants.ts";
 
 export const T0 = Date.parse("2026-11-22T10:00:00.000Z");
 

@@ -4,15 +4,9 @@ import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
 import { VERDICT_FIELDS, type ReferenceValue } from "../../src/attestation/types.ts";
 import { takeToken } from "../../src/store/memory/memoryRateLimitStore.ts";
-import type {
-  ActivityEntry,
-  DurableStore,
-  JtiStore,
-  NonceRecord,
-  NonceStore,
-  RateLimitStore,
-  StoredVerdict,
-} from "../../src/store/types.ts";
+import type { ActivityEntry } from "../../src/domain/activity.ts";
+import type { StoredVerdict } from "../../src/domain/verdicts.ts";
+import type { DurableStore, JtiStore, NonceRecord, NonceStore, RateLimitStore } from "../../src/store/types.ts";
 
 /**
  * The store conformance suite: one set of assertions that every backend must pass (memory, SQLite, PostgreSQL,

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
-import type { EnrollmentStore, NewTransaction, Profile } from "../../src/store/enrollmentTypes.ts";
-import type { DurableStore, Tenant } from "../../src/store/types.ts";
+import type { NewTransaction, Profile } from "../../src/domain/enrollment.ts";
+import type { DurableStore, EnrollmentStore } from "../../src/store/types.ts";
+import type { Tenant } from "../../src/domain/tenants.ts";
 
 /**
  * Store-level conformance for Part B's EnrollmentStore: the same assertions for every backend (SQLite, the

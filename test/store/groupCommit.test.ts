@@ -7,7 +7,7 @@ import { after, before, describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { GroupCommit } from "../../src/store/sqlite/groupCommit.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
-import type { StoredVerdict } from "../../src/store/types.ts";
+import type { StoredVerdict } from "../../src/domain/verdicts.ts";
 
 /**
  * The SQLite group-commit writer (src/store/sqlite/groupCommit.ts): concurrent writes share one IMMEDIATE

@@ -1,15 +1,8 @@
 import type { ReferenceValue } from "../../attestation/types.ts";
-import type {
-  ActivityEntry,
-  ActivityFilter,
-  ApiKeyRecord,
-  ApiKeyRestrictions,
-  DurableStore,
-  NewTenant,
-  StoredVerdict,
-  Tenant,
-  TenantState,
-} from "../types.ts";
+import type { ActivityEntry } from "../../domain/activity.ts";
+import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
+import type { StoredVerdict } from "../../domain/verdicts.ts";
+import type { ActivityFilter, DurableStore } from "../types.ts";
 
 /** A unique or foreign-key rule broken: the memory backend's counterpart of a SQL constraint violation. */
 export class MemoryConstraintError extends Error {

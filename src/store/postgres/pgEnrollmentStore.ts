@@ -1,30 +1,32 @@
 import type pg from "pg";
 import type {
   AccessTokenRecord,
-  AssignOutcome,
   DeviceError,
   DevicePage,
-  EnqueueOutcome,
-  EnrollmentStore,
   EnrollmentUser,
   EnrollTransaction,
-  JobItem,
-  JobResult,
   NewApiClient,
-  NewJobItem,
   NewTransaction,
   Page,
   Profile,
   ProfileFields,
   ResellerAssociation,
   TenantKeyRecord,
-  TransactionFilter,
   TransactionType,
-  UnassignOutcome,
   UserState,
-} from "../enrollmentTypes.ts";
+} from "../../domain/enrollment.ts";
+import type {
+  AssignOutcome,
+  EnqueueOutcome,
+  EnrollmentStore,
+  JobItem,
+  JobResult,
+  NewJobItem,
+  TransactionFilter,
+  UnassignOutcome,
+} from "../types.ts";
 import { jobFailure, num, pgRows, str } from "../rows.ts";
-import type { ApiKeyRestrictions } from "../types.ts";
+import type { ApiKeyRestrictions } from "../../domain/tenants.ts";
 import { query, transaction, uniqueViolation, type Queryable } from "./pgQuery.ts";
 
 const USER_COLS = "user_id, tenant_id, email, state, created_at, updated_at";

@@ -6,21 +6,17 @@ import { fromPgError } from "../errors.ts";
 import { loadMigrations } from "../migrations.ts";
 import { pgRows, type Row } from "../rows.ts";
 import { query } from "./pgQuery.ts";
+import type { ActivityEntry } from "../../domain/activity.ts";
+import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
+import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type {
-  ActivityEntry,
   ActivityFilter,
-  ApiKeyRecord,
-  ApiKeyRestrictions,
   DurableStore,
   JtiStore,
-  NewTenant,
   NonceConsumeOutcome,
   NonceIssueOutcome,
   NonceRecord,
   NonceStore,
-  StoredVerdict,
-  Tenant,
-  TenantState,
 } from "../types.ts";
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");

@@ -1,30 +1,33 @@
 import type Database from "better-sqlite3";
 import type {
   AccessTokenRecord,
-  AssignOutcome,
   DeviceError,
   DevicePage,
-  EnqueueOutcome,
-  EnrollmentStore,
   EnrollmentUser,
   EnrollTransaction,
-  JobItem,
-  JobResult,
   NewApiClient,
-  NewJobItem,
   NewTransaction,
   Page,
   Profile,
   ProfileFields,
   ResellerAssociation,
   TenantKeyRecord,
-  TransactionFilter,
   TransactionType,
-  UnassignOutcome,
   UserState,
-} from "../enrollmentTypes.ts";
+} from "../../domain/enrollment.ts";
+import type {
+  AssignOutcome,
+  EnqueueOutcome,
+  EnrollmentStore,
+  JobItem,
+  JobResult,
+  JtiStore,
+  NewJobItem,
+  TransactionFilter,
+  UnassignOutcome,
+} from "../types.ts";
 import { jobFailure, sqliteRows, str, type Row } from "../rows.ts";
-import type { ApiKeyRestrictions, JtiStore } from "../types.ts";
+import type { ApiKeyRestrictions } from "../../domain/tenants.ts";
 import { groupCommitFor, type GroupCommit } from "./groupCommit.ts";
 
 /** SQLite's own error for a UNIQUE violation: how a name conflict is detected without a racy pre-check. */

@@ -7,21 +7,17 @@ import { loadMigrations } from "../migrations.ts";
 import { sqliteRows, type Row } from "../rows.ts";
 import { GroupCommit, groupCommitFor } from "./groupCommit.ts";
 import { WalCheckpointer, type WalCheckpointerOptions } from "./walCheckpointer.ts";
+import type { ActivityEntry } from "../../domain/activity.ts";
+import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
+import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type {
-  ActivityEntry,
   ActivityFilter,
-  ApiKeyRecord,
-  ApiKeyRestrictions,
   DurableStore,
-  NewTenant,
   NonceConsumeOutcome,
   NonceIssueOutcome,
   NonceRecord,
   NonceStore,
   NonceVerdictStore,
-  StoredVerdict,
-  Tenant,
-  TenantState,
 } from "../types.ts";
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");

@@ -5,7 +5,7 @@ import type { Enrollment } from "../../../enrollment/enrollment.ts";
 import type { PartBPrincipal } from "../../../enrollment/tokens.ts";
 import { catalog } from "../../../errors/catalog.ts";
 import { AppError } from "../../../errors/AppError.ts";
-import type { ApiClient } from "../../../store/enrollmentTypes.ts";
+import type { ApiClient } from "../../../domain/enrollment.ts";
 import type { RateLimitStore } from "../../../store/types.ts";
 
 declare module "fastify" {

@@ -1,5 +1,5 @@
 import { catalog } from "../../../errors/catalog.ts";
-import type { Profile } from "../../../store/enrollmentTypes.ts";
+import type { Profile } from "../../../domain/enrollment.ts";
 import { totalPages } from "../../../enrollment/paging.ts";
 import type { AppInstance } from "../../app.ts";
 import { partBErrors } from "../../schemas/common.ts";
