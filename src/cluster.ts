@@ -2,10 +2,8 @@ import cluster, { type Worker } from "node:cluster";
 import type { FastifyBaseLogger } from "fastify";
 import type { Config } from "./config.ts";
 import type { RuntimeOptions } from "./server.ts";
-import { StoreUnavailableError } from "./store/errors.ts";
-import { MemoryRateLimitStore } from "./store/memory/memoryRateLimitStore.ts";
+import { IpcRateLimitPrimary, IpcRateLimitStore } from "./store/ipc/ipcRateLimitStore.ts";
 import { openStores, walCheckpointFailed } from "./store/openStores.ts";
-import type { RateDecision, RateLimitStore } from "./store/types.ts";
 
 /**
  * `attestd serve --workers N` on node:cluster.
@@ -17,72 +15,12 @@ import type { RateDecision, RateLimitStore } from "./store/types.ts";
  * What the workers share:
  *  - SQLite: the one database file (WAL; IMMEDIATE transactions serialise writers), so nonces, verdicts and the
  *    jti set are already common to all workers.
- *  - Rate limits: without --redis-url, every token bucket lives in the primary and workers take tokens over IPC,
- *    so a key's limit is per key, not per worker. Buckets in the SQLite file would cost a write transaction per
- *    request on top of the nonce's; the primary is already the one process every worker talks to, and a bucket is
- *    a few bytes of arithmetic. With --redis-url the buckets are in Redis and shared with other hosts too.
+ *  - Rate limits: without --redis-url, every token bucket lives in the primary and workers take tokens over IPC
+ *    (src/store/ipc/ipcRateLimitStore.ts), so a key's limit is per key, not per worker. With --redis-url the
+ *    buckets are in Redis and shared with other hosts too.
  *  - If the primary dies, node:cluster makes every worker exit at once (IPC disconnect), so no worker ever runs
  *    without its buckets.
  */
-
-const RL = "attestd:rl";
-
-interface TakeRequest {
-  kind: typeof RL;
-  id: number;
-  bucket: string;
-  rate: number;
-  burst: number;
-  now: number;
-}
-
-interface TakeReply {
-  kind: typeof RL;
-  id: number;
-  decision?: RateDecision;
-  error?: string;
-}
-
-const isTakeRequest = (m: unknown): m is TakeRequest =>
-  (m as TakeRequest | null)?.kind === RL && typeof (m as TakeRequest).id === "number";
-
-/**
- * A worker's view of the primary's buckets. A reply that does not come within `timeoutMs` (the primary is gone or
- * wedged) is a StoreUnavailableError, so the request gets a 503 rather than skipping the limit.
- */
-export class IpcRateLimitStore implements RateLimitStore {
-  private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (d: RateDecision) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
-
-  constructor(private readonly timeoutMs = 2_000) {
-    process.on("message", (m: unknown) => {
-      const reply = m as TakeReply;
-      if (reply?.kind !== RL) return;
-      const p = this.pending.get(reply.id);
-      if (!p) return;
-      this.pending.delete(reply.id);
-      clearTimeout(p.timer);
-      if (reply.decision) p.resolve(reply.decision);
-      else p.reject(new StoreUnavailableError("cluster", reply.error ?? "no decision"));
-    });
-  }
-
-  take(bucket: string, ratePerSec: number, burst: number, nowMs: number): Promise<RateDecision> {
-    return new Promise((resolve, reject) => {
-      const id = this.nextId++;
-      const fail = (why: unknown) => {
-        if (!this.pending.delete(id)) return;
-        clearTimeout(timer);
-        reject(new StoreUnavailableError("cluster", why));
-      };
-      const timer = setTimeout(() => fail("the cluster primary did not answer"), this.timeoutMs);
-      this.pending.set(id, { resolve, reject, timer });
-      const msg: TakeRequest = { kind: RL, id, bucket, rate: ratePerSec, burst, now: nowMs };
-      if (!process.send) return fail("not a cluster worker");
-      process.send(msg, undefined, {}, (err) => err && fail(err));
-    });
-  }
-}
 
 /**
  * In a cluster worker: the stores the runtime should use, i.e. the configured ones with rate limits taken from
@@ -106,7 +44,7 @@ export interface PrimaryOptions {
  */
 export async function runPrimary(config: Config, log: FastifyBaseLogger, opts: PrimaryOptions = {}): Promise<never> {
   const drainTimeoutMs = opts.drainTimeoutMs ?? 30_000;
-  const buckets = new MemoryRateLimitStore();
+  const rateLimits = new IpcRateLimitPrimary();
   const recentCrashes: number[] = [];
   const restartTimers = new Set<NodeJS.Timeout>();
   let serving = false; // some worker has listened: from then on, deaths are restarted
@@ -114,13 +52,7 @@ export async function runPrimary(config: Config, log: FastifyBaseLogger, opts: P
 
   const fork = () => {
     const w = cluster.fork();
-    w.on("message", (m: unknown) => {
-      if (!isTakeRequest(m)) return;
-      buckets.take(m.bucket, m.rate, m.burst, m.now).then(
-        (decision) => w.isConnected() && w.send({ kind: RL, id: m.id, decision } satisfies TakeReply),
-        (err: unknown) => w.isConnected() && w.send({ kind: RL, id: m.id, error: String(err) } satisfies TakeReply),
-      );
-    });
+    rateLimits.serve(w);
     return w;
   };
 

@@ -86,7 +86,7 @@ export interface VendorTrust {
   referenceValues: readonly ReferenceValue[];
 }
 
-/** Filled in by the android-key format module (issue 3). */
+/** Built and refreshed by src/trust/ (Google's roots and status list unless the operator names others). */
 export interface AndroidTrust {
   /** SHA-256 (lowercase hex) of each pinned root's SubjectPublicKeyInfo DER. Empty → android-key fails closed. */
   pinnedRootSpkiSha256: ReadonlySet<string>;
@@ -124,10 +124,13 @@ export interface AndroidPolicy {
   factoryExpiry?: "accept" | "refuse";
 }
 
-/** Input of one appraisal. `challenge` holds the bytes a device may have embedded for this nonce. */
+/**
+ * Input of one appraisal. `now` is passed in rather than read so that appraisal stays pure: every date in the
+ * record is `now`, and tests appraise real chains at a pinned time.
+ */
 export interface AppraisalInput {
   blob: Uint8Array;
-  /** the nonce string from the query */
+  /** the nonce string from the query; the device may carry it as its 32 decoded bytes or as its ASCII */
   nonce: string;
   trust: TrustConfig;
   now: Date;

@@ -21,11 +21,9 @@ import { buildVendorBlob, demoReferenceValues, UNKNOWN_FIRMWARE } from "../attes
 import { systemClock } from "../clock.ts";
 import { isAppError } from "../errors/AppError.ts";
 import { partAErrorBody } from "../http/render.ts";
-import { createLogger, tenantTrust } from "../server.ts";
-import { loadAndroidPolicies } from "../trust/androidPolicyFile.ts";
+import { createLogger } from "../server.ts";
 import { openStores } from "../store/openStores.ts";
-import { openAndroidTrust } from "../trust/androidTrust.ts";
-import { VendorTrustSource } from "../trust/vendorTrustSource.ts";
+import { openTrust } from "../trust/openTrust.ts";
 import { addSettings, CliError, configFrom, STORAGE_SETTINGS, TRUST_SETTINGS, withStores } from "./options.ts";
 
 const SIM_KEY_TYPES = ["ec", "rsa", "ed25519"] as const;
@@ -220,18 +218,11 @@ export function registerAttestationCommands(program: Command): void {
     const useStore = config.store !== "sqlite" || existsSync(path.join(config.dataDir, "attestd.sqlite"));
     const stores = useStore ? await openStores(config) : undefined;
     try {
-      const vendor = await VendorTrustSource.open(config, stores?.durable ?? { listReferenceValues: async () => [], upsertReferenceValues: async () => 0 });
-      let policies;
-      try {
-        policies = loadAndroidPolicies(config.androidPolicy, config.androidMinPatchLevel);
-      } catch (e) {
-        throw new CliError((e as Error).message);
-      }
-      if (opts.tenant !== undefined && !policies.tenants.has(opts.tenant)) {
+      const sources = await openTrust(config, { log, clock: systemClock, serving: false, ...(stores ? { referenceValues: stores.durable } : {}) });
+      if (opts.tenant !== undefined && !sources.hasTenantPolicy(opts.tenant)) {
         process.stderr.write(`no policy for tenant "${opts.tenant}" in --android-policy; using the default\n`);
       }
-      const android = await openAndroidTrust(config, log, systemClock, policies.default, false);
-      const trust = tenantTrust(() => vendor.get(), () => android.current(), policies)({ name: opts.tenant ?? "" });
+      const trust = sources.forTenant({ name: opts.tenant ?? "" });
       try {
         const r = appraise({ blob, nonce, trust, now });
         const out = opts.detail ? { record: r.record, format: r.format, reason: r.reason, detail: r.detail } : r.record;

@@ -1,6 +1,7 @@
 /** Part B paging: 0-based pageNum, pageSize 1..MAX_PAGE_SIZE (enrollment-api.md). Route schemas enforce the bounds. */
-export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
+/** what a listing returns when the request names no pageSize */
+export const DEFAULT_PAGE_SIZE = 20;
 /** far beyond any real listing; bounds the OFFSET a caller can make the store skip */
 export const MAX_PAGE_NUM = 1_000_000;
 

@@ -3,7 +3,9 @@
  *
  * The key is the catalog name used in code; `message` is what goes on the wire. Part A and Part B share some
  * messages (AUTHORIZATION_FAIL) with different codes, so the key, not the message, identifies an entry.
- * `docs/errors.md` and the tests are checked against this table (test/catalog.test.ts).
+ * `docs/errors.md` is generated from this table (test/enrollment/docs.test.ts fails when it is stale), and
+ * test/http/partA.errors.test.ts and test/enrollment/errors.test.ts check that requests reach the Part A and Part B
+ * codes over HTTP (each lists the few entries it leaves out).
  */
 export interface CatalogEntry {
   readonly key: string;

@@ -5,12 +5,8 @@ import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
-import type { NonceConsumeOutcome, NonceStore, NonceVerdictStore, VerdictStore } from "../store/types.ts";
-
-export interface AttestationLimits {
-  nonceTtlMs: number;
-  maxOutstandingNonces: number;
-}
+import { checkNonceShape, NonceService, refuseUnlessConsumed, type NonceLimits } from "../nonces/nonceService.ts";
+import type { NonceStore, NonceVerdictStore, VerdictStore } from "../store/types.ts";
 
 export interface AttestationDeps {
   nonces: NonceStore;
@@ -24,29 +20,9 @@ export interface AttestationDeps {
   trust: (tenant: Tenant) => TrustConfig;
   clock: Clock;
   rng: Rng;
-  limits: AttestationLimits;
+  limits: NonceLimits;
   /** called once per appraisal, for metrics */
   onAppraisal?: (result: AppraisalResult, seconds: number) => void;
-}
-
-/** base64url of 32 bytes: the only shape a nonce we issued can have. */
-const NONCE_RE = /^[A-Za-z0-9_-]{43}$/;
-
-const CONSUME_ERRORS = {
-  unknown: [catalog.NONCE_INVALID, "The nonce is unknown to this tenant"],
-  expired: [catalog.NONCE_EXPIRED, "The nonce has expired; request a new one"],
-  used: [catalog.NONCE_ALREADY_USED, "The nonce was already used for a blob"],
-} as const;
-
-function checkNonceShape(nonce: string | undefined): asserts nonce is string {
-  if (nonce === undefined || nonce === "") throw new AppError(catalog.NONCE_REQUIRED, "The nonce query parameter is required");
-  if (!NONCE_RE.test(nonce)) throw new AppError(catalog.NONCE_INVALID, "The nonce is not one this service issued");
-}
-
-function refuse(outcome: NonceConsumeOutcome): void {
-  if (outcome === "ok") return;
-  const [entry, reason] = CONSUME_ERRORS[outcome];
-  throw new AppError(entry, reason);
 }
 
 /**
@@ -67,30 +43,21 @@ function consumeThenSave(nonces: NonceStore, verdicts: VerdictStore): NonceVerdi
  * Part A's use cases: issue a nonce, appraise a blob against one. One blob per nonce, whatever the outcome, and
  * the verdict is stored before the caller is answered, so an acknowledged verdict is never lost. On a store that
  * holds both (SQLite) the consumption and the verdict commit in one transaction; elsewhere (PostgreSQL with
- * Redis nonces) the verdict is saved right after the consumption.
+ * Redis nonces) the verdict is saved right after the consumption. What a nonce is, its TTL and cap, and what
+ * each refusal answers are src/nonces/'s.
  */
 export class AttestationService {
+  private readonly nonces: NonceService;
   private readonly nonceVerdicts: NonceVerdictStore;
 
   constructor(private readonly d: AttestationDeps) {
+    // built here rather than injected: consumeThenSave spends from the same NonceStore, so one dependency serves both
+    this.nonces = new NonceService(d.nonces, d.clock, d.rng, d.limits);
     this.nonceVerdicts = d.nonceVerdicts ?? consumeThenSave(d.nonces, d.verdicts);
   }
 
-  async issueNonce(tenantId: string): Promise<string> {
-    const nowMs = this.d.clock.nowMs();
-    const nonce = this.d.rng.bytes(32).toString("base64url");
-    const outcome = await this.d.nonces.issue(
-      { nonce, tenantId, createdAtMs: nowMs, expiresAtMs: nowMs + this.d.limits.nonceTtlMs },
-      this.d.limits.maxOutstandingNonces,
-      nowMs,
-    );
-    if (outcome === "limit") {
-      throw new AppError(
-        catalog.NONCE_LIMIT_EXCEEDED,
-        `The tenant has ${this.d.limits.maxOutstandingNonces} outstanding nonces; use or let some expire`,
-      );
-    }
-    return nonce;
+  issueNonce(tenantId: string): Promise<string> {
+    return this.nonces.issue(tenantId);
   }
 
   /**
@@ -109,10 +76,10 @@ export class AttestationService {
     try {
       stored = this.appraised(tenant, nonce, blob);
     } catch (e) {
-      refuse(await this.d.nonces.consume(nonce, tenantId, this.d.clock.nowMs()));
+      await this.nonces.consume(nonce, tenantId);
       throw e;
     }
-    refuse(await this.nonceVerdicts.consumeWithVerdict(nonce, tenantId, this.d.clock.nowMs(), stored));
+    refuseUnlessConsumed(await this.nonceVerdicts.consumeWithVerdict(nonce, tenantId, this.d.clock.nowMs(), stored));
     return stored;
   }
 

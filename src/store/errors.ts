@@ -1,26 +1,9 @@
+import { StoreUnavailableError } from "../errors/storeUnavailable.ts";
+
 /**
- * A backing store (PostgreSQL, Redis, the cluster primary) could not answer: refused, timed out, dropped the
- * connection, or is shutting down. The HTTP layer turns it into 503 SERVICE_UNAVAILABLE (src/http/app.ts) so a
- * client retries later instead of getting a 500 or, worse, an answer that skipped a check.
- *
- * Errors that mean "the request itself is wrong" (a unique violation, a Lua script bug) are NOT wrapped: they are
- * programming or data errors and stay 500s with an error id in the log.
+ * How each driver's errors become StoreUnavailableError (src/errors/storeUnavailable.ts, → 503): what counts as
+ * "could not reach the backend" is a fact about the driver, so it is decided here, beside the backends.
  */
-export class StoreUnavailableError extends Error {
-  /** which backend: "postgres", "redis", "cluster" */
-  readonly backend: string;
-
-  constructor(backend: string, cause: unknown) {
-    const detail = cause instanceof Error ? cause.message : String(cause);
-    super(`${backend} unavailable: ${detail}`, { cause });
-    this.name = "StoreUnavailableError";
-    this.backend = backend;
-  }
-}
-
-export function isStoreUnavailable(err: unknown): err is StoreUnavailableError {
-  return err instanceof StoreUnavailableError;
-}
 
 /**
  * PostgreSQL SQLSTATE classes that mean the server cannot serve right now, not that the statement is wrong:

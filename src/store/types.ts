@@ -20,28 +20,18 @@ import type {
 } from "../domain/enrollment.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../domain/tenants.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
+import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../nonces/types.ts";
 
 /**
- * The store interfaces, and only them: the records they keep are in src/domain/. Grouped by lifetime so each can
- * live on the backend that suits it — short-lived and shared (nonces, rate-limit buckets, JWT ids) on memory,
- * SQLite or Redis; durable records (tenants, keys, verdicts, activity, reference values, Part B) on SQLite or
- * PostgreSQL. Every backend passes the same conformance suites (test/store/conformance.ts,
+ * The store interfaces, and only them: the records they keep are in src/domain/ (nonces' in src/nonces/). Grouped
+ * by lifetime so each can live on the backend that suits it — short-lived and shared (nonces, rate-limit buckets,
+ * JWT ids) on memory, SQLite or Redis; durable records (tenants, keys, verdicts, activity, reference values,
+ * Part B) on SQLite or PostgreSQL. Every backend passes the same conformance suites (test/store/conformance.ts,
  * test/store/enrollmentConformance.ts).
  */
 
 // ---------------------------------------------------------------------------------------------------------------
 // Short-lived and shared
-
-export interface NonceRecord {
-  nonce: string;
-  tenantId: string;
-  createdAtMs: number;
-  expiresAtMs: number;
-}
-
-export type NonceIssueOutcome = "ok" | "limit";
-
-export type NonceConsumeOutcome = "ok" | "unknown" | "expired" | "used";
 
 export interface NonceStore {
   /**

@@ -39,7 +39,7 @@ export class VendorTrustSource {
   private lastStoreJson = "";
   private timer: NodeJS.Timeout | undefined;
 
-  private constructor(opts: VendorTrustOptions, private readonly store: ReferenceValueStore) {
+  private constructor(opts: VendorTrustOptions, private readonly store: ReferenceValueStore | undefined) {
     this.rootsDer = opts.vendorRoots ? parsePemBundle(readText(opts.vendorRoots, "--vendor-roots")) : [];
     this.revocations = opts.revocations
       ? parseStatusList(readText(opts.revocations, "--revocations"), `--revocations ${opts.revocations}`)
@@ -50,7 +50,8 @@ export class VendorTrustSource {
     this.current = this.build([]);
   }
 
-  static async open(opts: VendorTrustOptions, store: ReferenceValueStore): Promise<VendorTrustSource> {
+  /** `store` undefined (the offline CLI with no database): the --reference-values file alone */
+  static async open(opts: VendorTrustOptions, store?: ReferenceValueStore): Promise<VendorTrustSource> {
     const source = new VendorTrustSource(opts, store);
     await source.refresh();
     return source;
@@ -70,7 +71,7 @@ export class VendorTrustSource {
 
   /** Rebuilds the trust object only when the stored values changed, so per-trust caches stay warm. */
   async refresh(): Promise<void> {
-    const values = await this.store.listReferenceValues();
+    const values = this.store ? await this.store.listReferenceValues() : [];
     const json = JSON.stringify(values);
     if (json === this.lastStoreJson) return;
     this.lastStoreJson = json;

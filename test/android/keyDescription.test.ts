@@ -4,9 +4,9 @@ import { readFileSync, readdirSync } from "node:fs";
 import * as asn1js from "asn1js";
 import { AsnConvert, OctetString } from "@peculiar/asn1-schema";
 import { AttestationApplicationId, AttestationPackageInfo, AuthorizationList, IntegerSet, RootOfTrust, SecurityLevel, VerifiedBootState } from "@peculiar/asn1-android";
+import { ExtensionError } from "../../src/attestation/encoding/derChain.ts";
 import {
   AUTHORIZATION_TAGS,
-  ExtensionError,
   KEY_DESCRIPTION_OID,
   keyDescriptionToJson,
   parseKeyDescription,

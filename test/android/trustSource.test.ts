@@ -10,15 +10,15 @@ import { systemClock } from "../../src/clock.ts";
 import { loadConfig } from "../../src/config.ts";
 import { parsePemBundle } from "../../src/attestation/encoding/pem.ts";
 import { readCertificate } from "../../src/attestation/encoding/derChain.ts";
-import { openAndroidTrust } from "../../src/trust/androidTrust.ts";
 import {
   BUILT_IN_ROOTS_URL,
   emptyAndroidTrust,
   loadAndroidTrust,
   parseAndroidRoots,
   type AndroidTrustOptions,
-  type TrustLog,
 } from "../../src/trust/androidTrustSource.ts";
+import { openTrust } from "../../src/trust/openTrust.ts";
+import type { TrustLog } from "../../src/trust/refreshingSource.ts";
 import { appraiseAt, pemBlob, vec } from "./fixtures.ts";
 
 const ROOTS = vec("android_keyattestation/roots.json");
@@ -359,23 +359,23 @@ describe("the default status list: Google's URL, cached on disk, fail closed off
     const dataDir = tempDir();
     const config = loadConfig({ dataDir }, {});
     const net = network();
-    const first = await openAndroidTrust(config, captureLog(), systemClock, {}, true, { fetch: net.fetch });
+    const first = await openTrust(config, { log: captureLog(), clock: systemClock, serving: true, fetch: net.fetch });
     first.stop();
     assert.deepEqual(net.requests, [GOOGLE_STATUS_URL], "the status list and nothing else (the roots are built in)");
-    assert.deepEqual(first.health().map((c) => [c.name, c.ok]), [["android-roots", true], ["android-status", true]]);
-    assert.equal(appraiseAt(CAIMAN(), CAIMAN_NONCE, first.current(), AT).record.verdict, "Yes");
+    assert.deepEqual(first.readiness().checks.map((c) => [c.name, c.ok]), [["android-roots", true], ["android-status", true]]);
+    assert.equal(appraiseAt(CAIMAN(), CAIMAN_NONCE, first.forTenant({ name: "" }).android, AT).record.verdict, "Yes");
     const cache = JSON.parse(readFileSync(path.join(dataDir, "android-trust", "android-status.json"), "utf8"));
     assert.equal(cache.source, GOOGLE_STATUS_URL);
     assert.ok(Buffer.from(cache.body, "base64").equals(readFileSync(STATUS)));
 
     net.online = false;
-    const second = await openAndroidTrust(config, captureLog(), systemClock, {}, true, { fetch: net.fetch });
+    const second = await openTrust(config, { log: captureLog(), clock: systemClock, serving: true, fetch: net.fetch });
     second.stop();
     assert.equal(net.requests.length, 2, "it did try the network");
-    const status = second.health().find((c) => c.name === "android-status")!;
+    const status = second.readiness().checks.find((c) => c.name === "android-status")!;
     assert.equal(status.ok, true);
     assert.match(status.detail, new RegExp(`read back from the disk cache in ${dataDir}/android-trust \\(the source failed: fetch failed: ENOTFOUND\\)`));
-    assert.equal(appraiseAt(CAIMAN(), CAIMAN_NONCE, second.current(), AT).record.verdict, "Yes");
+    assert.equal(appraiseAt(CAIMAN(), CAIMAN_NONCE, second.forTenant({ name: "" }).android, AT).record.verdict, "Yes");
   });
 
   test("no network and no cache: fail closed, and every report says exactly that", async () => {

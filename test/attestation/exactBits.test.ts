@@ -1,7 +1,7 @@
 import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
 import { readDerHeader, splitDerCertificates } from "../../src/attestation/encoding/derChain.ts";
-import { challengeMatches } from "../../src/attestation/encoding/nonce.ts";
+import { challengeMatches } from "../../src/nonces/nonce.ts";
 import { vendorContainerFormat } from "../../src/attestation/formats/vendorContainer.ts";
 import { createDevCa, createRootCertificate, issueDeviceLeaf, type DevCa } from "../../src/attestation/sim/devCa.ts";
 import { demoReferenceValues, encodeVendorBlob } from "../../src/attestation/sim/deviceSim.ts";

@@ -9,11 +9,8 @@ import { isAppError } from "../../src/errors/AppError.ts";
 import { parseStatusList } from "../../src/attestation/chain/statusList.ts";
 import { vendorTrustProblems } from "../../src/attestation/chain/vendorChain.ts";
 import { parsePemBlocks, parsePemBundle, toPem } from "../../src/attestation/encoding/pem.ts";
-import {
-  parseVendorContainer,
-  vendorContainerFormat,
-  VendorRecordType as T,
-} from "../../src/attestation/formats/vendorContainer.ts";
+import { parseVendorContainer, VendorRecordType as T } from "../../src/attestation/encoding/vendorContainer.ts";
+import { vendorContainerFormat } from "../../src/attestation/formats/vendorContainer.ts";
 import { parseReferenceValues } from "../../src/attestation/policy/referenceValues.ts";
 import {
   createDevCa,

@@ -7,10 +7,12 @@ import { generateApiKey } from "../../src/auth/apiKeys.ts";
 import { ManualClock, cryptoRng } from "../../src/clock.ts";
 import { accessTokenRequest, apiToken, type ClientKeys } from "../../src/enrollment/clientJwt.ts";
 import { createEnrollment, type Enrollment } from "../../src/enrollment/enrollment.ts";
-import { ActivityRecorder } from "../../src/http/activityRecorder.ts";
-import { buildApp, type AppInstance } from "../../src/http/app.ts";
+import { ActivityRecorder } from "../../src/services/activityRecorder.ts";
+import { RateLimiter } from "../../src/services/rateLimiter.ts";
+import { buildApp } from "../../src/http/app.ts";
 import { Metrics } from "../../src/http/metrics.ts";
 import { registerPartB } from "../../src/http/routes/svc/index.ts";
+import type { AppInstance } from "../../src/http/types.ts";
 import type { ApiClient } from "../../src/domain/enrollment.ts";
 import { MemoryRateLimitStore } from "../../src/store/memory/memoryRateLimitStore.ts";
 import { SqliteEnrollmentStore, SqliteJtiStore } from "../../src/store/sqlite/sqliteEnrollmentStore.ts";
@@ -60,12 +62,12 @@ export class Harness {
 
   static async start(maxDevices?: number): Promise<Harness> {
     const h = new Harness(maxDevices);
-    const rateLimits = new MemoryRateLimitStore();
+    const rateLimiter = new RateLimiter(new MemoryRateLimitStore(), h.clock, { rps: 1000, burst: 1000 });
     h.app = await buildApp({
       logger: log,
       clock: h.clock,
       rng: cryptoRng,
-      limits: { maxBlobBytes: 65536, maxBatch: 10, rps: 1000, burst: 1000 },
+      limits: { maxBlobBytes: 65536, maxBatch: 10 },
       attestation: new AttestationService({
         nonces: h.sqlite,
         verdicts: h.sqlite,
@@ -77,12 +79,12 @@ export class Harness {
         limits: { nonceTtlMs: 300_000, maxOutstandingNonces: 1000 },
       }),
       auth: new ApiKeyAuthenticator(h.sqlite, h.clock, h.enrollment.restrictionCheck),
-      rateLimits,
+      rateLimiter,
       activity: h.activity,
       metrics: new Metrics(),
       readiness: async () => ({ ready: true, checks: [] }),
       trustedProxies: [],
-      partB: registerPartB({ enrollment: h.enrollment, rateLimits, clock: h.clock, maxDevices: h.maxDevices }),
+      partB: registerPartB({ enrollment: h.enrollment, rateLimiter, maxDevices: h.maxDevices }),
     });
     await h.app.ready();
     return h;

@@ -6,7 +6,8 @@ import { VERDICT_FIELDS, type ReferenceValue } from "../../src/attestation/types
 import { takeToken } from "../../src/store/memory/memoryRateLimitStore.ts";
 import type { ActivityEntry } from "../../src/domain/activity.ts";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
-import type { DurableStore, JtiStore, NonceRecord, NonceStore, RateLimitStore } from "../../src/store/types.ts";
+import type { NonceRecord } from "../../src/nonces/types.ts";
+import type { DurableStore, JtiStore, NonceStore, RateLimitStore } from "../../src/store/types.ts";
 
 /**
  * The store conformance suite: one set of assertions that every backend must pass (memory, SQLite, PostgreSQL,

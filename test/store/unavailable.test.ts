@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, describe, it } from "node:test";
-import { fromPgError, fromRedisError, StoreUnavailableError } from "../../src/store/errors.ts";
+import { StoreUnavailableError } from "../../src/errors/storeUnavailable.ts";
+import { fromPgError, fromRedisError } from "../../src/store/errors.ts";
 import { PgStore } from "../../src/store/postgres/pgStore.ts";
 import { RedisStore } from "../../src/store/redis/redisStore.ts";
 import { createTestDatabase, createTestRedisPrefix, type TestDatabase, type TestRedisPrefix } from "./backends.ts";

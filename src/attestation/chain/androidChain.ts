@@ -1,12 +1,7 @@
 import { createHash, createPublicKey, verify as verifySignature, type KeyObject } from "node:crypto";
 import type { AndroidTrust, StatusEntry, StatusList } from "../types.ts";
+import { ExtensionError, readCertificate, type CertificateFacts } from "../encoding/derChain.ts";
 import {
-  CertificateReadError,
-  readCertificate,
-  type CertificateFacts,
-} from "../encoding/derChain.ts";
-import {
-  ExtensionError,
   KEY_DESCRIPTION_OID,
   PURPOSE_ATTEST_KEY,
   hasPurpose,
@@ -14,6 +9,7 @@ import {
   type KeyDescriptionInfo,
 } from "../encoding/keyDescription.ts";
 import { KNOX_OID } from "../encoding/knox.ts";
+import { KEY_USAGE_KEY_CERT_SIGN, OID_BASIC_CONSTRAINTS, OID_KEY_USAGE } from "../encoding/certificateExtensions.ts";
 import { provisioningOf, type Provisioning } from "./provisioning.ts";
 import { normalizeSerial } from "./statusList.ts";
 
@@ -189,14 +185,7 @@ function keyOf(c: ChainCertificate, index: TrustIndex): KeyObject {
 }
 
 /** Critical extensions this validator acts on; any other critical extension fails the chain (RFC 5280 6.1.4). */
-const KNOWN_CRITICAL = new Set([
-  "2.5.29.15", // keyUsage
-  "2.5.29.19", // basicConstraints
-  KEY_DESCRIPTION_OID,
-  KNOX_OID,
-]);
-
-const KEY_CERT_SIGN = 32;
+const KNOWN_CRITICAL = new Set([OID_KEY_USAGE, OID_BASIC_CONSTRAINTS, KEY_DESCRIPTION_OID, KNOX_OID]);
 
 function hasKeyDescription(c: ChainCertificate): boolean {
   return c.facts.extensions.some((e) => e.oid === KEY_DESCRIPTION_OID);
@@ -264,7 +253,7 @@ export function validateAndroidChain(input: ChainInput, trust: AndroidTrust, now
     if (repeated) return fail(`certificate ${i} carries extension ${repeated.oid} twice`);
     if (role === "intermediate" || role === "root") {
       if (f.ca !== true) return fail(`certificate ${i} issues certificate ${i - 1} but is not a CA`);
-      if (f.keyUsage !== undefined && (f.keyUsage & KEY_CERT_SIGN) === 0) {
+      if (f.keyUsage !== undefined && (f.keyUsage & KEY_USAGE_KEY_CERT_SIGN) === 0) {
         return fail(`certificate ${i} issues certificates but its key usage lacks keyCertSign`);
       }
       if (role === "intermediate") {
@@ -402,4 +391,3 @@ export function findRevoked(
   return undefined;
 }
 
-export { CertificateReadError };

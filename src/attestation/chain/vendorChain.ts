@@ -4,7 +4,6 @@ import {
   BasicConstraints,
   Certificate,
   KeyUsage,
-  KeyUsageFlags,
   id_ce_basicConstraints,
   id_ce_keyUsage,
 } from "@peculiar/asn1-x509";
@@ -12,6 +11,7 @@ import type { StatusEntry, StatusList, VendorTrust } from "../types.ts";
 import {
   CertificateStructureError,
   KEY_USAGE_DIGITAL_SIGNATURE,
+  KEY_USAGE_KEY_CERT_SIGN,
   OID_BASIC_CONSTRAINTS,
   OID_KEY_USAGE,
   UNDERSTOOD_CRITICAL,
@@ -66,10 +66,7 @@ export interface InspectedCertificate {
   /** subject Name DER (hex) and SubjectPublicKeyInfo SHA-256: how a carried root is matched to an operator's */
   readonly subjectHex: string;
   readonly spkiSha256: string;
-  readonly isCA: boolean;
   readonly pathLen: number | undefined;
-  /** KeyUsageFlags bits, or undefined when the extension is absent */
-  readonly keyUsage: number | undefined;
   /** Why this certificate may not issue others, or undefined. */
   readonly issuerProblem: string | undefined;
   /** Why its own signature must not be trusted even if it verifies (weak algorithm), or undefined. */
@@ -95,8 +92,6 @@ export interface ValidatedChain {
   /** carried certificates other than the anchor, leaf's issuer first */
   readonly intermediates: readonly InspectedCertificate[];
   readonly anchor: InspectedCertificate;
-  /** true when the device carried the root itself (it matched one of the operator's) */
-  readonly anchorCarried: boolean;
 }
 
 export type ChainResult = { ok: true; chain: ValidatedChain } | { ok: false; reason: string };
@@ -285,7 +280,7 @@ function inspect(der: Uint8Array, sha256: string): InspectedCertificate {
   const keyProblem = issuerKeyProblem(publicKey);
   const issuerProblem = !isCA
     ? "is not a CA (basicConstraints cA is not set)"
-    : keyUsage !== undefined && (keyUsage & KeyUsageFlags.keyCertSign) === 0
+    : keyUsage !== undefined && (keyUsage & KEY_USAGE_KEY_CERT_SIGN) === 0
       ? "has a keyUsage without keyCertSign"
       : extensionProblems.length
         ? `has ${extensionProblems.join("; ")}`
@@ -300,9 +295,7 @@ function inspect(der: Uint8Array, sha256: string): InspectedCertificate {
     selfIssued: subjectHex === Buffer.from(AsnConvert.serialize(tbs.issuer)).toString("hex"),
     subjectHex,
     spkiSha256: sha256Hex(publicKey.export({ type: "spki", format: "der" })),
-    isCA,
     pathLen,
-    keyUsage,
     issuerProblem,
     signatureProblem: ACCEPTED_SIGNATURE_ALGORITHMS.has(sigOid)
       ? undefined
@@ -349,7 +342,6 @@ interface IssuerPath {
   readonly intermediates: readonly InspectedCertificate[];
   /** operator roots that complete the path (several only when roots share name and key, e.g. a re-issued root) */
   readonly anchors: readonly InspectedCertificate[];
-  readonly anchorCarried: boolean;
 }
 
 const trustStates = new WeakMap<VendorTrust, TrustState>();
@@ -468,7 +460,7 @@ function buildIssuerPath(carried: readonly InspectedCertificate[], state: TrustS
   }
   const withinPathLen = anchors.filter((a) => !pathLenProblem(a, intermediates));
   if (withinPathLen.length === 0) return pathLenProblem(anchors[0]!, intermediates)!;
-  return { intermediates, anchors: withinPathLen, anchorCarried };
+  return { intermediates, anchors: withinPathLen };
 }
 
 function cachedIssuerPath(carried: readonly InspectedCertificate[], state: TrustState): IssuerPath | string {
@@ -517,7 +509,7 @@ export function validateVendorChain(
     // Issued directly by a root: nothing carried to cache, the candidates are the roots that name the leaf's issuer.
     const anchors = state.anchors.filter((a) => leaf.checkIssued(a.x509));
     if (anchors.length === 0) return fail(`no operator vendor root issued the leaf (issuer ${leafSummary.issuer})`);
-    path = { intermediates: [], anchors, anchorCarried: false };
+    path = { intermediates: [], anchors };
   } else {
     const built = cachedIssuerPath(carried, state);
     if (typeof built === "string") return fail(built);
@@ -553,10 +545,7 @@ export function validateVendorChain(
     if (!issuing) return fail(linkProblem(leaf, "the leaf", anchorsNow[0]!)!);
     anchor = issuing;
   }
-  return {
-    ok: true,
-    chain: { leaf: leafCert, intermediates: path.intermediates, anchor, anchorCarried: path.anchorCarried },
-  };
+  return { ok: true, chain: { leaf: leafCert, intermediates: path.intermediates, anchor } };
 }
 
 /**

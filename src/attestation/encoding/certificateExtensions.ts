@@ -39,9 +39,16 @@ export interface KnownExtension {
   readonly honouredWhenCritical: boolean;
 }
 
+export const OID_BASIC_CONSTRAINTS = "2.5.29.19";
+export const OID_KEY_USAGE = "2.5.29.15";
+
+/** keyUsage bits as `1 << bit number` (the numbering of @peculiar/asn1-x509's KeyUsageFlags). */
+export const KEY_USAGE_DIGITAL_SIGNATURE = 1;
+export const KEY_USAGE_KEY_CERT_SIGN = 32;
+
 export const KNOWN_EXTENSIONS: readonly KnownExtension[] = [
-  { name: "basicConstraints", oid: "2.5.29.19", honouredWhenCritical: true },
-  { name: "keyUsage", oid: "2.5.29.15", honouredWhenCritical: true },
+  { name: "basicConstraints", oid: OID_BASIC_CONSTRAINTS, honouredWhenCritical: true },
+  { name: "keyUsage", oid: OID_KEY_USAGE, honouredWhenCritical: true },
   // OpenSSL's checkIssued reads the key identifiers; the rest restrict nothing in a vendor chain's validation
   // (no policy inputs, no name forms to check, no purpose defined for attestation keys).
   { name: "extKeyUsage", oid: "2.5.29.37", honouredWhenCritical: true },
@@ -60,13 +67,6 @@ export const KNOWN_EXTENSIONS: readonly KnownExtension[] = [
 export const UNDERSTOOD_CRITICAL: ReadonlySet<string> = new Set(
   KNOWN_EXTENSIONS.filter((e) => e.honouredWhenCritical).map((e) => e.oid),
 );
-
-export const OID_BASIC_CONSTRAINTS = "2.5.29.19";
-export const OID_KEY_USAGE = "2.5.29.15";
-
-/** keyUsage bits as `1 << bit number` (the numbering of @peculiar/asn1-x509's KeyUsageFlags). */
-export const KEY_USAGE_DIGITAL_SIGNATURE = 1;
-export const KEY_USAGE_KEY_CERT_SIGN = 32;
 
 export interface CertificateExtensionEntry {
   /** dotted OID */

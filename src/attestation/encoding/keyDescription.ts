@@ -35,7 +35,6 @@ export type VerifiedBootStateName = "Verified" | "SelfSigned" | "Unverified" | "
 const SECURITY_LEVELS: readonly SecurityLevelName[] = ["Software", "TrustedEnvironment", "StrongBox"];
 const BOOT_STATES: readonly VerifiedBootStateName[] = ["Verified", "SelfSigned", "Unverified", "Failed"];
 
-export { ExtensionError };
 
 export interface RootOfTrustInfo {
   verifiedBootKey: Buffer;

@@ -2,8 +2,8 @@ import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import type { AppraisalInput, AppraisalResult, AppraisalStatus, VerdictRecord, VerdictValue } from "../types.ts";
 import type { BlobFormat } from "./format.ts";
-import { challengeMatches } from "../encoding/nonce.ts";
-import { ExtensionError, findExtension } from "../encoding/derChain.ts";
+import { challengeMatches } from "../../nonces/nonce.ts";
+import { CertificateReadError, ExtensionError, findExtension } from "../encoding/derChain.ts";
 import {
   CHAIN_ENCODING_NAMES,
   ChainInputError,
@@ -19,7 +19,6 @@ import {
 } from "../encoding/keyDescription.ts";
 import { KNOX_OID, knoxToJson, parseKnoxExtension, type KnoxInfo } from "../encoding/knox.ts";
 import {
-  CertificateReadError,
   findRevoked,
   readChain,
   validateAndroidChain,

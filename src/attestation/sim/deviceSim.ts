@@ -1,5 +1,6 @@
 import { constants, createHash, sign, type KeyObject } from "node:crypto";
-import { VENDOR_CONTAINER_VERSION, VendorRecordType as T, luhnValid } from "../formats/vendorContainer.ts";
+import { VENDOR_CONTAINER_VERSION, VendorRecordType as T, luhnValid } from "../encoding/vendorContainer.ts";
+import { decodeNonce } from "../../nonces/nonce.ts";
 import type { ReferenceValue } from "../types.ts";
 import { issueDeviceLeaf, type CertifiedKey, type DevCa, type KeyType } from "./devCa.ts";
 
@@ -176,8 +177,8 @@ export interface SignedVendorBlobOptions extends VendorBlobOptions {
  * `asciiNonce` the nonce string's ASCII bytes, as apps that pass the string send; `wrongNonce` makes it another.
  */
 export function simulatedChallenge(nonce: string, opts: { wrongNonce?: boolean; asciiNonce?: boolean } = {}): Buffer {
-  const decoded = Buffer.from(nonce, "base64url");
-  if (!/^[A-Za-z0-9_-]{43}$/.test(nonce) || decoded.length !== 32) {
+  const decoded = decodeNonce(nonce);
+  if (!decoded) {
     throw new Error("nonce must be 43 base64url characters (32 bytes), as POST /v2/nonces returns it");
   }
   // Every bit flipped: certainly not the nonce, and the same for the same nonce.

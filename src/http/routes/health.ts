@@ -1,17 +1,5 @@
 import { Type } from "typebox";
-import type { AppDeps, AppInstance } from "../app.ts";
-
-export interface ReadinessReport {
-  /** false → 503: a check this instance cannot serve without (its stores) is failing */
-  ready: boolean;
-  /**
-   * Names of failing checks that do not make the instance unready (Android trust: every instance shares Google's
-   * endpoint, so routing away would not help). Optional for checkers that have none; the answer always has it.
-   */
-  degraded?: string[];
-  checks: { name: string; ok: boolean; detail?: string }[];
-}
-export type ReadinessCheck = () => Promise<ReadinessReport>;
+import type { AppDeps, AppInstance } from "../types.ts";
 
 const Readiness = Type.Object({
   ready: Type.Boolean({ description: "false (and status 503) when a store this instance needs is unreachable" }),

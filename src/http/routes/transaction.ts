@@ -1,8 +1,10 @@
 import { Type } from "typebox";
 import { catalog } from "../../errors/catalog.ts";
 import { AppError, isAppError } from "../../errors/AppError.ts";
-import { methodNotAllowed, partAGuards, sendBody, type AppDeps, type AppInstance } from "../app.ts";
+import { sendBody } from "../render.ts";
 import { partAErrors } from "../schemas/common.ts";
+import type { AppDeps, AppInstance } from "../types.ts";
+import { methodNotAllowed, partAGuards } from "./guards.ts";
 
 const Item = Type.Object(
   {

@@ -1,8 +1,11 @@
 import { Type } from "typebox";
 import { catalog } from "../../errors/catalog.ts";
 import { AppError } from "../../errors/AppError.ts";
-import { methodNotAllowed, partAGuards, sendBody, type AppDeps, type AppInstance } from "../app.ts";
+import { NONCE_PATTERN } from "../../nonces/nonce.ts";
+import { sendBody } from "../render.ts";
 import { partAErrors, verdictRecordRef } from "../schemas/common.ts";
+import type { AppDeps, AppInstance } from "../types.ts";
+import { methodNotAllowed, partAGuards } from "./guards.ts";
 import type { FastifyRequest } from "fastify";
 
 const OCTET = "application/octet-stream";
@@ -23,7 +26,7 @@ export function registerV2Routes(app: AppInstance, deps: AppDeps): void {
         summary: "Issue a single-use nonce",
         security: [{ apiKey: [] }],
         response: {
-          200: Type.Object({ nonce: Type.String({ pattern: "^[A-Za-z0-9_-]{43}$" }) }),
+          200: Type.Object({ nonce: Type.String({ pattern: NONCE_PATTERN }) }),
           ...partAErrors(400, 401, 403, 405, 406, 422, 429, 500),
         },
       },

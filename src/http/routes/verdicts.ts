@@ -1,7 +1,9 @@
 import { Type } from "typebox";
 import { VERDICT_FIELDS } from "../../attestation/types.ts";
-import { methodNotAllowed, partAGuards, sendBody, type AppDeps, type AppInstance } from "../app.ts";
+import { sendBody } from "../render.ts";
 import { partAErrors } from "../schemas/common.ts";
+import type { AppDeps, AppInstance } from "../types.ts";
+import { methodNotAllowed, partAGuards } from "./guards.ts";
 
 const VerdictWithDetail = Type.Object({
   ...Object.fromEntries(VERDICT_FIELDS.map((f) => [f, Type.String()])),

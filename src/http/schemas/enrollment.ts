@@ -1,6 +1,6 @@
 import { Type } from "typebox";
 import { MAX_IP_ENTRY_LENGTH, MAX_REFERER_PATTERN_LENGTH, MAX_RESTRICTION_ENTRIES } from "../../auth/restrictions.ts";
-import { MAX_PAGE_NUM, MAX_PAGE_SIZE } from "../../enrollment/paging.ts";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_NUM, MAX_PAGE_SIZE } from "../../enrollment/paging.ts";
 import { PROFILE_LIMITS } from "../../enrollment/profiles.ts";
 import { MAX_JWT_LENGTH, MAX_VALIDITY_MINUTES, MIN_VALIDITY_MINUTES } from "../../enrollment/tokens.ts";
 
@@ -11,7 +11,7 @@ const ISO = Type.String({ description: "ISO 8601 UTC" });
 
 export const PagingQuery = {
   pageNum: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_PAGE_NUM, default: 0, description: "0-based" })),
-  pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 })),
+  pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })),
 };
 
 // ---- auth ----

@@ -1,4 +1,5 @@
-import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord, NonceStore } from "../types.ts";
+import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
+import type { NonceStore } from "../types.ts";
 
 interface Entry extends NonceRecord {
   used: boolean;

@@ -9,15 +9,8 @@ import { query } from "./pgQuery.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
-import type {
-  ActivityFilter,
-  DurableStore,
-  JtiStore,
-  NonceConsumeOutcome,
-  NonceIssueOutcome,
-  NonceRecord,
-  NonceStore,
-} from "../types.ts";
+import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
+import type { ActivityFilter, DurableStore, JtiStore, NonceStore } from "../types.ts";
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 

@@ -1,14 +1,8 @@
 import { Redis, type RedisOptions } from "ioredis";
-import { fromRedisError, StoreUnavailableError } from "../errors.ts";
-import type {
-  JtiStore,
-  NonceConsumeOutcome,
-  NonceIssueOutcome,
-  NonceRecord,
-  NonceStore,
-  RateDecision,
-  RateLimitStore,
-} from "../types.ts";
+import { StoreUnavailableError } from "../../errors/storeUnavailable.ts";
+import { fromRedisError } from "../errors.ts";
+import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
+import type { JtiStore, NonceStore, RateDecision, RateLimitStore } from "../types.ts";
 import { CONSUME_NONCE, ISSUE_NONCE, PURGE_NONCES, REMEMBER_JTI, TAKE_TOKEN, type LuaScript } from "./scripts.ts";
 
 export interface RedisStoreOptions {

@@ -10,15 +10,8 @@ import { WalCheckpointer, type WalCheckpointerOptions } from "./walCheckpointer.
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
-import type {
-  ActivityFilter,
-  DurableStore,
-  NonceConsumeOutcome,
-  NonceIssueOutcome,
-  NonceRecord,
-  NonceStore,
-  NonceVerdictStore,
-} from "../types.ts";
+import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
+import type { ActivityFilter, DurableStore, NonceStore, NonceVerdictStore } from "../types.ts";
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 

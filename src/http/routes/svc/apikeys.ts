@@ -1,5 +1,5 @@
 import { catalog } from "../../../errors/catalog.ts";
-import type { AppInstance } from "../../app.ts";
+import type { AppInstance } from "../../types.ts";
 import { partBErrors } from "../../schemas/common.ts";
 import { KeyParams, RestrictionBody, RestrictionView } from "../../schemas/enrollment.ts";
 import { partBGuards, type PartBDeps } from "./guards.ts";

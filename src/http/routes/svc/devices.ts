@@ -1,6 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import { catalog } from "../../../errors/catalog.ts";
-import type { AppInstance } from "../../app.ts";
+import { DEFAULT_PAGE_SIZE } from "../../../enrollment/paging.ts";
+import type { AppInstance } from "../../types.ts";
 import { partBErrors } from "../../schemas/common.ts";
 import { assignBody, CountResponse, DeviceList, DeviceQuery, deviceUploadBody, TransactionRef, unassignBody } from "../../schemas/enrollment.ts";
 import { emptyQueryMeansAbsent, partBGuards, type PartBDeps } from "./guards.ts";
@@ -63,7 +64,7 @@ export function registerDeviceRoutes(app: AppInstance, deps: PartBDeps): void {
       const q = request.query;
       const page = await devices.list(request.partB!.tenant.tenantId, {
         pageNum: q.pageNum ?? 0,
-        pageSize: q.pageSize ?? 20,
+        pageSize: q.pageSize ?? DEFAULT_PAGE_SIZE,
         transactionId: q.transactionId || undefined,
         profileId: q.profileId || undefined,
       });

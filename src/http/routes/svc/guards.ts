@@ -1,12 +1,12 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Caller } from "../../../auth/restrictions.ts";
-import type { Clock } from "../../../clock.ts";
 import type { Enrollment } from "../../../enrollment/enrollment.ts";
 import type { PartBPrincipal } from "../../../enrollment/tokens.ts";
 import { catalog } from "../../../errors/catalog.ts";
 import { AppError } from "../../../errors/AppError.ts";
 import type { ApiClient } from "../../../domain/enrollment.ts";
-import type { RateLimitStore } from "../../../store/types.ts";
+import type { RateLimiter } from "../../../services/rateLimiter.ts";
+import { enforceRateLimit } from "../guards.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -17,8 +17,7 @@ declare module "fastify" {
 
 export interface PartBDeps {
   enrollment: Enrollment;
-  rateLimits: RateLimitStore;
-  clock: Clock;
+  rateLimiter: RateLimiter;
   maxDevices: number;
 }
 
@@ -29,14 +28,7 @@ export function callerOf(request: FastifyRequest): Caller {
 
 /** Per-client token bucket (the client's --rps / burst), with the same headers as Part A. */
 export async function rateLimitClient(deps: PartBDeps, client: ApiClient, reply: FastifyReply): Promise<void> {
-  const d = await deps.rateLimits.take(`client:${client.clientId}`, client.rps, client.burst, deps.clock.nowMs());
-  reply.header("RateLimit-Policy", `${client.burst};w=${Math.max(1, Math.ceil(client.burst / client.rps))}`);
-  reply.header("RateLimit", `limit=${client.burst}, remaining=${d.remaining}, reset=${Math.ceil(d.resetMs / 1000)}`);
-  if (!d.allowed) {
-    throw new AppError(catalog.TOO_MANY_REQUESTS, `Rate limit of ${client.rps} requests/s (burst ${client.burst}) exceeded`, {
-      "Retry-After": String(Math.max(1, Math.ceil(d.retryAfterMs / 1000))),
-    });
-  }
+  enforceRateLimit(reply, await deps.rateLimiter.forClient(client));
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { AppInstance } from "../../app.ts";
+import type { AppInstance } from "../../types.ts";
 import { registerApiKeyRoutes } from "./apikeys.ts";
 import { registerAuthRoutes } from "./auth.ts";
 import { registerDeviceRoutes } from "./devices.ts";

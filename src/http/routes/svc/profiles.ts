@@ -1,7 +1,7 @@
 import { catalog } from "../../../errors/catalog.ts";
 import type { Profile } from "../../../domain/enrollment.ts";
-import { totalPages } from "../../../enrollment/paging.ts";
-import type { AppInstance } from "../../app.ts";
+import { DEFAULT_PAGE_SIZE, totalPages } from "../../../enrollment/paging.ts";
+import type { AppInstance } from "../../types.ts";
 import { partBErrors } from "../../schemas/common.ts";
 import {
   ProfileBody,
@@ -59,7 +59,7 @@ export function registerProfileRoutes(app: AppInstance, deps: PartBDeps): void {
     },
     async (request) => {
       const pageNum = request.query.pageNum ?? 0;
-      const pageSize = request.query.pageSize ?? 20;
+      const pageSize = request.query.pageSize ?? DEFAULT_PAGE_SIZE;
       const page = await profiles.list(request.partB!.tenant.tenantId, { pageNum, pageSize });
       return { totalCount: page.total, totalPage: totalPages(page.total, pageSize), pageNum, profiles: page.items.map(view) };
     },
@@ -82,7 +82,7 @@ export function registerProfileRoutes(app: AppInstance, deps: PartBDeps): void {
     async (request) => {
       const q = request.query;
       const pageNum = q.pageNum ?? 0;
-      const pageSize = q.pageSize ?? 20;
+      const pageSize = q.pageSize ?? DEFAULT_PAGE_SIZE;
       const tenantId = request.partB!.tenant.tenantId;
       const page = await profiles.status(tenantId, {
         pageNum,

@@ -1,4 +1,4 @@
-import type { AppInstance } from "../../app.ts";
+import type { AppInstance } from "../../types.ts";
 import { partBErrors } from "../../schemas/common.ts";
 import { ResellerAssociate, ResellerList, ResellerView } from "../../schemas/enrollment.ts";
 import { partBGuards, type PartBDeps } from "./guards.ts";

@@ -1,5 +1,5 @@
 import { ENCRYPTION_ALGORITHM } from "../../../enrollment/tenantKeys.ts";
-import type { AppInstance } from "../../app.ts";
+import type { AppInstance } from "../../types.ts";
 import { partBErrors } from "../../schemas/common.ts";
 import { EncryptionKey } from "../../schemas/enrollment.ts";
 import { partBGuards, type PartBDeps } from "./guards.ts";

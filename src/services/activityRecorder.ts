@@ -1,6 +1,10 @@
-import type { FastifyBaseLogger } from "fastify";
 import type { ActivityEntry } from "../domain/activity.ts";
 import type { ActivityStore } from "../store/types.ts";
+
+/** what the recorder needs of a logger: services stay free of Fastify, and any pino logger fits */
+export interface ActivityLog {
+  error(obj: object, msg: string): void;
+}
 
 /**
  * Write-behind buffer for the activity log: requests append in memory and a timer flushes every `flushMs` (or at
@@ -14,7 +18,7 @@ export class ActivityRecorder {
 
   constructor(
     private readonly store: ActivityStore,
-    private readonly log: FastifyBaseLogger,
+    private readonly log: ActivityLog,
     private readonly flushMs = 100,
     private readonly maxBuffered = 1000,
   ) {}

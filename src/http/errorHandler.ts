@@ -1,0 +1,84 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Rng } from "../clock.ts";
+import { catalog } from "../errors/catalog.ts";
+import { AppError, isAppError } from "../errors/AppError.ts";
+import { isStoreUnavailable } from "../errors/storeUnavailable.ts";
+import { CONTENT_TYPES } from "./negotiate.ts";
+import { partAErrorBody, partBErrorBody, renderXml } from "./render.ts";
+import type { AppInstance } from "./types.ts";
+
+/**
+ * Every error response of the app, from one handler: which part's body a URL gets, the translation of what
+ * Fastify itself raises (and of an unreachable store) into catalog errors, and the rule that anything else is a
+ * 500 with an error id, logged with its stack and never sent. The bodies themselves are in render.ts.
+ */
+
+function isPartB(url: string): boolean {
+  return url === "/svc" || url.startsWith("/svc/");
+}
+
+/** Sends a catalog error in the body shape of the request's part and the negotiated media type. */
+function sendError(request: FastifyRequest, reply: FastifyReply, err: AppError, rng: Rng): FastifyReply {
+  // hex, not base64url: an id starting with "-" would read as an option in `attestd activity --error-id ID`
+  const errorId = rng.bytes(12).toString("hex");
+  request.errorId = errorId;
+  request.errorCode = err.entry.code;
+  reply.code(err.entry.status).headers(err.headers);
+  if (isPartB(request.url)) {
+    return reply.type(CONTENT_TYPES.json).send(partBErrorBody(err.entry, errorId, err.reason));
+  }
+  const reason = err.entry.status >= 500 ? `${err.reason} (error id ${errorId})` : err.reason;
+  const body = partAErrorBody(err.entry, reason);
+  if (request.mediaFormat === "xml") {
+    // attestation-api.md: the XML error is flat, <error><result/><code/><message/><reason/></error>
+    return reply.type(CONTENT_TYPES.xml).send(renderXml("error", { result: body.result, ...body.error }));
+  }
+  return reply.type(CONTENT_TYPES.json).send(body);
+}
+
+/** Translates what Fastify itself raises (parsing, limits, validation) into catalog errors. */
+function toAppError(err: unknown, request: FastifyRequest): AppError | undefined {
+  if (isAppError(err)) return err;
+  if (isStoreUnavailable(err)) {
+    // Never answer without the check the store would have made: 503, retry soon. The log names backend and cause.
+    request.log.warn({ backend: err.backend, cause: err.message }, "store unavailable");
+    return new AppError(catalog.SERVICE_UNAVAILABLE, "A backing store is unreachable; retry later", { "Retry-After": "1" });
+  }
+  const e = err as { code?: string; statusCode?: number; validation?: unknown; message?: string };
+  const partB = isPartB(request.url);
+  const invalid = request.routeOptions.config?.invalidEntry ?? (partB ? catalog.RESOURCE_INVALID_PARAM : catalog.INVALID_REQUEST);
+  if (e.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+    return new AppError(request.routeOptions.config?.tooLargeEntry ?? invalid, "The request body is too large");
+  }
+  if (e.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
+    return partB
+      ? new AppError(invalid, "Content-Type must be application/json")
+      : new AppError(catalog.UNSUPPORTED_MEDIA_TYPE, "Unsupported Content-Type");
+  }
+  if (e.validation) return new AppError(invalid, e.message ?? "Invalid request");
+  if (typeof e.statusCode === "number" && e.statusCode >= 400 && e.statusCode < 500) {
+    return new AppError(invalid, e.message ?? "Invalid request");
+  }
+  return undefined;
+}
+
+/** Installs the error handler and the 404 for unknown routes; `rng` draws the error ids. */
+export function setErrorHandlers(app: AppInstance, rng: Rng): void {
+  app.setErrorHandler((err, request, reply) => {
+    const known = toAppError(err, request);
+    if (known) return sendError(request, reply, known, rng);
+    const internal = new AppError(
+      catalog.INTERNAL_SERVER_ERROR,
+      // Part B's data carries the exception message (enrollment-api.md); Part A names only the error id.
+      isPartB(request.url) ? String((err as Error)?.message ?? "internal error").slice(0, 200) : "Unexpected failure",
+    );
+    sendError(request, reply, internal, rng);
+    request.log.error({ err, errorId: request.errorId, route: request.routeOptions.url }, "internal error");
+    return reply;
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const entry = isPartB(request.url) ? catalog.RESOURCE_NOT_FOUND : catalog.A_NOT_FOUND;
+    return sendError(request, reply, new AppError(entry, `No route for ${request.method} ${request.url.split("?")[0]}`), rng);
+  });
+}

@@ -1,0 +1,78 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyBaseLogger, FastifyInstance } from "fastify";
+import type { Clock, Rng } from "../clock.ts";
+import type { CatalogEntry } from "../errors/catalog.ts";
+import type { ActivityRecorder } from "../services/activityRecorder.ts";
+import type { ApiKeyAuthenticator, Principal } from "../services/apiKeyAuth.ts";
+import type { AttestationService } from "../services/attestationService.ts";
+import type { RateLimiter } from "../services/rateLimiter.ts";
+import type { Metrics } from "./metrics.ts";
+import type { MediaFormat } from "./negotiate.ts";
+
+/**
+ * What a route is given: the app type, the services and limits buildApp is built from, the readiness contract,
+ * and what the app adds to every request and route config. It imports no route and no part of the app, so routes
+ * depend on it and app.ts on them, never in a circle.
+ */
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** response format chosen from Accept (JSON when nothing acceptable: the 406 itself is JSON) */
+    mediaFormat: MediaFormat;
+    /** false when Accept allows neither JSON nor XML (answered 406 where the route checks it) */
+    acceptable: boolean;
+    /** the authenticated Part A caller */
+    principal?: Principal;
+    /** set by Part B authentication */
+    tenantId?: string;
+    clientId?: string;
+    /** set when an error response is sent; written to the activity log */
+    errorId?: string;
+    errorCode?: string;
+  }
+  interface FastifyContextConfig {
+    /** catalog entry for schema-validation failures on this route (default INVALID_REQUEST / RESOURCE_INVALID_PARAM) */
+    invalidEntry?: CatalogEntry;
+    /** catalog entry for a body over the route's bodyLimit */
+    tooLargeEntry?: CatalogEntry;
+  }
+}
+
+export interface AppLimits {
+  maxBlobBytes: number;
+  maxBatch: number;
+}
+
+export interface ReadinessReport {
+  /** false → 503: a check this instance cannot serve without (its stores) is failing */
+  ready: boolean;
+  /**
+   * Names of failing checks that do not make the instance unready (Android trust: every instance shares Google's
+   * endpoint, so routing away would not help). Optional for checkers that have none; the answer always has it.
+   */
+  degraded?: string[];
+  checks: { name: string; ok: boolean; detail?: string }[];
+}
+export type ReadinessCheck = () => Promise<ReadinessReport>;
+
+export interface AppDeps {
+  logger: FastifyBaseLogger | boolean;
+  clock: Clock;
+  rng: Rng;
+  limits: AppLimits;
+  attestation: AttestationService;
+  auth: ApiKeyAuthenticator;
+  /** Part A's per-key buckets (Part B is given the same limiter through its own deps) */
+  rateLimiter: RateLimiter;
+  activity: ActivityRecorder;
+  metrics: Metrics;
+  readiness: ReadinessCheck;
+  /** addresses/CIDRs whose X-Forwarded-For is believed */
+  trustedProxies: string[];
+  /** registers Part B (/svc/v1) routes, when present */
+  partB?: (app: AppInstance) => void | Promise<void>;
+  /** TLS options for Fastify's https server; undefined = plain HTTP (tests use inject) */
+  https?: { cert: string; key: string } | undefined;
+}
+
+export type AppInstance = FastifyInstance<any, any, any, FastifyBaseLogger, TypeBoxTypeProvider>;

@@ -1,0 +1,127 @@
+import path from "node:path";
+import type { TrustConfig } from "../attestation/types.ts";
+import { vendorTrustProblems } from "../attestation/chain/vendorChain.ts";
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import type { Tenant } from "../domain/tenants.ts";
+import type { ReferenceValueStore } from "../store/types.ts";
+import { loadAndroidPolicies } from "./androidPolicyFile.ts";
+import { loadAndroidTrust } from "./androidTrustSource.ts";
+import type { TrustLog } from "./refreshingSource.ts";
+import { tenantTrust } from "./tenantTrust.ts";
+import { VendorTrustSource } from "./vendorTrustSource.ts";
+
+/**
+ * Trust from the settings, built in one place for `attestd serve` and `attestd appraise`: the vendor trust, the
+ * android-key trust (cached in `<dataDir>/android-trust`), the android policies of --android-policy and their
+ * per-tenant combination, with what the server reports of them (readiness, the gauge, start-up warnings) and one
+ * stop(). See src/trust/README.md.
+ */
+
+export type TrustSettings = Pick<
+  Config,
+  | "vendorRoots"
+  | "revocations"
+  | "referenceValues"
+  | "androidRoots"
+  | "androidStatus"
+  | "allowedBootKeys"
+  | "androidMaxAge"
+  | "androidRefresh"
+  | "androidPolicy"
+  | "androidMinPatchLevel"
+  | "dataDir"
+>;
+
+export interface OpenTrustOptions {
+  log: TrustLog;
+  clock: Clock;
+  /** the network the Android sources use (tests inject one: no test may reach Google's status list) */
+  fetch?: typeof fetch;
+  /**
+   * A serving process: refresh timers run, and a URL is waited for SERVE_STARTUP_WAIT_MS at start-up while the
+   * fetch goes on in the background. False for a one-shot (`attestd appraise`): no timers, and loading waits for a
+   * URL up to the fetch timeout, because that single answer depends on it and no later refresh would pick it up.
+   */
+  serving: boolean;
+  /** where `attestd refvals import` puts reference values; undefined (the offline CLI): the file's alone */
+  referenceValues?: ReferenceValueStore;
+}
+
+export interface TrustCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+export interface Trust {
+  /** the trust to appraise a tenant's blob with now; the same object while nothing changes (keeps the caches warm) */
+  forTenant(tenant: Pick<Tenant, "name">): TrustConfig;
+  /** whether --android-policy has an entry for this tenant (otherwise its default applies) */
+  hasTenantPolicy(name: string): boolean;
+  /**
+   * The checks `android-roots` and `android-status`, each with its sentence (the facts, or why it is unusable), and
+   * the names of the failing ones. Advisory: /readyz lists those under `degraded`, never answers 503 for them.
+   */
+  readiness(): { checks: TrustCheck[]; degraded: string[] };
+  /** android-key can give Success now (roots and status list present and fresh): the attestd_android_trust_fresh gauge */
+  androidUsable(): boolean;
+  /** configured vendor roots that cannot anchor a chain, one sentence each (appraisal skips them), for the start-up log */
+  vendorProblems: readonly string[];
+  /** no --vendor-roots: every vendor blob will be CertificateInvalid, for the start-up log */
+  noVendorRoots: boolean;
+  /** stops the refresh timers and aborts a fetch under way (nothing to stop when not serving) */
+  stop(): void;
+}
+
+/** How long `serve` waits for Google at start-up before going on with the disk cache (the fetch continues). */
+const SERVE_STARTUP_WAIT_MS = 3000;
+/** How often `serve` re-reads the reference values, so `attestd refvals import` reaches a running server. */
+const REFERENCE_VALUES_REFRESH_MS = 10_000;
+
+/**
+ * Opens every trust source the settings name. Throws, with one line, only for local configuration: a vendor trust
+ * file, the policy file, the boot-key allow-list, a damaged built-in roots file. Android roots and status-list
+ * problems never throw: android-key fails closed, saying why, and readiness() reports them.
+ */
+export async function openTrust(c: TrustSettings, opts: OpenTrustOptions): Promise<Trust> {
+  const { log, clock, serving } = opts;
+  const vendor = await VendorTrustSource.open(c, opts.referenceValues);
+  const policies = loadAndroidPolicies(c.androidPolicy, c.androidMinPatchLevel);
+  const android = await loadAndroidTrust({
+    ...(c.androidRoots ? { rootsSource: c.androidRoots } : {}),
+    ...(c.androidStatus ? { statusSource: c.androidStatus } : {}),
+    ...(c.allowedBootKeys ? { allowedBootKeysFile: c.allowedBootKeys } : {}),
+    cacheDir: path.join(c.dataDir, "android-trust"),
+    maxAgeSeconds: c.androidMaxAge,
+    refreshSeconds: c.androidRefresh,
+    policy: policies.default,
+    now: () => new Date(clock.nowMs()),
+    log,
+    startupWaitMs: serving ? SERVE_STARTUP_WAIT_MS : Infinity,
+    ...(opts.fetch ? { fetch: opts.fetch } : {}),
+  });
+  if (serving) {
+    vendor.start(REFERENCE_VALUES_REFRESH_MS, (err) => log.warn({ err }, "reference values refresh failed"));
+    android.start();
+  }
+  return {
+    forTenant: tenantTrust(() => vendor.get(), () => android.current(), policies),
+    hasTenantPolicy: (name) => policies.tenants.has(name),
+    readiness() {
+      const h = android.health();
+      const checks = [
+        { name: "android-roots", ok: h.roots.state === "ok", detail: h.roots.summary },
+        { name: "android-status", ok: h.status.state === "ok", detail: h.status.summary },
+      ];
+      return { checks, degraded: checks.filter((x) => !x.ok).map((x) => x.name) };
+    },
+    androidUsable: () => android.current().fresh,
+    vendorProblems: vendorTrustProblems(vendor.get()),
+    noVendorRoots: vendor.get().rootsDer.length === 0,
+    stop() {
+      vendor.stop();
+      android.stop();
+    },
+  };
+}
