@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { LOG_FORMATS } from "./logging.ts";
 
 /**
  * One table of settings. Each becomes a CLI flag (`--nonce-ttl`), an environment variable (`ATTESTD_NONCE_TTL`) and
@@ -73,6 +74,10 @@ export const settings = {
   logLevel: s("string", "pino log level", {
     default: "info",
     choices: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
+  }),
+  logFormat: s("string", "log lines: pretty for a person, json (one object per line) for a collector; auto is pretty when stdout is a terminal", {
+    default: "auto",
+    choices: LOG_FORMATS,
   }),
 } as const satisfies Record<string, Setting>;
 

@@ -1,15 +1,24 @@
 import cluster from "node:cluster";
 import { readFileSync } from "node:fs";
 import { runPrimary, workerRuntimeOptions } from "./cluster.ts";
+import type { FastifyBaseLogger } from "fastify";
 import type { Config } from "./config.ts";
-import { createLogger, createRuntime, type Runtime } from "./server.ts";
+import { createLogger, logsArePretty, type LogFormat } from "./logging.ts";
+import { createRuntime, type Runtime } from "./server.ts";
 import { checkServerChain } from "./tls/checkServerChain.ts";
 import { ensureDevTls } from "./tls/devTls.ts";
 
 /** Thrown for start-up refusals: printed as one line, no stack. */
 export class StartupError extends Error {}
 
-async function resolveTls(config: Config): Promise<{ cert: string; key: string } | undefined> {
+interface ServerTls {
+  cert: string;
+  key: string;
+  /** the dev CA a client must trust; undefined when the operator brought a certificate */
+  devCaFile?: string;
+}
+
+async function resolveTls(config: Config, log: FastifyBaseLogger): Promise<ServerTls | undefined> {
   if (config.insecureHttp) return undefined;
   if (config.tlsCert && config.tlsKey) {
     const read = (f: string, what: string) => {
@@ -26,8 +35,35 @@ async function resolveTls(config: Config): Promise<{ cert: string; key: string }
     return { cert, key };
   }
   const dev = await ensureDevTls(config.dataDir);
-  process.stderr.write(`attestd: dev TLS ${dev.created ? "created" : "in use"}; trust it with: curl --cacert ${dev.caFile}\n`);
-  return { cert: readFileSync(dev.certFile, "utf8"), key: readFileSync(dev.keyFile, "utf8") };
+  log.info({ caFile: dev.caFile }, dev.created ? "dev TLS created" : "dev TLS in use");
+  return { cert: readFileSync(dev.certFile, "utf8"), key: readFileSync(dev.keyFile, "utf8"), devCaFile: dev.caFile };
+}
+
+/**
+ * What a person who just ran `npm start` needs next: where the service is, which CA to trust, and what to run.
+ * The commands are the README's walk-through's, so the two never disagree.
+ */
+export function startupBanner(o: { address: string; caFile?: string | undefined; tenants: number }): string {
+  const trust = o.caFile ? `--cacert ${o.caFile} ` : "";
+  const lines = [
+    "",
+    `  attestd is serving ${o.address}`,
+    ...(o.caFile ? [`  Its dev CA (trust it):  ${o.caFile}`] : []),
+    `  Check it:               curl ${trust}${o.address}/healthz`,
+  ];
+  if (o.tenants === 0) {
+    lines.push(
+      "  Next, in another terminal: a tenant and its API key",
+      "                          npm run --silent attestd -- tenant create acme",
+      "                          npm run --silent attestd -- key create --tenant acme",
+    );
+  }
+  lines.push(
+    "  Then:                   README.md, \"Walk-through, part 1\" (nonce, simulated device, verdict)",
+    `  API reference:          ${o.address}/openapi.json      Stop: Ctrl-C`,
+    "",
+  );
+  return lines.join("\n") + "\n";
 }
 
 /**
@@ -35,14 +71,21 @@ async function resolveTls(config: Config): Promise<{ cert: string; key: string }
  * activity log is flushed, stores closed). Returns the runtime for callers that manage it themselves.
  */
 export async function serve(config: Config, installSignalHandlers = true): Promise<Runtime> {
-  const log = createLogger(config.logLevel);
-  const https = await resolveTls(config);
+  const format = config.logFormat as LogFormat;
+  const log = createLogger({ level: config.logLevel, format });
+  const tls = await resolveTls(config, log);
+  const https = tls && { cert: tls.cert, key: tls.key };
   // --workers N: this process becomes the cluster primary (src/cluster.ts) and never returns; its workers come
   // back through here and serve, with the primary's shared rate-limit buckets
   if (config.workers > 1 && cluster.isPrimary) return runPrimary(config, log);
   const runtime = await createRuntime(config, { logger: log, ...(https ? { https } : {}), ...(await workerRuntimeOptions(config, log)) });
   const address = await runtime.app.listen({ host: config.host, port: config.port });
-  log.info({ address, tls: https ? "on" : "off", store: config.store }, "attestd listening");
+  log.info({ address, tls: https ? "on" : "off", store: config.store, ...(tls?.devCaFile ? { caFile: tls.devCaFile } : {}) }, "attestd listening");
+  // one banner per service, not per cluster worker; a collector reading JSON has the same facts in the line above
+  if (logsArePretty(format) && (!cluster.isWorker || cluster.worker?.id === 1)) {
+    const tenants = (await runtime.stores.durable.listTenants()).length;
+    process.stdout.write(startupBanner({ address, caFile: tls?.devCaFile, tenants }));
+  }
   if (installSignalHandlers) {
     const stop = (signal: string) => {
       log.info({ signal }, "shutting down");

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
-import pino from "pino";
 import { cryptoRng, systemClock, type Clock, type Rng } from "./clock.ts";
 import type { Config } from "./config.ts";
+import { createLogger, type LogFormat } from "./logging.ts";
 import { buildApp } from "./http/app.ts";
 import { Metrics } from "./http/metrics.ts";
 import type { AppInstance, ReadinessReport } from "./http/types.ts";
@@ -35,18 +35,9 @@ export interface RuntimeOptions {
   fetch?: typeof fetch;
 }
 
-/**
- * The service logs to stdout; a CLI command whose stdout is its result (`attestd appraise`) passes fd 2, so a
- * warning never lands in front of the JSON a script reads.
- */
-export function createLogger(level: string, fd: 1 | 2 = 1): FastifyBaseLogger {
-  const options = { level, base: { service: "attestd", pid: process.pid } };
-  return (fd === 1 ? pino(options) : pino(options, pino.destination({ fd: 2, sync: true }))) as unknown as FastifyBaseLogger;
-}
-
 /** The composition root: config → stores → trust → services → app. `main` only listens and handles signals. */
 export async function createRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
-  const log = opts.logger ?? createLogger(config.logLevel);
+  const log = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat as LogFormat });
   const clock = opts.clock ?? systemClock;
   const rng = opts.rng ?? cryptoRng;
   const stores = opts.stores ?? (await openStores(config, { serving: true, onBackgroundError: walCheckpointFailed(log) }));

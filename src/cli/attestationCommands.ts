@@ -21,7 +21,7 @@ import { buildVendorBlob, demoReferenceValues, UNKNOWN_FIRMWARE } from "../attes
 import { systemClock } from "../clock.ts";
 import { isAppError } from "../errors/AppError.ts";
 import { partAErrorBody } from "../http/render.ts";
-import { createLogger } from "../server.ts";
+import { createLogger, type LogFormat } from "../logging.ts";
 import { openStores } from "../store/openStores.ts";
 import { openTrust } from "../trust/openTrust.ts";
 import { addSettings, CliError, configFrom, STORAGE_SETTINGS, TRUST_SETTINGS, withStores } from "./options.ts";
@@ -214,7 +214,7 @@ export function registerAttestationCommands(program: Command): void {
     const nonce = opts.nonce ?? nonceForChallenge(Buffer.from(opts.challengeHex!, "hex"));
     const blob = readFileOrFail(file, "blob");
     const config = configFrom(cmd);
-    const log = createLogger(config.logLevel === "info" ? "warn" : config.logLevel, 2);
+    const log = createLogger({ level: config.logLevel === "info" ? "warn" : config.logLevel, format: config.logFormat as LogFormat, fd: 2 });
     const useStore = config.store !== "sqlite" || existsSync(path.join(config.dataDir, "attestd.sqlite"));
     const stores = useStore ? await openStores(config) : undefined;
     try {

@@ -5,7 +5,8 @@ import path from "node:path";
 import { generateApiKey } from "../../src/auth/apiKeys.ts";
 import { ManualClock, cryptoRng } from "../../src/clock.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
-import { createLogger, createRuntime, type Runtime } from "../../src/server.ts";
+import { createLogger } from "../../src/logging.ts";
+import { createRuntime, type Runtime } from "../../src/server.ts";
 import type { Tenant } from "../../src/domain/tenants.ts";
 
 export const T0 = Date.parse("2026-11-22T10:00:00.000Z");
@@ -46,7 +47,7 @@ export async function startTestRuntime(
   const clock = opts.clock ?? new ManualClock(T0);
   const runtime = await createRuntime(config, {
     clock,
-    logger: opts.logger ?? createLogger("silent"),
+    logger: opts.logger ?? createLogger({ level: "silent" }),
     fetch: opts.fetch ?? offlineFetch,
   });
   await runtime.app.ready();
