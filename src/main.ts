@@ -4,7 +4,7 @@ import { runPrimary, workerRuntimeOptions } from "./cluster.ts";
 import type { FastifyBaseLogger } from "fastify";
 import type { Config } from "./config.ts";
 import { createLogger, logsArePretty, type LogFormat } from "./logging.ts";
-import { createRuntime, type Runtime } from "./server.ts";
+import { createRuntime, type Runtime, type RuntimeOptions } from "./server.ts";
 import { checkServerChain } from "./tls/checkServerChain.ts";
 import { ensureDevTls } from "./tls/devTls.ts";
 
@@ -68,9 +68,10 @@ export function startupBanner(o: { address: string; caFile?: string | undefined;
 
 /**
  * `attestd serve`: config → runtime → listen; SIGTERM/SIGINT close gracefully (in-flight requests finish, the
- * activity log is flushed, stores closed). Returns the runtime for callers that manage it themselves.
+ * activity log is flushed, stores closed). Returns the runtime for callers that manage it themselves;
+ * `runtimeOptions` are createRuntime's, for test entry points that serve exactly as the CLI does.
  */
-export async function serve(config: Config, installSignalHandlers = true): Promise<Runtime> {
+export async function serve(config: Config, installSignalHandlers = true, runtimeOptions: RuntimeOptions = {}): Promise<Runtime> {
   const format = config.logFormat as LogFormat;
   const log = createLogger({ level: config.logLevel, format });
   const tls = await resolveTls(config, log);
@@ -78,7 +79,7 @@ export async function serve(config: Config, installSignalHandlers = true): Promi
   // --workers N: this process becomes the cluster primary (src/cluster.ts) and never returns; its workers come
   // back through here and serve, with the primary's shared rate-limit buckets
   if (config.workers > 1 && cluster.isPrimary) return runPrimary(config, log);
-  const runtime = await createRuntime(config, { logger: log, ...(https ? { https } : {}), ...(await workerRuntimeOptions(config, log)) });
+  const runtime = await createRuntime(config, { ...runtimeOptions, logger: log, ...(https ? { https } : {}), ...(await workerRuntimeOptions(config, log)) });
   const address = await runtime.app.listen({ host: config.host, port: config.port });
   log.info({ address, tls: https ? "on" : "off", store: config.store, ...(tls?.devCaFile ? { caFile: tls.devCaFile } : {}) }, "attestd listening");
   // one banner per service, not per cluster worker; a collector reading JSON has the same facts in the line above

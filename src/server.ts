@@ -7,7 +7,8 @@ import { Metrics } from "./http/metrics.ts";
 import type { AppInstance, ReadinessReport } from "./http/types.ts";
 import { ActivityRecorder } from "./services/activityRecorder.ts";
 import { ApiKeyAuthenticator } from "./services/apiKeyAuth.ts";
-import { createEnrollment } from "./enrollment/enrollment.ts";
+import { createEnrollment, type Enrollment } from "./enrollment/enrollment.ts";
+import type { WorkerOptions } from "./enrollment/jobWorker.ts";
 import { registerPartB } from "./http/routes/svc/index.ts";
 import { startNoncePurge } from "./nonces/nonceService.ts";
 import { AttestationService } from "./services/attestationService.ts";
@@ -20,6 +21,10 @@ export interface Runtime {
   app: AppInstance;
   stores: Stores;
   log: FastifyBaseLogger;
+  /** Part B's services, for callers that drive them directly (tests, the job worker's drain) */
+  enrollment: Enrollment;
+  /** the write-behind activity log (flush() before reading it back) */
+  activity: ActivityRecorder;
   /** stops accepting, lets in-flight requests finish, flushes the activity log, closes the stores */
   close(): Promise<void>;
 }
@@ -33,6 +38,11 @@ export interface RuntimeOptions {
   https?: { cert: string; key: string };
   /** the network the trust sources use (tests inject one, so that no test reaches Google's status list) */
   fetch?: typeof fetch;
+  /**
+   * Part B's job worker: its options, and whether it starts with the runtime (tests that step it with
+   * `enrollment.worker.drain()` keep it stopped, so "Processing" stays observable).
+   */
+  enrollment?: { worker?: WorkerOptions; startWorker?: boolean; tenantKeyBits?: number };
 }
 
 /** The composition root: config → stores → trust → services → app. `main` only listens and handles signals. */
@@ -73,6 +83,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     rng,
     log,
     maxDevices: config.maxDevices,
+    ...(opts.enrollment?.worker ? { worker: opts.enrollment.worker } : {}),
+    ...(opts.enrollment?.tenantKeyBits ? { tenantKeyBits: opts.enrollment.tenantKeyBits } : {}),
   });
   const auth = new ApiKeyAuthenticator(stores.durable, clock, enrollment.restrictionCheck);
 
@@ -110,7 +122,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   });
 
   const stopPurge = startNoncePurge(stores.nonces, clock, config.nonceRetain * 1000, log);
-  enrollment.start();
+  if (opts.enrollment?.startWorker !== false) enrollment.start();
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -123,5 +135,5 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await stores.close();
     })());
 
-  return { app, stores, log, close };
+  return { app, stores, log, enrollment, activity, close };
 }

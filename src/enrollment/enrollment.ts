@@ -23,8 +23,6 @@ export interface EnrollmentDeps {
   worker?: WorkerOptions;
   /** RSA modulus of new tenant encryption keys */
   tenantKeyBits?: number;
-  /** where ATTESTD_TEST_DEVICE_DELAY_MS is read; defaults to process.env */
-  env?: NodeJS.ProcessEnv;
 }
 
 export interface Enrollment {
@@ -45,19 +43,10 @@ export interface Enrollment {
   stop(): Promise<void>;
 }
 
-/** Test-only slowdown of the job worker (see WorkerOptions.deviceDelayMs); ignored unless 1..60000. */
-function deviceDelayFromEnv(env: NodeJS.ProcessEnv): number {
-  const v = Number(env.ATTESTD_TEST_DEVICE_DELAY_MS ?? 0);
-  return Number.isInteger(v) && v > 0 && v <= 60_000 ? v : 0;
-}
-
 /** Builds the Part B services over the stores; the composition root (server.ts) and the tests call it. */
 export function createEnrollment(d: EnrollmentDeps): Enrollment {
   const tenantKeys = new TenantKeyService(d.store, d.clock, d.tenantKeyBits);
-  const worker = new DeviceJobWorker(d.store, d.clock, d.rng, d.log, {
-    deviceDelayMs: deviceDelayFromEnv(d.env ?? process.env),
-    ...d.worker,
-  });
+  const worker = new DeviceJobWorker(d.store, d.clock, d.rng, d.log, d.worker ?? {});
   let purge: NodeJS.Timeout | undefined;
   return {
     tenants: d.tenants,

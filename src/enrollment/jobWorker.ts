@@ -12,9 +12,9 @@ export interface WorkerOptions {
   /** idle wait between empty claims */
   pollMs?: number;
   /**
-   * Extra time spent on each device before its result is written. 0 in production; the crash-recovery test sets it
-   * (env ATTESTD_TEST_DEVICE_DELAY_MS, read in createEnrollment) so a batch is still running when it kills the
-   * process.
+   * Extra time spent on each device before its result is written. 0 in production; the crash-recovery test sets
+   * it through createRuntime's options (test/helpers/slowWorkerServe.ts) so a batch is still running when it
+   * kills the process.
    */
   deviceDelayMs?: number;
 }

@@ -19,7 +19,8 @@ const KILL_AFTER = 12;
 /**
  * The job queue survives a SIGKILL mid-batch: a real `attestd serve` child process is killed while it holds leased,
  * unfinished items, a new one starts on the same data dir, and every device ends up processed exactly once.
- * ATTESTD_TEST_DEVICE_DELAY_MS slows each device so the kill lands inside a batch.
+ * The first server runs through test/helpers/slowWorkerServe.ts, which slows each device so the kill lands
+ * inside a batch; the second is a plain `attestd serve`.
  */
 describe("device job queue across a crash", () => {
   const dir = mkdtempSync(path.join(tmpdir(), "attestd-crash-"));
@@ -49,8 +50,9 @@ describe("device job queue across a crash", () => {
 
   it("finishes a batch after the process is killed halfway, each device once", async () => {
     const keys = await setUp();
-    process.env.ATTESTD_TEST_DEVICE_DELAY_MS = "100"; // inherited by the children
-    const first = await startServer(["--insecure-http", "--data-dir", dir, "--log-level", "warn"]);
+    const first = await startServer(["--insecure-http", "--data-dir", dir, "--log-level", "warn", "--device-delay-ms", "100"], {
+      entry: "test/helpers/slowWorkerServe.ts",
+    });
     servers.push(first);
 
     const token = (

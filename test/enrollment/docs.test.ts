@@ -25,9 +25,7 @@ describe("enrollment docs", () => {
   it("runs the walk-through: client → token → profile → devices → status → error lookup", { timeout: 180_000 }, async () => {
     const blocks = walkthroughBlocks("docs/enrollment.md");
     assert.equal(blocks.length, 8, "setup, start, token, helper, profile, devices, status, error lookup");
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    delete env.ATTESTD_TEST_DEVICE_DELAY_MS;
-    const { data, localise, bash, startServer, close } = await walkthroughSession(env);
+    const { data, localise, bash, startServer, close } = await walkthroughSession();
     try {
       bash(localise(blocks[0]!));
       await startServer(blocks[1]!);

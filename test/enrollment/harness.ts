@@ -1,27 +1,17 @@
 import assert from "node:assert/strict";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
-import pino from "pino";
-import { ApiKeyAuthenticator } from "../../src/services/apiKeyAuth.ts";
-import { AttestationService } from "../../src/services/attestationService.ts";
-import { generateApiKey } from "../../src/auth/apiKeys.ts";
-import { ManualClock, cryptoRng } from "../../src/clock.ts";
+import { ManualClock } from "../../src/clock.ts";
 import { accessTokenRequest, apiToken, type ClientKeys } from "../../src/enrollment/clientJwt.ts";
-import { createEnrollment, type Enrollment } from "../../src/enrollment/enrollment.ts";
-import { ActivityRecorder } from "../../src/services/activityRecorder.ts";
-import { RateLimiter } from "../../src/services/rateLimiter.ts";
-import { buildApp } from "../../src/http/app.ts";
-import { Metrics } from "../../src/http/metrics.ts";
-import { registerPartB } from "../../src/http/routes/svc/index.ts";
+import type { Enrollment } from "../../src/enrollment/enrollment.ts";
+import type { ActivityRecorder } from "../../src/services/activityRecorder.ts";
 import type { AppInstance } from "../../src/http/types.ts";
 import type { ApiClient } from "../../src/domain/enrollment.ts";
-import { MemoryRateLimitStore } from "../../src/store/memory/memoryRateLimitStore.ts";
-import { SqliteEnrollmentStore, SqliteJtiStore } from "../../src/store/sqlite/sqliteEnrollmentStore.ts";
-import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
+import type { SqliteEnrollmentStore } from "../../src/store/sqlite/sqliteEnrollmentStore.ts";
+import type { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import type { ActivityEntry } from "../../src/domain/activity.ts";
 import type { Tenant, TenantKind } from "../../src/domain/tenants.ts";
-
-export const T0 = Date.parse("2026-03-01T12:00:00.000Z");
-const log = pino({ level: "silent" });
+import { T0 } from "../helpers/clock.ts";
+import { createApiKeyFor, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 
 export interface Session {
   tenant: Tenant;
@@ -33,68 +23,39 @@ export interface Session {
 }
 
 /**
- * The Part B app as server.ts builds it (buildApp + registerPartB + the real services over SQLite ":memory:"),
- * with a pinned clock and the job worker not started: tests drive it with `worker.drain()` so "Processing" is
- * observable. Part A's nonce route is live for the restriction tests; appraisal is not configured.
+ * The Part B app as attestd runs it: the real runtime (test/helpers/runtime.ts: createRuntime over SQLite in a
+ * temporary directory, every route), with a pinned clock and the job worker not started: tests drive it with
+ * `worker.drain()` so "Processing" is observable.
  */
 export class Harness {
   readonly clock = new ManualClock(T0);
-  readonly sqlite = new SqliteStore({ file: ":memory:" });
-  readonly store = new SqliteEnrollmentStore(this.sqlite.db);
-  readonly activity = new ActivityRecorder(this.sqlite, log);
-  readonly enrollment: Enrollment;
+  sqlite!: SqliteStore;
+  store!: SqliteEnrollmentStore;
+  activity!: ActivityRecorder;
+  enrollment!: Enrollment;
   app!: AppInstance;
+  private test!: TestRuntime;
   private tenantCount = 0;
 
-  constructor(readonly maxDevices = 1000) {
-    this.enrollment = createEnrollment({
-      tenants: this.sqlite,
-      store: this.store,
-      jti: new SqliteJtiStore(this.sqlite.db),
-      clock: this.clock,
-      rng: cryptoRng,
-      log,
-      maxDevices,
-      tenantKeyBits: 2048,
-      env: {},
-    });
-  }
+  private constructor(readonly maxDevices: number) {}
 
-  static async start(maxDevices?: number): Promise<Harness> {
+  static async start(maxDevices = 1000): Promise<Harness> {
     const h = new Harness(maxDevices);
-    const rateLimiter = new RateLimiter(new MemoryRateLimitStore(), h.clock, { rps: 1000, burst: 1000 });
-    h.app = await buildApp({
-      logger: log,
-      clock: h.clock,
-      rng: cryptoRng,
-      limits: { maxBlobBytes: 65536, maxBatch: 10 },
-      attestation: new AttestationService({
-        nonces: h.sqlite,
-        verdicts: h.sqlite,
-        trust: () => {
-          throw new Error("appraisal is not configured in the enrollment tests");
-        },
-        clock: h.clock,
-        rng: cryptoRng,
-        limits: { nonceTtlMs: 300_000, maxOutstandingNonces: 1000 },
-      }),
-      auth: new ApiKeyAuthenticator(h.sqlite, h.clock, h.enrollment.restrictionCheck),
-      rateLimiter,
-      activity: h.activity,
-      metrics: new Metrics(),
-      readiness: async () => ({ ready: true, checks: [] }),
-      trustedProxies: [],
-      partB: registerPartB({ enrollment: h.enrollment, rateLimiter, maxDevices: h.maxDevices }),
-    });
-    await h.app.ready();
+    h.test = await startTestRuntime(
+      { maxDevices, maxBatch: 10, rps: 1000, burst: 1000 },
+      { clock: h.clock, enrollment: { startWorker: false, tenantKeyBits: 2048 } },
+    );
+    const { runtime } = h.test;
+    h.sqlite = runtime.stores.durable as SqliteStore;
+    h.store = runtime.stores.enrollment as SqliteEnrollmentStore;
+    h.activity = runtime.activity;
+    h.enrollment = runtime.enrollment;
+    h.app = runtime.app;
     return h;
   }
 
-  async close(): Promise<void> {
-    await this.enrollment.stop();
-    await this.app.close();
-    await this.activity.close();
-    await this.sqlite.close();
+  close(): Promise<void> {
+    return this.test.close();
   }
 
   async tenant(o: { name?: string; kind?: TenantKind; customerId?: string; enrollment?: boolean } = {}): Promise<Tenant> {
@@ -164,17 +125,8 @@ export class Harness {
     };
   }
 
-  async partAKey(tenant: Tenant): Promise<{ key: string; keyId: string }> {
-    const k = generateApiKey(cryptoRng);
-    await this.sqlite.createApiKey({
-      keyId: k.keyId,
-      tenantId: tenant.tenantId,
-      secretHash: k.secretHash,
-      rps: 1000,
-      burst: 1000,
-      createdAt: new Date(this.clock.nowMs()).toISOString(),
-    });
-    return { key: k.key, keyId: k.keyId };
+  partAKey(tenant: Tenant): Promise<{ key: string; keyId: string }> {
+    return createApiKeyFor(this.sqlite, tenant, { at: this.clock.nowMs() });
   }
 
   /** The activity entry written for an error response (the recorder is write-behind, so this flushes and polls). */

@@ -6,10 +6,11 @@ import { generateApiKey } from "../../src/auth/apiKeys.ts";
 import { ManualClock, cryptoRng } from "../../src/clock.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
 import { createLogger } from "../../src/logging.ts";
-import { createRuntime, type Runtime } from "../../src/server.ts";
+import { createRuntime, type Runtime, type RuntimeOptions } from "../../src/server.ts";
 import type { Tenant } from "../../src/domain/tenants.ts";
+import type { TenantStore } from "../../src/store/types.ts";
+import { T0 } from "./clock.ts";
 
-export const T0 = Date.parse("2026-11-22T10:00:00.000Z");
 
 /**
  * The network of an in-process runtime unless a test gives one: always down, at once. The default
@@ -40,7 +41,7 @@ export interface TestRuntime {
  */
 export async function startTestRuntime(
   settings: Record<string, unknown> = {},
-  opts: { clock?: ManualClock; dir?: string; fetch?: typeof fetch; logger?: FastifyBaseLogger } = {},
+  opts: { clock?: ManualClock; dir?: string; fetch?: typeof fetch; logger?: FastifyBaseLogger; enrollment?: RuntimeOptions["enrollment"] } = {},
 ): Promise<TestRuntime> {
   const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), "attestd-test-"));
   const config = loadConfig({ dataDir: dir, insecureHttp: true, logLevel: "silent", ...settings }, {});
@@ -49,6 +50,7 @@ export async function startTestRuntime(
     clock,
     logger: opts.logger ?? createLogger({ level: "silent" }),
     fetch: opts.fetch ?? offlineFetch,
+    ...(opts.enrollment ? { enrollment: opts.enrollment } : {}),
   });
   await runtime.app.ready();
   const addTenant = async (name: string, o: { rps?: number; burst?: number } = {}) => {
@@ -61,16 +63,7 @@ export async function startTestRuntime(
         kind: "customer",
         createdAt: new Date(T0).toISOString(),
       }));
-    const k = generateApiKey(cryptoRng);
-    await runtime.stores.durable.createApiKey({
-      keyId: k.keyId,
-      tenantId: tenant.tenantId,
-      secretHash: k.secretHash,
-      rps: o.rps ?? 1000,
-      burst: o.burst ?? 1000,
-      createdAt: new Date(T0).toISOString(),
-    });
-    return { tenant, key: k.key, keyId: k.keyId };
+    return { tenant, ...(await createApiKeyFor(runtime.stores.durable, tenant, { at: T0, rps: o.rps ?? 1000, burst: o.burst ?? 1000 })) };
   };
   const first = await addTenant("acme");
   return {
@@ -89,3 +82,21 @@ export async function startTestRuntime(
 }
 
 export const KEY_HEADER = "x-vendor-attest-api-key";
+
+/** A Part A API key for `tenant`, written straight to the store (the CLI's `key create` without a process). */
+export async function createApiKeyFor(
+  store: TenantStore,
+  tenant: Tenant,
+  o: { at: number; rps?: number; burst?: number },
+): Promise<{ key: string; keyId: string }> {
+  const k = generateApiKey(cryptoRng);
+  await store.createApiKey({
+    keyId: k.keyId,
+    tenantId: tenant.tenantId,
+    secretHash: k.secretHash,
+    rps: o.rps ?? 1000,
+    burst: o.burst ?? 1000,
+    createdAt: new Date(o.at).toISOString(),
+  });
+  return { key: k.key, keyId: k.keyId };
+}

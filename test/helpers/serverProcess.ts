@@ -5,21 +5,41 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent, request } from "undici";
 
+/**
+ * The one home for running attestd as an operator does: real `attestd` processes (`node --import tsx
+ * src/cli/main.ts ...`), one-shot CLI commands, free ports. Every test that spawns attestd comes through here.
+ */
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CLI = ["--import", "tsx", path.join(REPO, "src/cli/main.ts")];
 
 /**
- * The environment of a spawned attestd. The default --android-status is Google's URL, which a child process
- * would fetch for real (no fetch can be injected across processes); Google's sample list from the vectors keeps
- * every spawned server's android-key trust the same on any network. A test's own --android-status flag, or
- * ATTESTD_ANDROID_STATUS in `env`, still wins.
+ * The environment of a spawned attestd: the test runner's, without any ATTESTD_* setting of the developer's
+ * shell (only the flags a test gives apply), and with --android-status pointing at Google's sample list from
+ * the vectors. The default --android-status is Google's URL, which a child process would fetch for real (no
+ * fetch can be injected across processes); the sample keeps every spawned server's android-key trust the same
+ * on any network. A test's own --android-status flag, or ATTESTD_ANDROID_STATUS in `env`, still wins.
  */
-function childEnv(env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+export function childEnv(env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const inherited: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("ATTESTD_")) inherited[k] = v;
   return {
-    ...process.env,
+    ...inherited,
     ATTESTD_ANDROID_STATUS: path.join(REPO, "test/vectors/android-key/google_android-key-attestation/status.json"),
     ...env,
   };
+}
+
+const children = new Set<ChildProcess>();
+// a failing test must not leave servers behind
+process.on("exit", () => {
+  for (const c of children) c.kill("SIGKILL");
+});
+
+function spawnAttestd(argv: string[]): ChildProcess {
+  const proc = spawn(process.execPath, argv, { cwd: REPO, env: childEnv(), stdio: ["ignore", "pipe", "pipe"] });
+  children.add(proc);
+  proc.once("exit", () => children.delete(proc));
+  return proc;
 }
 
 export async function freePort(): Promise<number> {
@@ -44,6 +64,19 @@ export function attestdCli(args: string[], env: NodeJS.ProcessEnv = {}): { stdou
   return { stdout: r.stdout, stderr: r.stderr, status: r.status ?? -1 };
 }
 
+/** `attestdCli` without blocking the event loop: resolves with stdout, rejects with stderr on a non-zero exit. */
+export function attestdCliAsync(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, [...CLI, ...args], { cwd: REPO, env: childEnv() });
+    let out = "";
+    let err = "";
+    c.stdout.on("data", (d) => (out += d));
+    c.stderr.on("data", (d) => (err += d));
+    c.on("error", reject);
+    c.on("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`attestd ${args.join(" ")} exited ${code}: ${err}`))));
+  });
+}
+
 export interface ServerProcess {
   url: string;
   port: number;
@@ -53,15 +86,18 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `attestd serve` as a child process and waits until /healthz answers. */
-export async function startServer(args: string[], opts: { tls?: { caFile: string } | false; port?: number } = {}): Promise<ServerProcess> {
+/**
+ * Starts `attestd serve` as a child process and waits until /healthz answers. `entry` replaces the CLI with a
+ * test entry point that takes the same flags (test/helpers/slowWorkerServe.ts).
+ */
+export async function startServer(
+  args: string[],
+  opts: { tls?: { caFile: string } | false; port?: number; entry?: string } = {},
+): Promise<ServerProcess> {
   const port = opts.port ?? (await freePort());
   const tls = opts.tls ?? false;
-  const proc = spawn(process.execPath, [...CLI, "serve", "--host", "127.0.0.1", "--port", String(port), ...args], {
-    cwd: REPO,
-    env: childEnv(),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const command = opts.entry ? ["--import", "tsx", path.join(REPO, opts.entry)] : [...CLI, "serve"];
+  const proc = spawnAttestd([...command, "--host", "127.0.0.1", "--port", String(port), ...args]);
   let out = "";
   proc.stdout!.on("data", (d) => (out += d));
   proc.stderr!.on("data", (d) => (out += d));
@@ -100,4 +136,88 @@ export async function startServer(args: string[], opts: { tls?: { caFile: string
         proc.kill(signal);
       }),
   };
+}
+
+/** A plain-HTTP `attestd serve` for the scale-out tests, with its log lines kept and searchable. */
+export interface Instance {
+  port: number;
+  base: string;
+  proc: ChildProcess;
+  /** stdout + stderr lines so far (pino JSON and the CLI's own lines) */
+  lines: string[];
+  /** parsed JSON log records so far */
+  logs(): Record<string, unknown>[];
+  /** resolves with the first log record matching, waiting up to `ms` */
+  waitForLog(pred: (r: Record<string, unknown>) => boolean, ms?: number): Promise<Record<string, unknown>>;
+  /** resolves with the exit code (or the signal name) once the process has ended */
+  exited: Promise<number | string>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+/**
+ * Starts `attestd serve --insecure-http --host 127.0.0.1 --port P` plus `args` and waits until GET `readyPath`
+ * answers 200 (or `readyStatus`).
+ */
+export async function startInstance(args: string[], opts: { readyPath?: string; timeoutMs?: number } = {}): Promise<Instance> {
+  const port = await freePort();
+  const proc = spawnAttestd([...CLI, "serve", "--insecure-http", "--host", "127.0.0.1", "--port", String(port), ...args]);
+  const lines: string[] = [];
+  const waiters = new Set<() => void>();
+  const collect = (chunk: Buffer) => {
+    lines.push(...chunk.toString().split("\n").filter(Boolean));
+    for (const w of waiters) w();
+  };
+  proc.stdout!.on("data", collect);
+  proc.stderr!.on("data", collect);
+  const exited = new Promise<number | string>((resolve) => proc.on("exit", (code, signal) => resolve(code ?? signal ?? -1)));
+  const logs = () =>
+    lines.flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+  const inst: Instance = {
+    port,
+    base: `http://127.0.0.1:${port}`,
+    proc,
+    lines,
+    logs,
+    exited,
+    kill: (signal = "SIGTERM") => void proc.kill(signal),
+    waitForLog: (pred, ms = 15_000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          const hit = logs().find(pred);
+          if (!hit) return false;
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve(hit);
+          return true;
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`log line not seen in ${ms} ms; output:\n${lines.join("\n")}`));
+        }, ms);
+        waiters.add(check);
+        check();
+      }),
+  };
+  const deadline = Date.now() + (opts.timeoutMs ?? 20_000);
+  for (;;) {
+    const early = await Promise.race([exited, new Promise((r) => setTimeout(r, 100, undefined))]);
+    if (early !== undefined) throw new Error(`attestd exited (${early}) before it was ready:\n${lines.join("\n")}`);
+    try {
+      const r = await request(`${inst.base}${opts.readyPath ?? "/readyz"}`, { reset: true });
+      await r.body.text();
+      if (r.statusCode === 200) return inst;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      proc.kill("SIGKILL");
+      throw new Error(`attestd not ready after ${opts.timeoutMs ?? 20_000} ms:\n${lines.join("\n")}`);
+    }
+  }
 }

@@ -3,7 +3,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort, REPO } from "./serverProcess.ts";
+import { childEnv, freePort, REPO } from "./serverProcess.ts";
 
 /**
  * The ```sh blocks between a markdown file's walk-through markers, in order: `<!-- NAME:start ... -->` …
@@ -34,7 +34,7 @@ export interface WalkthroughSession {
  * port 8443: `./data` → a temporary directory and `8443` → a free port. The same values go to the CLI as
  * ATTESTD_DATA_DIR / ATTESTD_PORT, which the docs' commands leave to their defaults.
  */
-export async function walkthroughSession(env: NodeJS.ProcessEnv = process.env): Promise<WalkthroughSession> {
+export async function walkthroughSession(env: NodeJS.ProcessEnv = childEnv()): Promise<WalkthroughSession> {
   const tmp = mkdtempSync(path.join(tmpdir(), "attestd-walkthrough-"));
   const data = path.join(tmp, "data");
   const port = await freePort();

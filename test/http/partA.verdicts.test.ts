@@ -14,7 +14,8 @@ import {
 } from "../../src/attestation/sim/deviceSim.ts";
 import { VERDICT_FIELDS } from "../../src/attestation/types.ts";
 import type { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
-import { KEY_HEADER, startTestRuntime, T0, type TestRuntime } from "../helpers/runtime.ts";
+import { T0 } from "../helpers/clock.ts";
+import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 
 const OCTET = { "content-type": "application/octet-stream" };
 

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import net from "node:net";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { deviceErrorBlob, issueNonce, KEY, request, startInstance, tenantWithKeys, type Instance } from "./harness.ts";
+import { deviceErrorBlob, issueNonce, KEY, request, tenantWithKeys } from "./harness.ts";
+import { startInstance, type Instance } from "../helpers/serverProcess.ts";
 
 const alive = (pid: number) => {
   try {

@@ -5,7 +5,8 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createTestDatabase, createTestRedisPrefix, type TestDatabase, type TestRedisPrefix } from "../store/backends.ts";
 import { TcpProxy } from "../store/tcpProxy.ts";
-import { issueNonce, KEY, postBlob, request, startInstance, tenantWithKeys, type Instance, type Res } from "./harness.ts";
+import { issueNonce, KEY, postBlob, request, tenantWithKeys, type Res } from "./harness.ts";
+import { startInstance, type Instance } from "../helpers/serverProcess.ts";
 
 /** Sends the request and returns the answer with how long it took. */
 async function timed(fn: () => Promise<Res>): Promise<Res & { ms: number }> {

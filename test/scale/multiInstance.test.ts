@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createTestDatabase, createTestRedisPrefix, type TestDatabase, type TestRedisPrefix } from "../store/backends.ts";
-import { issueNonce, KEY, postBlob, request, startInstance, tenantWithKeys, type Instance, type Res } from "./harness.ts";
+import { issueNonce, KEY, postBlob, request, tenantWithKeys, type Res } from "./harness.ts";
+import { startInstance, type Instance } from "../helpers/serverProcess.ts";
 
 /**
  * Two real attestd processes on one PostgreSQL database and one Redis (each run: a fresh database and its own key

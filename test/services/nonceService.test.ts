@@ -6,8 +6,8 @@ import { isAppError } from "../../src/errors/AppError.ts";
 import { challengeMatches, decodeNonce, isNonceShaped, NONCE_BYTES, NONCE_PATTERN, newNonce } from "../../src/nonces/nonce.ts";
 import { checkNonceShape, NonceService } from "../../src/nonces/nonceService.ts";
 import { MemoryNonceStore } from "../../src/store/memory/memoryNonceStore.ts";
+import { T0 } from "../helpers/clock.ts";
 
-const T0 = Date.parse("2026-11-22T10:00:00.000Z");
 
 /** Counts up from 1 in every byte, so each nonce differs and a test can say which bytes it stands for. */
 function countingRng(): Rng {

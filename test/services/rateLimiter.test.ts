@@ -7,8 +7,8 @@ import type { ApiKeyRecord } from "../../src/domain/tenants.ts";
 import { RateLimiter } from "../../src/services/rateLimiter.ts";
 import { MemoryRateLimitStore } from "../../src/store/memory/memoryRateLimitStore.ts";
 import type { RateDecision, RateLimitStore } from "../../src/store/types.ts";
+import { T0 } from "../helpers/clock.ts";
 
-const T0 = Date.parse("2026-11-22T10:00:00.000Z");
 
 /** A store that answers from a real one and remembers what it was asked. */
 function recording(): { store: RateLimitStore; takes: { bucket: string; rps: number; burst: number; nowMs: number }[] } {

@@ -8,6 +8,7 @@ import type { ActivityEntry } from "../../src/domain/activity.ts";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
 import type { NonceRecord } from "../../src/nonces/types.ts";
 import type { DurableStore, JtiStore, NonceStore, RateLimitStore } from "../../src/store/types.ts";
+import { T0 } from "../helpers/clock.ts";
 
 /**
  * The store conformance suite: one set of assertions that every backend must pass (memory, SQLite, PostgreSQL,
@@ -28,7 +29,6 @@ export type BackendFactory = () => Promise<BackendUnderTest>;
 /** The interfaces a backend implements: the suite registers exactly those sections (nothing is skipped). */
 export type Section = "durable" | "nonces" | "rateLimits" | "jti";
 
-const T0 = Date.parse("2026-11-22T10:00:00.000Z");
 const iso = (ms: number) => new Date(ms).toISOString();
 const uid = (p = "") => p + randomBytes(9).toString("base64url");
 const nonceValue = () => randomBytes(32).toString("base64url");

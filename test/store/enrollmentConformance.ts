@@ -4,6 +4,7 @@ import { after, before, describe, it } from "node:test";
 import type { NewTransaction, Profile } from "../../src/domain/enrollment.ts";
 import type { DurableStore, EnrollmentStore } from "../../src/store/types.ts";
 import type { Tenant } from "../../src/domain/tenants.ts";
+import { T0 } from "../helpers/clock.ts";
 
 /**
  * Store-level conformance for Part B's EnrollmentStore: the same assertions for every backend (SQLite, the
@@ -17,7 +18,6 @@ export interface EnrollmentBackend {
   close(): Promise<void>;
 }
 
-const T0 = Date.parse("2026-03-01T12:00:00.000Z");
 const iso = (ms: number) => new Date(ms).toISOString();
 const uid = (p = "") => p + randomBytes(8).toString("hex");
 const tx = (tenantId: string, at = T0): NewTransaction => ({ transactionId: uid("tx"), tenantId, at: iso(at) });

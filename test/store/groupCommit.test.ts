@@ -8,6 +8,7 @@ import Database from "better-sqlite3";
 import { GroupCommit } from "../../src/store/sqlite/groupCommit.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
+import { T0 } from "../helpers/clock.ts";
 
 /**
  * The SQLite group-commit writer (src/store/sqlite/groupCommit.ts): concurrent writes share one IMMEDIATE
@@ -15,7 +16,6 @@ import type { StoredVerdict } from "../../src/domain/verdicts.ts";
  * conformance suite (sqlite.test.ts) checks that the store's answers did not change; this checks the batching.
  */
 
-const T0 = Date.parse("2026-11-22T10:00:00.000Z");
 const uid = (p = "") => p + randomBytes(9).toString("base64url");
 
 function verdict(objectId: string, tenantId: string): StoredVerdict {

@@ -7,6 +7,7 @@ import { PgStore } from "../../src/store/postgres/pgStore.ts";
 import { RedisStore } from "../../src/store/redis/redisStore.ts";
 import { createTestDatabase, createTestRedisPrefix, type TestDatabase, type TestRedisPrefix } from "./backends.ts";
 import { TcpProxy } from "./tcpProxy.ts";
+import { T0 } from "../helpers/clock.ts";
 
 /** A port nothing listens on (bound, then released). */
 async function deadPort(): Promise<number> {
@@ -37,7 +38,6 @@ async function eventually<T>(fn: () => Promise<T>, ms = 8_000): Promise<T> {
   }
 }
 
-const T0 = Date.parse("2026-11-22T10:00:00.000Z");
 
 describe("backend errors are classified", () => {
   it("postgres: constraint and syntax errors stay as they are; connection trouble is unavailability", () => {

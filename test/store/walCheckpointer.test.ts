@@ -129,10 +129,10 @@ describe("sqlite WAL checkpoint thread", () => {
     const sqlite = serving.durable as SqliteStore;
     assert.ok(sqlite.walCheckpoints, "a serving store checkpoints in its thread");
     assert.equal(sqlite.db.pragma("wal_autocheckpoint", { simple: true }), 0);
-    const T0 = Date.now();
+    const now = Date.now();
     for (let i = 0; i < 50; i++) {
       assert.equal(
-        await serving.nonces.issue({ nonce: `n${i}`, tenantId: "t1", createdAtMs: T0, expiresAtMs: T0 + 60_000 }, 1e6, T0),
+        await serving.nonces.issue({ nonce: `n${i}`, tenantId: "t1", createdAtMs: now, expiresAtMs: now + 60_000 }, 1e6, now),
         "ok",
       );
     }
@@ -143,7 +143,7 @@ describe("sqlite WAL checkpoint thread", () => {
     try {
       assert.equal((cli.durable as SqliteStore).walCheckpoints, undefined, "one-shot commands keep automatic checkpoints");
       assert.equal((cli.durable as SqliteStore).db.pragma("wal_autocheckpoint", { simple: true }), 1000);
-      assert.equal(await cli.nonces.consume("n49", "t1", T0 + 1), "ok");
+      assert.equal(await cli.nonces.consume("n49", "t1", now + 1), "ok");
     } finally {
       await cli.close();
     }

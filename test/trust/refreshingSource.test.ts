@@ -4,6 +4,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { RefreshingSource, type RefreshingSourceOptions } from "../../src/trust/refreshingSource.ts";
+import { T0 } from "../helpers/clock.ts";
 
 /**
  * The refreshing source on its own, with a toy document (a line of words): the bounds, the disk cache's edge
@@ -11,7 +12,6 @@ import { RefreshingSource, type RefreshingSourceOptions } from "../../src/trust/
  */
 
 const DOC_URL = "https://trust.example/doc";
-const T0 = Date.parse("2026-01-01T00:00:00Z");
 
 const dirs: string[] = [];
 function tempDir(): string {
