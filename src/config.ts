@@ -42,6 +42,7 @@ export const settings = {
   tlsKey: s("string", "PEM file with the server private key"),
   devTls: s("bool", "generate and use a local dev CA + leaf in the data dir (default when no cert is given)"),
   insecureHttp: s("bool", "serve plain HTTP (only behind a TLS-terminating proxy)"),
+  publicUrl: s("string", "the URL people reach the service at, for the links `user invite` prints (default https://HOST:PORT)"),
   trustedProxies: s("list", "proxy addresses/CIDRs whose X-Forwarded-For is trusted (comma-separated)", {
     default: [],
   }),

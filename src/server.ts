@@ -16,6 +16,12 @@ import { RateLimiter } from "./services/rateLimiter.ts";
 import { openStores, walCheckpointFailed } from "./store/openStores.ts";
 import type { Stores } from "./store/types.ts";
 import { openTrust } from "./trust/openTrust.ts";
+import { registerPortal } from "./http/portal/routes.ts";
+import { PortalAccounts } from "./portal/accounts.ts";
+import { PortalHistory } from "./portal/history.ts";
+import { PortalSessions } from "./portal/sessions.ts";
+import { ApiKeyAdmin } from "./services/apiKeyAdmin.ts";
+import { TenantDirectory } from "./services/tenantDirectory.ts";
 
 export interface Runtime {
   app: AppInstance;
@@ -87,6 +93,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     ...(opts.enrollment?.tenantKeyBits ? { tenantKeyBits: opts.enrollment.tenantKeyBits } : {}),
   });
   const auth = new ApiKeyAuthenticator(stores.durable, clock, enrollment.restrictionCheck);
+  const portalSessions = new PortalSessions(stores.durable, clock, rng);
 
   const readiness = async (): Promise<ReadinessReport> => {
     const critical = (await stores.health()).map((h) => ({
@@ -118,18 +125,33 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     readiness,
     trustedProxies: config.trustedProxies,
     partB: registerPartB({ enrollment, rateLimiter, maxDevices: config.maxDevices }),
+    portal: registerPortal({
+      accounts: new PortalAccounts(stores.durable, clock, rng, rateLimiter),
+      sessions: portalSessions,
+      history: new PortalHistory(stores.durable),
+      keys: new ApiKeyAdmin(stores.durable, clock, rng),
+      tenants: new TenantDirectory(stores.durable),
+    }),
     https: opts.https,
   });
 
   const stopPurge = startNoncePurge(stores.nonces, clock, config.nonceRetain * 1000, log);
+  // housekeeping off the request path: keys' last use in batches, ended portal sessions removed
+  const housekeeping = setInterval(() => {
+    auth.flushLastUsed().catch((err: unknown) => log.warn({ err }, "recording API keys' last use failed"));
+    portalSessions.purge().catch((err: unknown) => log.warn({ err }, "portal session purge failed"));
+  }, 30_000);
+  housekeeping.unref();
   if (opts.enrollment?.startWorker !== false) enrollment.start();
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       stopPurge();
+      clearInterval(housekeeping);
       trust.stop();
       await app.close();
+      await auth.flushLastUsed().catch((err: unknown) => log.warn({ err }, "recording API keys' last use failed"));
       await enrollment.stop();
       await activity.close();
       await stores.close();

@@ -1,10 +1,13 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
-import { Command } from "commander";
+import { Command, Option } from "commander";
 import { cryptoRng, systemClock } from "../clock.ts";
 import { accessTokenRequest, apiToken, parseClientKeys, type ClientKeys } from "../enrollment/clientJwt.ts";
 import { ClientAdmin, ClientAdminError, summarise } from "../enrollment/clients.ts";
 import { encryptForTenant, TenantKeyService } from "../enrollment/tenantKeys.ts";
 import type { Tenant } from "../domain/tenants.ts";
+import { isAppError } from "../errors/AppError.ts";
+import { PortalAccounts } from "../portal/accounts.ts";
+import { RateLimiter } from "../services/rateLimiter.ts";
 import type { Stores } from "../store/types.ts";
 import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
 
@@ -12,6 +15,20 @@ async function tenantNamed(stores: Stores, name: string): Promise<Tenant> {
   const t = await stores.durable.getTenantByName(name);
   if (!t) throw new CliError(`no tenant named "${name}"`);
   return t;
+}
+
+function portalAccounts(stores: Stores): PortalAccounts {
+  return new PortalAccounts(stores.durable, systemClock, cryptoRng, new RateLimiter(stores.rateLimits, systemClock, { rps: 1, burst: 1 }));
+}
+
+/** The portal's refusals (a taken email, no such tenant) are the operator's to fix too. */
+async function portalErrors<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (isAppError(e)) throw new CliError(e.reason);
+    throw e;
+  }
 }
 
 function admin(stores: Stores): ClientAdmin {
@@ -152,7 +169,7 @@ export function registerClientCommands(program: Command): void {
       process.stdout.write((await apiToken(readKeys(o.keys), o.accessToken, { nowMs: Date.now() })) + "\n");
     });
 
-  const user = program.command("user").description("manage the users enrollment clients act for");
+  const user = program.command("user").description("manage people: the users enrollment clients act for, and who signs in to the portal");
   addSettings(
     user.command("register <email>").description("register a user (again)").requiredOption("--tenant <name>", "tenant name"),
     STORAGE_SETTINGS,
@@ -172,6 +189,36 @@ export function registerClientCommands(program: Command): void {
     await withStores(cmd, async (stores) => {
       await operatorErrors(async () => admin(stores).deregisterUser(await tenantNamed(stores, o.tenant), email));
       process.stderr.write(`user ${email} deregistered\n`);
+    });
+  });
+  // Portal accounts are the same people (one email, one record): invited to the portal, they sign in there.
+  addSettings(
+    user
+      .command("invite")
+      .description("invite a person to the portal: prints a one-time sign-in link (24 h) where they set a password")
+      .requiredOption("--email <email>", "their email address")
+      .option("--tenant <name>", "the tenant they belong to (not with --operator)")
+      .addOption(new Option("--role <role>", "what they may do in the tenant").choices(["admin", "viewer"]).default("admin"))
+      .option("--operator", "an operator: sees and runs every tenant, belongs to none"),
+    [...STORAGE_SETTINGS, "host", "port", "publicUrl"],
+  ).action(async (o: { email: string; tenant?: string; role: "admin" | "viewer"; operator?: boolean }, cmd: Command) => {
+    if (Boolean(o.operator) === (o.tenant !== undefined)) throw new CliError("give --tenant NAME, or --operator (not both)");
+    await withStores(cmd, async (stores, config) => {
+      const inv = await portalErrors(() =>
+        portalAccounts(stores).invite({ email: o.email, role: o.operator ? "operator" : o.role, ...(o.tenant !== undefined ? { tenant: o.tenant } : {}) }),
+      );
+      const base = (config.publicUrl ?? `https://${config.host}:${config.port}`).replace(/\/+$/, "");
+      process.stdout.write(`${base}/portal/invite#${inv.token}\n`);
+      process.stderr.write(`${inv.user.email} (${inv.user.role}) may set a password with that link until ${inv.expiresAt}; it works once\n`);
+    });
+  });
+  addSettings(
+    user.command("disable <email>").description("disable a person's portal account and end all of their sessions at once"),
+    STORAGE_SETTINGS,
+  ).action(async (email: string, _o: unknown, cmd: Command) => {
+    await withStores(cmd, async (stores) => {
+      const ended = await portalErrors(() => portalAccounts(stores).disable(email));
+      process.stderr.write(`${email} disabled; ${ended} session(s) ended\n`);
     });
   });
   addSettings(

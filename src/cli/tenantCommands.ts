@@ -1,6 +1,6 @@
 import { Command, Option } from "commander";
-import { generateApiKey } from "../auth/apiKeys.ts";
-import { cryptoRng } from "../clock.ts";
+import { cryptoRng, systemClock } from "../clock.ts";
+import { ApiKeyAdmin } from "../services/apiKeyAdmin.ts";
 import type { TenantState } from "../domain/tenants.ts";
 import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
 
@@ -77,9 +77,10 @@ export function registerTenantCommands(program: Command): void {
       .description("create an API key for a tenant; prints the key alone on stdout (shown once)")
       .requiredOption("--tenant <name>", "tenant name")
       .option("--rps <n>", "requests per second for this key (default: the server's --rps)")
-      .option("--burst <n>", "burst for this key (default: the server's --burst)"),
+      .option("--burst <n>", "burst for this key (default: the server's --burst)")
+      .option("--label <text>", "what the key is for, shown in lists and the portal"),
     STORAGE_SETTINGS,
-  ).action(async (opts: { tenant: string; rps?: string; burst?: string }, cmd: Command) => {
+  ).action(async (opts: { tenant: string; rps?: string; burst?: string; label?: string }, cmd: Command) => {
     const rps = opts.rps === undefined ? 0 : Number(opts.rps);
     const burst = opts.burst === undefined ? 0 : Number(opts.burst);
     if (!(rps >= 0) || !Number.isFinite(rps)) throw new CliError("--rps must be a positive number");
@@ -87,25 +88,16 @@ export function registerTenantCommands(program: Command): void {
     await withStores(cmd, async ({ durable }) => {
       const t = await durable.getTenantByName(opts.tenant);
       if (!t) throw new CliError(`no tenant named "${opts.tenant}"`);
-      const k = generateApiKey(cryptoRng);
-      // 0 means "the server default", resolved per request so changing --rps applies to such keys
-      await durable.createApiKey({
-        keyId: k.keyId,
-        tenantId: t.tenantId,
-        secretHash: k.secretHash,
-        rps,
-        burst: burst || (rps ? Math.max(1, Math.ceil(rps * 2)) : 0),
-        createdAt: new Date().toISOString(),
-      });
-      process.stderr.write(`key id ${k.keyId} for tenant ${t.name}; store the key now, it is not shown again\n`);
-      process.stdout.write(k.key + "\n");
+      const { key, record } = await new ApiKeyAdmin(durable, systemClock, cryptoRng).create(t, { rps, burst, ...(opts.label ? { label: opts.label } : {}) });
+      process.stderr.write(`key id ${record.keyId} for tenant ${t.name}; store the key now, it is not shown again\n`);
+      process.stdout.write(key + "\n");
     });
   });
 
   addSettings(key.command("revoke <keyId>").description("revoke an API key by its id"), STORAGE_SETTINGS).action(
     async (keyId: string, _opts: unknown, cmd: Command) => {
       await withStores(cmd, async ({ durable }) => {
-        if (!(await durable.revokeApiKey(keyId, new Date().toISOString()))) {
+        if (!(await new ApiKeyAdmin(durable, systemClock, cryptoRng).revoke(undefined, keyId))) {
           throw new CliError(`no active key with id "${keyId}"`);
         }
         process.stderr.write(`key ${keyId} revoked\n`);
@@ -118,7 +110,7 @@ export function registerTenantCommands(program: Command): void {
       await withStores(cmd, async ({ durable }) => {
         const t = await durable.getTenantByName(opts.tenant);
         if (!t) throw new CliError(`no tenant named "${opts.tenant}"`);
-        const keys = (await durable.listApiKeys(t.tenantId)).map(({ secretHash: _omit, ...k }) => k);
+        const keys = await new ApiKeyAdmin(durable, systemClock, cryptoRng).list(t);
         process.stdout.write(JSON.stringify(keys, null, 2) + "\n");
       });
     },

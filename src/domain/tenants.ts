@@ -41,4 +41,8 @@ export interface ApiKeyRecord {
   createdAt: string;
   revokedAt: string | null;
   restrictions: ApiKeyRestrictions | null;
+  /** what the tenant calls the key ("web shop, production"); never secret */
+  label: string | null;
+  /** updated in batches (at most a minute behind), never on the request path */
+  lastUsedAt: string | null;
 }

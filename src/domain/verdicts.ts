@@ -1,4 +1,6 @@
-import type { VerdictRecord } from "../attestation/types.ts";
+import type { VerdictRecord, VerdictValue } from "../attestation/types.ts";
+
+export type { VerdictValue };
 
 /** A verdict as kept: the record the client saw, with who asked, the format, the deciding rule and the detail. */
 

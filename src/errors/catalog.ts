@@ -12,7 +12,8 @@ export interface CatalogEntry {
   readonly status: number;
   readonly code: string;
   readonly message: string;
-  readonly part: "A" | "B" | "AB";
+  /** A: attestation API, B: enrollment API, AB: both, P: the portal's admin API (docs/portal.md) */
+  readonly part: "A" | "B" | "AB" | "P";
   readonly meaning: string;
 }
 
@@ -76,6 +77,16 @@ const table = {
   SEG_PROFILE_ALREADY_EXISTS: entry("B", 409, "4091600", "SEG_PROFILE_ALREADY_EXISTS", "Profile already exists"),
   BULK_ENROLL_PROFILE_NAME_CONFLICT: entry("B", 409, "4091700", "BULK_ENROLL_PROFILE_NAME_CONFLICT", "A profile with the same name exists"),
   RESELLER_ASSOCIATION_ALREADY_EXISTS: entry("B", 409, "4092103", "RESELLER_ASSOCIATION_ALREADY_EXISTS", "Reseller already associated with the current tenant"),
+  // ---- the portal's admin API (docs/portal.md); Part B's error body ----
+  PORTAL_INVALID_REQUEST: entry("P", 400, "4008000", "PORTAL_INVALID_REQUEST", "Request body or parameters invalid"),
+  PORTAL_WEAK_PASSWORD: entry("P", 400, "4008001", "PORTAL_WEAK_PASSWORD", "Password too short, too long, too common or the email itself"),
+  PORTAL_SIGNIN_FAILED: entry("P", 401, "4018000", "PORTAL_SIGNIN_FAILED", "Email or password incorrect (the same answer for an unknown email)"),
+  PORTAL_SIGNED_OUT: entry("P", 401, "4018001", "PORTAL_SIGNED_OUT", "No session, or it ended, expired or was idle too long"),
+  PORTAL_FORBIDDEN: entry("P", 403, "4038000", "PORTAL_FORBIDDEN", "The role does not allow this"),
+  PORTAL_CSRF: entry("P", 403, "4038001", "PORTAL_CSRF", "Missing or wrong CSRF token (or a foreign Origin); nothing changed"),
+  PORTAL_NOT_FOUND: entry("P", 404, "4048000", "PORTAL_NOT_FOUND", "No such record for this tenant"),
+  PORTAL_EMAIL_TAKEN: entry("P", 409, "4098000", "PORTAL_EMAIL_TAKEN", "Another portal user has this email"),
+  PORTAL_INVITE_INVALID: entry("P", 410, "4108000", "PORTAL_INVITE_INVALID", "The sign-in link is unknown, used or expired"),
   RSA_DECRYPTION_FAIL: entry("B", 500, "5000006", "RSA_DECRYPTION_FAIL", "Text could not be decrypted"),
 } as const;
 

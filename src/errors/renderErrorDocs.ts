@@ -28,8 +28,9 @@ function sharedCodes(entries: readonly CatalogEntry[]): string[] {
 }
 
 export function renderErrorDocs(): string {
-  const partA = catalogEntries.filter((e) => e.part !== "B");
-  const partB = catalogEntries.filter((e) => e.part !== "A");
+  const partA = catalogEntries.filter((e) => e.part === "A" || e.part === "AB");
+  const partB = catalogEntries.filter((e) => e.part === "B" || e.part === "AB");
+  const portal = catalogEntries.filter((e) => e.part === "P" || e.part === "AB");
   const shared = sharedCodes(partB);
   return [
     "# Errors",
@@ -69,6 +70,12 @@ export function renderErrorDocs(): string {
     "",
     ...(shared.length > 0 ? ["Codes shared by two entries:", "", ...shared, ""] : []),
     "The SEG profile codes (`4001600`, `4041600`, `4091600`) are reserved: no operation defined yet raises them.",
+    "",
+    "## The portal's admin API (`/portal/api`)",
+    "",
+    "Part B's body (`errorId`, `code`, `message`, `data`); the errorId is in the activity log like any other.",
+    "",
+    ...table(portal),
     "",
   ].join("\n");
 }

@@ -87,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   registerVerdictRoutes(app, deps);
   registerTransactionRoutes(app, deps);
   if (deps.partB) await deps.partB(app);
+  if (deps.portal) await deps.portal(app);
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   return app;

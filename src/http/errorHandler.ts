@@ -13,8 +13,13 @@ import type { AppInstance } from "./types.ts";
  * 500 with an error id, logged with its stack and never sent. The bodies themselves are in render.ts.
  */
 
+/** Part B and the portal answer errors with Part B's body (errorId, code, message, data). */
 function isPartB(url: string): boolean {
-  return url === "/svc" || url.startsWith("/svc/");
+  return url === "/svc" || url.startsWith("/svc/") || isPortal(url);
+}
+
+function isPortal(url: string): boolean {
+  return url === "/portal" || url.startsWith("/portal/");
 }
 
 /** Sends a catalog error in the body shape of the request's part and the negotiated media type. */
@@ -46,7 +51,9 @@ function toAppError(err: unknown, request: FastifyRequest): AppError | undefined
   }
   const e = err as { code?: string; statusCode?: number; validation?: unknown; message?: string };
   const partB = isPartB(request.url);
-  const invalid = request.routeOptions.config?.invalidEntry ?? (partB ? catalog.RESOURCE_INVALID_PARAM : catalog.INVALID_REQUEST);
+  const invalid =
+    request.routeOptions.config?.invalidEntry ??
+    (isPortal(request.url) ? catalog.PORTAL_INVALID_REQUEST : partB ? catalog.RESOURCE_INVALID_PARAM : catalog.INVALID_REQUEST);
   if (e.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
     return new AppError(request.routeOptions.config?.tooLargeEntry ?? invalid, "The request body is too large");
   }

@@ -71,6 +71,8 @@ export interface AppDeps {
   trustedProxies: string[];
   /** registers Part B (/svc/v1) routes, when present */
   partB?: (app: AppInstance) => void | Promise<void>;
+  /** registers the portal (/portal/, /portal/api/), when present */
+  portal?: (app: AppInstance) => void | Promise<void>;
   /** TLS options for Fastify's https server; undefined = plain HTTP (tests use inject) */
   https?: { cert: string; key: string } | undefined;
 }

@@ -35,6 +35,8 @@ const invalidKey = () => new AppError(catalog.A_AUTHORIZATION_FAIL, "The API key
  */
 export class ApiKeyAuthenticator {
   private readonly cache = new Map<string, CachedKey>();
+  /** key id → the last time it was accepted, written to the store in batches (flushLastUsed), never per request */
+  private readonly lastUsed = new Map<string, number>();
 
   constructor(
     private readonly store: TenantStore,
@@ -66,7 +68,16 @@ export class ApiKeyAuthenticator {
     }
     const refused = this.checkRestrictions(key, caller);
     if (refused) throw new AppError(catalog.A_FORBIDDEN, refused);
+    this.lastUsed.set(key.keyId, this.clock.nowMs());
     return { key, tenant };
+  }
+
+  /** Writes the keys' last use gathered since the previous flush (server.ts every 30 s, and at close). */
+  async flushLastUsed(): Promise<void> {
+    if (this.lastUsed.size === 0) return;
+    const uses = [...this.lastUsed].map(([keyId, ms]) => ({ keyId, at: new Date(ms).toISOString() }));
+    this.lastUsed.clear();
+    await this.store.touchApiKeys(uses);
   }
 
   private async load(keyId: string): Promise<CachedKey | undefined> {

@@ -42,6 +42,18 @@ export class RateLimiter {
     return this.take(`client:${client.clientId}`, client.rps, client.burst);
   }
 
+  /**
+   * One portal sign-in attempt, counted per account and per address: 10 in a row, then one every 6 s per
+   * account (a person mistyping is never stopped; a guesser gets ~600 an hour per account), and 30 then one a
+   * second per address. Both are taken so neither can be drained through the other. The account's bucket is
+   * named by a hash of its email, so an unknown email costs the same as a known one.
+   */
+  async forSignIn(emailHash: string, remoteAddress: string): Promise<RateLimitDecision> {
+    const perAccount = await this.take(`signin:acct:${emailHash}`, 1 / 6, 10);
+    const perAddress = await this.take(`signin:addr:${remoteAddress}`, 1, 30);
+    return perAccount.allowed ? perAddress : perAccount;
+  }
+
   private async take(bucket: string, rps: number, burst: number): Promise<RateLimitDecision> {
     const d = await this.store.take(bucket, rps, burst, this.clock.nowMs());
     return { ...d, rps, burst };

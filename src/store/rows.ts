@@ -11,8 +11,8 @@ import type {
   ResellerAssociation,
   TenantKeyRecord,
 } from "../domain/enrollment.ts";
-import type { JobItem } from "./types.ts";
-import type { ActivityEntry } from "../domain/activity.ts";
+import type { JobItem, StoredActivityEntry } from "./types.ts";
+import type { PortalInvite, PortalSession, PortalUser } from "../domain/portal.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, Tenant } from "../domain/tenants.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
 
@@ -93,9 +93,12 @@ export function rowMappers(d: Dialect) {
       createdAt: r.created_at as string,
       revokedAt: str(r.revoked_at),
       restrictions: d.json<ApiKeyRestrictions>(r.restrictions),
+      label: str(r.label),
+      lastUsedAt: str(r.last_used_at),
     }),
 
-    activity: (r: Row): ActivityEntry => ({
+    activity: (r: Row): StoredActivityEntry => ({
+      seq: num(r.id),
       time: r.time as string,
       errorId: str(r.error_id),
       tenantId: str(r.tenant_id),
@@ -133,6 +136,34 @@ export function rowMappers(d: Dialect) {
       state: r.state as EnrollmentUser["state"],
       createdAt: r.created_at as string,
       updatedAt: r.updated_at as string,
+    }),
+
+    // ---- portal accounts (PortalStore): people are enroll_users rows with a portal_role ----
+    portalUser: (r: Row): PortalUser => ({
+      userId: r.user_id as string,
+      email: r.email as string,
+      tenantId: str(r.tenant_id),
+      role: r.portal_role as PortalUser["role"],
+      state: r.portal_state as PortalUser["state"],
+      passwordHash: str(r.password_hash),
+      createdAt: r.created_at as string,
+      updatedAt: r.updated_at as string,
+    }),
+    invite: (r: Row): PortalInvite => ({
+      tokenHash: r.token_hash as string,
+      userId: r.user_id as string,
+      createdAtMs: num(r.created_at_ms),
+      expiresAtMs: num(r.expires_at_ms),
+      usedAtMs: r.used_at_ms === null || r.used_at_ms === undefined ? null : num(r.used_at_ms),
+    }),
+    session: (r: Row): PortalSession => ({
+      sessionHash: r.session_hash as string,
+      userId: r.user_id as string,
+      csrfToken: r.csrf_token as string,
+      createdAtMs: num(r.created_at_ms),
+      lastSeenAtMs: num(r.last_seen_at_ms),
+      expiresAtMs: num(r.expires_at_ms),
+      method: r.method as PortalSession["method"],
     }),
 
     client: (r: Row): ApiClient => ({

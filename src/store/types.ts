@@ -19,7 +19,8 @@ import type {
   UserState,
 } from "../domain/enrollment.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../domain/tenants.ts";
-import type { StoredVerdict } from "../domain/verdicts.ts";
+import type { StoredVerdict, VerdictValue } from "../domain/verdicts.ts";
+import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../domain/portal.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../nonces/types.ts";
 
 /**
@@ -97,29 +98,67 @@ export interface TenantStore {
   setTenantState(name: string, state: TenantState): Promise<boolean>;
   setEnrollmentEnabled(name: string, enabled: boolean): Promise<boolean>;
 
-  createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions">): Promise<void>;
+  createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions" | "lastUsedAt" | "label"> & { label?: string | null }): Promise<void>;
   getApiKey(keyId: string): Promise<ApiKeyRecord | undefined>;
   listApiKeys(tenantId: string): Promise<ApiKeyRecord[]>;
   /** returns false when the key is unknown or already revoked */
   revokeApiKey(keyId: string, at: string): Promise<boolean>;
   setApiKeyRestrictions(keyId: string, r: ApiKeyRestrictions | null): Promise<boolean>;
+  /** last-use times batched in memory by the authenticator; a later time never goes backwards */
+  touchApiKeys(uses: readonly { keyId: string; at: string }[]): Promise<void>;
 }
 
 export interface VerdictStore {
   saveVerdict(v: StoredVerdict): Promise<void>;
   getVerdict(objectId: string): Promise<StoredVerdict | undefined>;
+  /**
+   * Verdict history, newest first (createdAt DESC, objectId DESC), filtered on indexed columns and paged by key
+   * (`before`), never by OFFSET: the first page of a tenant with a million verdicts is one index range read.
+   */
+  listVerdicts(q: VerdictQuery): Promise<StoredVerdict[]>;
+}
+
+/** Every field optional but `limit`; `tenantId` undefined means every tenant (operators). Times are ISO-8601. */
+export interface VerdictQuery {
+  tenantId?: string;
+  verdict?: VerdictValue;
+  /** the record's `status` (Success, SignatureInvalid, ...) */
+  status?: string;
+  format?: string;
+  /** createdAt >= from */
+  from?: string;
+  /** createdAt < to */
+  to?: string;
+  /** exact chipId or IMEI of the record */
+  device?: string;
+  /** keyset cursor: rows strictly after this one in the newest-first order */
+  before?: { createdAt: string; objectId: string };
+  /** 1..500 */
+  limit: number;
 }
 
 export interface ActivityFilter {
   tenantId?: string;
   errorId?: string;
+  /** time >= since */
   since?: string;
+  /** time < until */
+  until?: string;
+  status?: number;
+  code?: string;
+  /** exact route pattern, e.g. `/v2/blobs` */
+  route?: string;
+  /** keyset cursor (newest first): rows with (time, seq) strictly before this one */
+  before?: { time: string; seq: number };
   limit?: number;
 }
 
+/** An activity entry as read back: `seq` orders entries of the same millisecond and is the paging key. */
+export type StoredActivityEntry = ActivityEntry & { seq: number };
+
 export interface ActivityStore {
   appendActivity(entries: readonly ActivityEntry[]): Promise<void>;
-  queryActivity(filter: ActivityFilter): Promise<ActivityEntry[]>;
+  queryActivity(filter: ActivityFilter): Promise<StoredActivityEntry[]>;
 }
 
 export interface ReferenceValueStore {
@@ -250,8 +289,38 @@ export interface EnrollmentStore {
   putTenantKeyIfAbsent(k: TenantKeyRecord): Promise<TenantKeyRecord>;
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Portal accounts (src/portal/): people, one-time links, sessions
+
+export interface PortalStore {
+  /**
+   * Makes `email` a portal user. A Part B user of the same tenant and email becomes that portal user (same
+   * userId: one email, one record); `email_taken` when another portal user already has the email.
+   */
+  createPortalUser(u: { userId: string; email: string; tenantId: string | null; role: PortalRole; at: string }): Promise<{ outcome: "ok"; user: PortalUser } | { outcome: "email_taken" }>;
+  getPortalUser(userId: string): Promise<PortalUser | undefined>;
+  getPortalUserByEmail(email: string): Promise<PortalUser | undefined>;
+  /** a tenant's users, or (tenantId null) the operators, or (undefined) everyone; by email */
+  listPortalUsers(tenantId?: string | null): Promise<PortalUser[]>;
+  updatePortalUser(userId: string, f: { role?: PortalRole; state?: PortalUserState; passwordHash?: string | null }, at: string): Promise<boolean>;
+
+  createInvite(i: PortalInvite): Promise<void>;
+  /** the user of an unused, unexpired invite, without using it */
+  peekInvite(tokenHash: string, nowMs: number): Promise<string | undefined>;
+  /** marks the invite used, atomically: of two concurrent uses one gets the invite, the other `used` */
+  useInvite(tokenHash: string, nowMs: number): Promise<PortalInvite | "unknown" | "expired" | "used">;
+
+  createSession(s: PortalSession): Promise<void>;
+  getSession(sessionHash: string): Promise<PortalSession | undefined>;
+  touchSession(sessionHash: string, nowMs: number): Promise<void>;
+  deleteSession(sessionHash: string): Promise<void>;
+  deleteUserSessions(userId: string): Promise<number>;
+  /** sessions past their absolute end or idle longer than idleMs */
+  purgeSessions(nowMs: number, idleMs: number): Promise<number>;
+}
+
 /** Everything durable, as one backend provides it. */
-export interface DurableStore extends TenantStore, VerdictStore, ActivityStore, ReferenceValueStore {
+export interface DurableStore extends TenantStore, VerdictStore, ActivityStore, ReferenceValueStore, PortalStore {
   readonly kind: string;
   /** cheap round trip for /readyz */
   ping(): Promise<void>;

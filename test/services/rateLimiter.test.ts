@@ -34,6 +34,8 @@ const key = (keyId: string, rps: number, burst: number): ApiKeyRecord => ({
   createdAt: new Date(T0).toISOString(),
   revokedAt: null,
   restrictions: null,
+  label: null,
+  lastUsedAt: null,
 });
 
 const client = (clientId: string, rps: number, burst: number) => ({ clientId, rps, burst }) as ApiClient;

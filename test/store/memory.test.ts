@@ -3,6 +3,7 @@ import { MemoryJtiStore } from "../../src/store/memory/memoryJtiStore.ts";
 import { MemoryNonceStore } from "../../src/store/memory/memoryNonceStore.ts";
 import { MemoryRateLimitStore } from "../../src/store/memory/memoryRateLimitStore.ts";
 import { storeConformance } from "./conformance.ts";
+import { portalConformance } from "./portalConformance.ts";
 
 storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () => {
   const durable = new MemoryDurableStore();
@@ -13,4 +14,9 @@ storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () 
     jti: new MemoryJtiStore(),
     close: () => durable.close(),
   };
+});
+
+portalConformance("memory", false, async () => {
+  const durable = new MemoryDurableStore();
+  return { durable, close: () => durable.close() };
 });

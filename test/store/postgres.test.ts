@@ -2,6 +2,7 @@ import { PgEnrollmentStore } from "../../src/store/postgres/pgEnrollmentStore.ts
 import { PgStore } from "../../src/store/postgres/pgStore.ts";
 import { createTestDatabase } from "./backends.ts";
 import { storeConformance } from "./conformance.ts";
+import { portalConformance } from "./portalConformance.ts";
 import { enrollmentConformance } from "./enrollmentConformance.ts";
 
 // A fresh database per run: migrations run from scratch and the run leaves nothing behind.
@@ -21,6 +22,19 @@ storeConformance("postgres", ["durable", "nonces", "jti"], async () => {
 
 enrollmentConformance("postgres", async () => {
   const db = await createTestDatabase("enr");
+  const store = await PgStore.open({ url: db.url, poolMax: 10 });
+  return {
+    durable: store,
+    enrollment: new PgEnrollmentStore(store.pool),
+    close: async () => {
+      await store.close();
+      await db.drop();
+    },
+  };
+});
+
+portalConformance("postgres", true, async () => {
+  const db = await createTestDatabase("portal");
   const store = await PgStore.open({ url: db.url, poolMax: 10 });
   return {
     durable: store,

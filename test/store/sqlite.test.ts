@@ -4,6 +4,7 @@ import path from "node:path";
 import { SqliteEnrollmentStore, SqliteJtiStore } from "../../src/store/sqlite/sqliteEnrollmentStore.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { storeConformance } from "./conformance.ts";
+import { portalConformance } from "./portalConformance.ts";
 import { enrollmentConformance } from "./enrollmentConformance.ts";
 
 // A file, not ":memory:", so WAL and the IMMEDIATE transactions behave as in production. Rate limits on SQLite
@@ -25,4 +26,17 @@ storeConformance("sqlite", ["durable", "nonces", "jti"], async () => {
 enrollmentConformance("sqlite", async () => {
   const store = new SqliteStore({ file: ":memory:" });
   return { durable: store, enrollment: new SqliteEnrollmentStore(store.db), close: () => store.close() };
+});
+
+portalConformance("sqlite", true, async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "attestd-portal-"));
+  const store = new SqliteStore({ file: path.join(dir, "attestd.sqlite") });
+  return {
+    durable: store,
+    enrollment: new SqliteEnrollmentStore(store.db),
+    close: async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 });

@@ -2,7 +2,9 @@ import type { ReferenceValue } from "../../attestation/types.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
-import type { ActivityFilter, DurableStore } from "../types.ts";
+import type { ActivityFilter, DurableStore, StoredActivityEntry, VerdictQuery } from "../types.ts";
+import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
+import { MAX_HISTORY_PAGE } from "../historyQueries.ts";
 
 /** A unique or foreign-key rule broken: the memory backend's counterpart of a SQL constraint violation. */
 export class MemoryConstraintError extends Error {
@@ -79,11 +81,17 @@ export class MemoryDurableStore implements DurableStore {
     return false;
   }
 
-  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions">) {
+  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions" | "lastUsedAt" | "label"> & { label?: string | null }) {
     this.check();
     if (this.keys.has(k.keyId)) throw new MemoryConstraintError(`api key ${k.keyId} already exists`);
     if (!this.tenants.has(k.tenantId)) throw new MemoryConstraintError(`api key ${k.keyId}: no tenant ${k.tenantId}`);
-    this.keys.set(k.keyId, { ...k, revokedAt: null, restrictions: null });
+    this.keys.set(k.keyId, { ...k, label: k.label ?? null, revokedAt: null, restrictions: null, lastUsedAt: null });
+  }
+  async touchApiKeys(uses: readonly { keyId: string; at: string }[]) {
+    for (const u of uses) {
+      const k = this.keys.get(u.keyId);
+      if (k && (k.lastUsedAt === null || k.lastUsedAt < u.at)) k.lastUsedAt = u.at;
+    }
   }
   private copyKey(k: ApiKeyRecord): ApiKeyRecord {
     return { ...k, restrictions: k.restrictions && structuredClone(k.restrictions) };
@@ -123,6 +131,25 @@ export class MemoryDurableStore implements DurableStore {
     const v = this.verdicts.get(objectId);
     return v && structuredClone(v);
   }
+  async listVerdicts(q: VerdictQuery): Promise<StoredVerdict[]> {
+    const newestFirst = (a: StoredVerdict, b: StoredVerdict) => cmp(b.createdAt, a.createdAt) || cmp(b.objectId, a.objectId);
+    const after = q.before;
+    return [...this.verdicts.values()]
+      .filter(
+        (v) =>
+          (q.tenantId === undefined || v.tenantId === q.tenantId) &&
+          (q.verdict === undefined || v.record.verdict === q.verdict) &&
+          (q.status === undefined || v.record.status === q.status) &&
+          (q.format === undefined || v.format === q.format) &&
+          (q.from === undefined || v.createdAt >= q.from) &&
+          (q.to === undefined || v.createdAt < q.to) &&
+          (!q.device || v.record.chipId === q.device || v.record.IMEI === q.device) &&
+          (!after || cmp(v.createdAt, after.createdAt) < 0 || (v.createdAt === after.createdAt && cmp(v.objectId, after.objectId) < 0)),
+      )
+      .sort(newestFirst)
+      .slice(0, Math.min(Math.max(Math.trunc(q.limit), 1), MAX_HISTORY_PAGE))
+      .map((v) => structuredClone(v));
+  }
 
   // ---- reference values ----
   async upsertReferenceValues(values: readonly ReferenceValue[], _at: string): Promise<number> {
@@ -151,18 +178,113 @@ export class MemoryDurableStore implements DurableStore {
     for (const id of batch) this.activityErrorIds.add(id);
     for (const e of entries) this.activity.push({ ...e });
   }
-  async queryActivity(f: ActivityFilter): Promise<ActivityEntry[]> {
+  async queryActivity(f: ActivityFilter): Promise<StoredActivityEntry[]> {
     const limit = Math.min(Math.max(f.limit ?? 1000, 1), 100_000);
-    const out: ActivityEntry[] = [];
-    // the array is in id order; newest time first, later id first on equal times
-    const matching = this.activity
-      .map((e, id) => [e, id] as const)
+    // the array is in id order (seq = index + 1, as the SQL ids); newest time first, later id first on equal times
+    return this.activity
+      .map((e, i) => ({ ...e, seq: i + 1 }))
       .filter(
-        ([e]) =>
-          (!f.tenantId || e.tenantId === f.tenantId) && (!f.errorId || e.errorId === f.errorId) && (!f.since || e.time >= f.since),
+        (e) =>
+          (f.tenantId === undefined || e.tenantId === f.tenantId) &&
+          (f.errorId === undefined || e.errorId === f.errorId) &&
+          (f.since === undefined || e.time >= f.since) &&
+          (f.until === undefined || e.time < f.until) &&
+          (f.status === undefined || e.status === f.status) &&
+          (f.code === undefined || e.code === f.code) &&
+          (f.route === undefined || e.route === f.route) &&
+          (!f.before || cmp(e.time, f.before.time) < 0 || (e.time === f.before.time && e.seq < f.before.seq)),
       )
-      .sort(([a, i], [b, j]) => cmp(b.time, a.time) || j - i);
-    for (const [e] of matching.slice(0, limit)) out.push({ ...e });
-    return out;
+      .sort((a, b) => cmp(b.time, a.time) || b.seq - a.seq)
+      .slice(0, limit);
+  }
+
+  // ---- portal accounts ----
+  private readonly people = new Map<string, PortalUser>();
+  private readonly invites = new Map<string, PortalInvite>();
+  private readonly sessions = new Map<string, PortalSession>();
+
+  async createPortalUser(u: { userId: string; email: string; tenantId: string | null; role: PortalRole; at: string }) {
+    this.check();
+    if (this.findPortalUser(u.email)) return { outcome: "email_taken" as const };
+    const user: PortalUser = {
+      userId: u.userId,
+      email: u.email.toLowerCase(),
+      tenantId: u.tenantId,
+      role: u.role,
+      state: "invited",
+      passwordHash: null,
+      createdAt: u.at,
+      updatedAt: u.at,
+    };
+    this.people.set(user.userId, user);
+    return { outcome: "ok" as const, user: { ...user } };
+  }
+  private findPortalUser(email: string): PortalUser | undefined {
+    for (const p of this.people.values()) if (p.email === email.toLowerCase()) return p;
+    return undefined;
+  }
+  async getPortalUser(userId: string) {
+    const p = this.people.get(userId);
+    return p && { ...p };
+  }
+  async getPortalUserByEmail(email: string) {
+    const p = this.findPortalUser(email);
+    return p && { ...p };
+  }
+  async listPortalUsers(tenantId?: string | null) {
+    return [...this.people.values()]
+      .filter((p) => tenantId === undefined || p.tenantId === tenantId)
+      .sort((a, b) => cmp(a.email, b.email))
+      .map((p) => ({ ...p }));
+  }
+  async updatePortalUser(userId: string, f: { role?: PortalRole; state?: PortalUserState; passwordHash?: string | null }, at: string) {
+    const p = this.people.get(userId);
+    if (!p) return false;
+    if (f.role !== undefined) p.role = f.role;
+    if (f.state !== undefined) p.state = f.state;
+    if (f.passwordHash !== undefined) p.passwordHash = f.passwordHash;
+    p.updatedAt = at;
+    return true;
+  }
+  async createInvite(i: PortalInvite) {
+    if (!this.people.has(i.userId)) throw new MemoryConstraintError(`invite: no user ${i.userId}`);
+    this.invites.set(i.tokenHash, { ...i });
+  }
+  async peekInvite(tokenHash: string, nowMs: number) {
+    const i = this.invites.get(tokenHash);
+    return i && i.usedAtMs === null && i.expiresAtMs > nowMs ? i.userId : undefined;
+  }
+  async useInvite(tokenHash: string, nowMs: number) {
+    const i = this.invites.get(tokenHash);
+    if (!i) return "unknown" as const;
+    if (i.usedAtMs !== null) return "used" as const;
+    if (i.expiresAtMs <= nowMs) return "expired" as const;
+    i.usedAtMs = nowMs;
+    return { ...i };
+  }
+  async createSession(x: PortalSession) {
+    if (!this.people.has(x.userId)) throw new MemoryConstraintError(`session: no user ${x.userId}`);
+    this.sessions.set(x.sessionHash, { ...x });
+  }
+  async getSession(sessionHash: string) {
+    const x = this.sessions.get(sessionHash);
+    return x && { ...x };
+  }
+  async touchSession(sessionHash: string, nowMs: number) {
+    const x = this.sessions.get(sessionHash);
+    if (x) x.lastSeenAtMs = Math.max(x.lastSeenAtMs, nowMs);
+  }
+  async deleteSession(sessionHash: string) {
+    this.sessions.delete(sessionHash);
+  }
+  async deleteUserSessions(userId: string) {
+    let n = 0;
+    for (const [h, x] of this.sessions) if (x.userId === userId) (this.sessions.delete(h), n++);
+    return n;
+  }
+  async purgeSessions(nowMs: number, idleMs: number) {
+    let n = 0;
+    for (const [h, x] of this.sessions) if (x.expiresAtMs <= nowMs || x.lastSeenAtMs <= nowMs - idleMs) (this.sessions.delete(h), n++);
+    return n;
   }
 }

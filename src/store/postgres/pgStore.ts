@@ -5,12 +5,14 @@ import type { ReferenceValue } from "../../attestation/types.ts";
 import { fromPgError } from "../errors.ts";
 import { loadMigrations } from "../migrations.ts";
 import { pgRows, type Row } from "../rows.ts";
-import { query } from "./pgQuery.ts";
+import { query, transaction } from "./pgQuery.ts";
+import { activitySql, pgPlaceholder, verdictHistorySql } from "../historyQueries.ts";
+import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
-import type { ActivityFilter, DurableStore, JtiStore, NonceStore } from "../types.ts";
+import type { ActivityFilter, DurableStore, JtiStore, NonceStore, StoredActivityEntry, VerdictQuery } from "../types.ts";
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 
@@ -34,8 +36,10 @@ export interface PgOptions {
 }
 
 const TENANT_COLS = "tenant_id, name, customer_id, kind, state, enrollment_enabled, created_at";
-const KEY_COLS = "key_id, tenant_id, secret_hash, rps, burst, created_at, revoked_at, restrictions";
-const ACTIVITY_COLS = "time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address";
+const KEY_COLS = "key_id, tenant_id, secret_hash, rps, burst, created_at, revoked_at, restrictions, label, last_used_at";
+const ACTIVITY_COLS = "id, time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address";
+const VERDICT_COLS = "object_id, tenant_id, format, record, reason, detail, created_at";
+const PERSON_COLS = "user_id, tenant_id, email, created_at, updated_at, portal_role, portal_state, password_hash";
 
 /**
  * PostgreSQL backend for durable records and (without --redis-url) nonces. Same semantics as SqliteStore; the
@@ -159,11 +163,21 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     const r = await this.q("setEnrollment", "UPDATE tenants SET enrollment_enabled = $1 WHERE name = $2", [enabled, name]);
     return r.rowCount === 1;
   }
-  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions">) {
+  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions" | "lastUsedAt" | "label"> & { label?: string | null }) {
     await this.q(
       "insertKey",
-      "INSERT INTO api_keys (key_id, tenant_id, secret_hash, rps, burst, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-      [k.keyId, k.tenantId, k.secretHash, k.rps, k.burst, k.createdAt],
+      "INSERT INTO api_keys (key_id, tenant_id, secret_hash, rps, burst, created_at, label) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+      [k.keyId, k.tenantId, k.secretHash, k.rps, k.burst, k.createdAt, k.label ?? null],
+    );
+  }
+  async touchApiKeys(uses: readonly { keyId: string; at: string }[]): Promise<void> {
+    if (uses.length === 0) return;
+    // one statement for the batch; a later time never goes backwards
+    await this.q(
+      "touchKeys",
+      `UPDATE api_keys AS k SET last_used_at = u.at FROM unnest($1::text[], $2::text[]) AS u(key_id, at)
+       WHERE k.key_id = u.key_id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
+      [uses.map((u) => u.keyId), uses.map((u) => u.at)],
     );
   }
   async getApiKey(keyId: string) {
@@ -248,6 +262,11 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     return r.rows[0] && pgRows.verdict(r.rows[0]);
   }
 
+  async listVerdicts(q: VerdictQuery): Promise<StoredVerdict[]> {
+    const { sql, args } = verdictHistorySql(q, pgPlaceholder, VERDICT_COLS);
+    return (await this.q(undefined, sql, args)).rows.map(pgRows.verdict);
+  }
+
   // ---- reference values ----
   async upsertReferenceValues(values: readonly ReferenceValue[], at: string): Promise<number> {
     // One statement cannot touch a row twice, so repeats within the batch collapse to the last (as the SQLite
@@ -282,7 +301,7 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     const col = <K extends keyof ActivityEntry>(k: K) => entries.map((e) => e[k]);
     await this.q(
       "insertActivity",
-      `INSERT INTO activity (${ACTIVITY_COLS})
+      `INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],
                             $8::text[], $9::float8[], $10::text[])`,
       [
@@ -300,17 +319,148 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     );
   }
 
-  async queryActivity(f: ActivityFilter): Promise<ActivityEntry[]> {
-    const where: string[] = [];
-    const args: unknown[] = [];
-    const param = (v: unknown) => (args.push(v), `$${args.length}`);
-    if (f.tenantId) where.push(`tenant_id = ${param(f.tenantId)}`);
-    if (f.errorId) where.push(`error_id = ${param(f.errorId)}`);
-    if (f.since) where.push(`time >= ${param(f.since)}`);
-    const limit = param(Math.min(Math.max(f.limit ?? 1000, 1), 100_000));
-    const sql = `SELECT ${ACTIVITY_COLS} FROM activity ${where.length ? "WHERE " + where.join(" AND ") : ""}
-                 ORDER BY time DESC, id DESC LIMIT ${limit}`;
-    return (await this.q(undefined, sql, args)).rows.map(pgRows.activity);
+  async queryActivity(f: ActivityFilter): Promise<StoredActivityEntry[]> {
+    const { sql, args } = activitySql(f, pgPlaceholder);
+    return (await this.q(undefined, sql.replace("SELECT *", `SELECT ${ACTIVITY_COLS}`), args)).rows.map(pgRows.activity);
+  }
+
+  // ---- portal accounts: people are enroll_users rows with a portal_role ----
+  async createPortalUser(u: { userId: string; email: string; tenantId: string | null; role: PortalRole; at: string }) {
+    try {
+      return await transaction(this.pool, async (c) => {
+        // the Part B user of this tenant and email, if there is one, becomes the portal user: one person, one record
+        const partB =
+          u.tenantId === null
+            ? undefined
+            : (await query(c, undefined, "SELECT user_id FROM enroll_users WHERE tenant_id = $1 AND lower(email) = lower($2) FOR UPDATE", [u.tenantId, u.email])).rows[0];
+        const r = partB
+          ? await query(
+              c,
+              undefined,
+              `UPDATE enroll_users SET portal_role = $1, portal_state = 'invited', updated_at = $2 WHERE user_id = $3 AND portal_role IS NULL RETURNING ${PERSON_COLS}`,
+              [u.role, u.at, partB.user_id],
+            )
+          : await query(
+              c,
+              undefined,
+              `INSERT INTO enroll_users (user_id, tenant_id, email, state, created_at, updated_at, portal_role, portal_state)
+               VALUES ($1, $2, $3, 'registered', $4, $4, $5, 'invited') RETURNING ${PERSON_COLS}`,
+              [u.userId, u.tenantId, u.email.toLowerCase(), u.at, u.role],
+            );
+        if (!r.rows[0]) return { outcome: "email_taken" as const };
+        return { outcome: "ok" as const, user: pgRows.portalUser(r.rows[0]) };
+      });
+    } catch (err) {
+      // the partial unique index on lower(email): another portal user has it
+      if ((err as { cause?: { code?: string } }).cause?.code === "23505" || (err as { code?: string }).code === "23505") {
+        return { outcome: "email_taken" as const };
+      }
+      throw err;
+    }
+  }
+
+  async getPortalUser(userId: string): Promise<PortalUser | undefined> {
+    const r = await this.q("portalUserById", `SELECT ${PERSON_COLS} FROM enroll_users WHERE user_id = $1 AND portal_role IS NOT NULL`, [userId]);
+    return r.rows[0] && pgRows.portalUser(r.rows[0]);
+  }
+
+  async getPortalUserByEmail(email: string): Promise<PortalUser | undefined> {
+    const r = await this.q(
+      "portalUserByEmail",
+      `SELECT ${PERSON_COLS} FROM enroll_users WHERE lower(email) = lower($1) AND portal_role IS NOT NULL`,
+      [email],
+    );
+    return r.rows[0] && pgRows.portalUser(r.rows[0]);
+  }
+
+  async listPortalUsers(tenantId?: string | null): Promise<PortalUser[]> {
+    const r =
+      tenantId === undefined
+        ? await this.q("portalUsers", `SELECT ${PERSON_COLS} FROM enroll_users WHERE portal_role IS NOT NULL ORDER BY email`)
+        : tenantId === null
+          ? await this.q("portalOperators", `SELECT ${PERSON_COLS} FROM enroll_users WHERE portal_role = 'operator' ORDER BY email`)
+          : await this.q(
+              "portalUsersOfTenant",
+              `SELECT ${PERSON_COLS} FROM enroll_users WHERE portal_role IS NOT NULL AND tenant_id = $1 ORDER BY email`,
+              [tenantId],
+            );
+    return r.rows.map(pgRows.portalUser);
+  }
+
+  async updatePortalUser(userId: string, f: { role?: PortalRole; state?: PortalUserState; passwordHash?: string | null }, at: string) {
+    const r = await this.q(
+      "updatePortalUser",
+      `UPDATE enroll_users SET portal_role = COALESCE($1, portal_role), portal_state = COALESCE($2, portal_state),
+         password_hash = CASE WHEN $3 THEN $4 ELSE password_hash END, updated_at = $5
+       WHERE user_id = $6 AND portal_role IS NOT NULL`,
+      [f.role ?? null, f.state ?? null, f.passwordHash !== undefined, f.passwordHash ?? null, at, userId],
+    );
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  async createInvite(i: PortalInvite): Promise<void> {
+    await this.q(
+      "insertInvite",
+      "INSERT INTO portal_invites (token_hash, user_id, created_at_ms, expires_at_ms, used_at_ms) VALUES ($1, $2, $3, $4, NULL)",
+      [i.tokenHash, i.userId, i.createdAtMs, i.expiresAtMs],
+    );
+  }
+
+  async peekInvite(tokenHash: string, nowMs: number): Promise<string | undefined> {
+    const r = await this.q(
+      "peekInvite",
+      "SELECT user_id FROM portal_invites WHERE token_hash = $1 AND used_at_ms IS NULL AND expires_at_ms > $2",
+      [tokenHash, nowMs],
+    );
+    return r.rows[0]?.user_id as string | undefined;
+  }
+
+  async useInvite(tokenHash: string, nowMs: number): Promise<PortalInvite | "unknown" | "expired" | "used"> {
+    // one statement takes it; only when that fails does a second read say why
+    const taken = await this.q(
+      "useInvite",
+      "UPDATE portal_invites SET used_at_ms = $2 WHERE token_hash = $1 AND used_at_ms IS NULL AND expires_at_ms > $2 RETURNING *",
+      [tokenHash, nowMs],
+    );
+    if (taken.rows[0]) return pgRows.invite(taken.rows[0]);
+    const r = await this.q("inviteByHash", "SELECT * FROM portal_invites WHERE token_hash = $1", [tokenHash]);
+    if (!r.rows[0]) return "unknown";
+    return pgRows.invite(r.rows[0]).usedAtMs !== null ? "used" : "expired";
+  }
+
+  async createSession(x: PortalSession): Promise<void> {
+    await this.q(
+      "insertSession",
+      "INSERT INTO portal_sessions (session_hash, user_id, csrf_token, created_at_ms, last_seen_at_ms, expires_at_ms, method) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+      [x.sessionHash, x.userId, x.csrfToken, x.createdAtMs, x.lastSeenAtMs, x.expiresAtMs, x.method],
+    );
+  }
+
+  async getSession(sessionHash: string): Promise<PortalSession | undefined> {
+    const r = await this.q("sessionByHash", "SELECT * FROM portal_sessions WHERE session_hash = $1", [sessionHash]);
+    return r.rows[0] && pgRows.session(r.rows[0]);
+  }
+
+  async touchSession(sessionHash: string, nowMs: number): Promise<void> {
+    await this.q("touchSession", "UPDATE portal_sessions SET last_seen_at_ms = GREATEST(last_seen_at_ms, $2) WHERE session_hash = $1", [
+      sessionHash,
+      nowMs,
+    ]);
+  }
+
+  async deleteSession(sessionHash: string): Promise<void> {
+    await this.q("deleteSession", "DELETE FROM portal_sessions WHERE session_hash = $1", [sessionHash]);
+  }
+
+  async deleteUserSessions(userId: string): Promise<number> {
+    return (await this.q("deleteUserSessions", "DELETE FROM portal_sessions WHERE user_id = $1", [userId])).rowCount ?? 0;
+  }
+
+  async purgeSessions(nowMs: number, idleMs: number): Promise<number> {
+    return (
+      (await this.q("purgeSessions", "DELETE FROM portal_sessions WHERE expires_at_ms <= $1 OR last_seen_at_ms <= $2", [nowMs, nowMs - idleMs]))
+        .rowCount ?? 0
+    );
   }
 
   // ---- jti replay set (used without --redis-url) ----

@@ -11,7 +11,9 @@ import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
-import type { ActivityFilter, DurableStore, NonceStore, NonceVerdictStore } from "../types.ts";
+import type { ActivityFilter, DurableStore, NonceStore, NonceVerdictStore, StoredActivityEntry, VerdictQuery } from "../types.ts";
+import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
+import { activitySql, sqlitePlaceholder, verdictHistorySql } from "../historyQueries.ts";
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 
@@ -62,6 +64,10 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
 
   private migrate(): void {
     this.db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
+    // SQLite's procedure for schema changes it cannot make in place (rebuilding a table others reference):
+    // foreign keys off while the migrations run (the pragma is a no-op inside a transaction), every reference
+    // checked before the commit, on again after.
+    this.db.pragma("foreign_keys = OFF");
     const apply = this.db.transaction(() => {
       const done = new Set(
         (this.db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
@@ -73,8 +79,14 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
           .prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)")
           .run(m.version, m.name, new Date().toISOString());
       }
+      const broken = this.db.pragma("foreign_key_check") as unknown[];
+      if (broken.length > 0) throw new Error(`migrations left ${broken.length} broken foreign key references: ${JSON.stringify(broken.slice(0, 3))}`);
     });
-    apply.immediate();
+    try {
+      apply.immediate();
+    } finally {
+      this.db.pragma("foreign_keys = ON");
+    }
   }
 
   private prepare() {
@@ -90,8 +102,9 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
       setTenantState: db.prepare("UPDATE tenants SET state = ? WHERE name = ?"),
       setEnrollment: db.prepare("UPDATE tenants SET enrollment_enabled = ? WHERE name = ?"),
       insertKey: db.prepare(
-        "INSERT INTO api_keys (key_id, tenant_id, secret_hash, rps, burst, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO api_keys (key_id, tenant_id, secret_hash, rps, burst, created_at, label) VALUES (?, ?, ?, ?, ?, ?, ?)",
       ),
+      touchKey: db.prepare("UPDATE api_keys SET last_used_at = ? WHERE key_id = ? AND (last_used_at IS NULL OR last_used_at < ?)"),
       keyById: db.prepare("SELECT * FROM api_keys WHERE key_id = ?"),
       keysByTenant: db.prepare("SELECT * FROM api_keys WHERE tenant_id = ? ORDER BY created_at"),
       revokeKey: db.prepare("UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL"),
@@ -177,8 +190,15 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
   async setEnrollmentEnabled(name: string, enabled: boolean) {
     return this.stmt.setEnrollment.run(enabled ? 1 : 0, name).changes === 1;
   }
-  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions">) {
-    this.stmt.insertKey.run(k.keyId, k.tenantId, k.secretHash, k.rps, k.burst, k.createdAt);
+  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions" | "lastUsedAt" | "label"> & { label?: string | null }) {
+    this.stmt.insertKey.run(k.keyId, k.tenantId, k.secretHash, k.rps, k.burst, k.createdAt, k.label ?? null);
+  }
+  async touchApiKeys(uses: readonly { keyId: string; at: string }[]): Promise<void> {
+    if (uses.length === 0) return;
+    const rows = uses.slice();
+    await this.writer.run(() => {
+      for (const u of rows) this.stmt.touchKey.run(u.at, u.keyId, u.at);
+    });
   }
   async getApiKey(keyId: string) {
     const r = this.stmt.keyById.get(keyId) as Row | undefined;
@@ -270,6 +290,11 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
     return r && sqliteRows.verdict(r);
   }
 
+  async listVerdicts(q: VerdictQuery): Promise<StoredVerdict[]> {
+    const { sql, args } = verdictHistorySql(q, sqlitePlaceholder, "*");
+    return (this.db.prepare(sql).all(...args) as Row[]).map(sqliteRows.verdict);
+  }
+
   // ---- reference values ----
   async upsertReferenceValues(values: readonly ReferenceValue[], at: string): Promise<number> {
     return this.db.transaction(() => {
@@ -296,14 +321,128 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
     });
   }
 
-  async queryActivity(f: ActivityFilter): Promise<ActivityEntry[]> {
-    const where: string[] = [];
-    const args: unknown[] = [];
-    if (f.tenantId) (where.push("tenant_id = ?"), args.push(f.tenantId));
-    if (f.errorId) (where.push("error_id = ?"), args.push(f.errorId));
-    if (f.since) (where.push("time >= ?"), args.push(f.since));
-    const sql = `SELECT * FROM activity ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY time DESC, id DESC LIMIT ?`;
-    args.push(Math.min(Math.max(f.limit ?? 1000, 1), 100_000));
+  async queryActivity(f: ActivityFilter): Promise<StoredActivityEntry[]> {
+    const { sql, args } = activitySql(f, sqlitePlaceholder);
     return (this.db.prepare(sql).all(...args) as Row[]).map(sqliteRows.activity);
+  }
+
+  // ---- portal accounts: people are enroll_users rows with a portal_role ----
+  async createPortalUser(u: { userId: string; email: string; tenantId: string | null; role: PortalRole; at: string }) {
+    return this.db
+      .transaction((): { outcome: "ok"; user: PortalUser } | { outcome: "email_taken" } => {
+        if (this.db.prepare("SELECT 1 FROM enroll_users WHERE lower(email) = lower(?) AND portal_role IS NOT NULL").get(u.email)) {
+          return { outcome: "email_taken" };
+        }
+        // the Part B user of this tenant and email, if there is one, becomes the portal user: one person, one record
+        const partB =
+          u.tenantId === null
+            ? undefined
+            : (this.db.prepare("SELECT user_id FROM enroll_users WHERE tenant_id = ? AND lower(email) = lower(?)").get(u.tenantId, u.email) as
+                | { user_id: string }
+                | undefined);
+        if (partB) {
+          this.db
+            .prepare("UPDATE enroll_users SET portal_role = ?, portal_state = 'invited', updated_at = ? WHERE user_id = ?")
+            .run(u.role, u.at, partB.user_id);
+        } else {
+          this.db
+            .prepare(
+              "INSERT INTO enroll_users (user_id, tenant_id, email, state, created_at, updated_at, portal_role, portal_state) VALUES (?, ?, ?, 'registered', ?, ?, ?, 'invited')",
+            )
+            .run(u.userId, u.tenantId, u.email.toLowerCase(), u.at, u.at, u.role);
+        }
+        const row = this.db.prepare("SELECT * FROM enroll_users WHERE user_id = ?").get(partB?.user_id ?? u.userId) as Row;
+        return { outcome: "ok", user: sqliteRows.portalUser(row) };
+      })
+      .immediate();
+  }
+
+  async getPortalUser(userId: string): Promise<PortalUser | undefined> {
+    const r = this.db.prepare("SELECT * FROM enroll_users WHERE user_id = ? AND portal_role IS NOT NULL").get(userId) as Row | undefined;
+    return r && sqliteRows.portalUser(r);
+  }
+
+  async getPortalUserByEmail(email: string): Promise<PortalUser | undefined> {
+    const r = this.db.prepare("SELECT * FROM enroll_users WHERE lower(email) = lower(?) AND portal_role IS NOT NULL").get(email) as
+      | Row
+      | undefined;
+    return r && sqliteRows.portalUser(r);
+  }
+
+  async listPortalUsers(tenantId?: string | null): Promise<PortalUser[]> {
+    const rows =
+      tenantId === undefined
+        ? this.db.prepare("SELECT * FROM enroll_users WHERE portal_role IS NOT NULL ORDER BY email").all()
+        : tenantId === null
+          ? this.db.prepare("SELECT * FROM enroll_users WHERE portal_role = 'operator' ORDER BY email").all()
+          : this.db.prepare("SELECT * FROM enroll_users WHERE portal_role IS NOT NULL AND tenant_id = ? ORDER BY email").all(tenantId);
+    return (rows as Row[]).map(sqliteRows.portalUser);
+  }
+
+  async updatePortalUser(userId: string, f: { role?: PortalRole; state?: PortalUserState; passwordHash?: string | null }, at: string) {
+    const r = this.db
+      .prepare(
+        `UPDATE enroll_users SET portal_role = COALESCE(?, portal_role), portal_state = COALESCE(?, portal_state),
+           password_hash = CASE WHEN ? THEN ? ELSE password_hash END, updated_at = ?
+         WHERE user_id = ? AND portal_role IS NOT NULL`,
+      )
+      .run(f.role ?? null, f.state ?? null, f.passwordHash !== undefined ? 1 : 0, f.passwordHash ?? null, at, userId);
+    return r.changes > 0;
+  }
+
+  async createInvite(i: PortalInvite): Promise<void> {
+    this.db
+      .prepare("INSERT INTO portal_invites (token_hash, user_id, created_at_ms, expires_at_ms, used_at_ms) VALUES (?, ?, ?, ?, NULL)")
+      .run(i.tokenHash, i.userId, i.createdAtMs, i.expiresAtMs);
+  }
+
+  async peekInvite(tokenHash: string, nowMs: number): Promise<string | undefined> {
+    return this.db
+      .prepare("SELECT user_id FROM portal_invites WHERE token_hash = ? AND used_at_ms IS NULL AND expires_at_ms > ?")
+      .pluck()
+      .get(tokenHash, nowMs) as string | undefined;
+  }
+
+  async useInvite(tokenHash: string, nowMs: number): Promise<PortalInvite | "unknown" | "expired" | "used"> {
+    return this.db
+      .transaction((): PortalInvite | "unknown" | "expired" | "used" => {
+        const r = this.db.prepare("SELECT * FROM portal_invites WHERE token_hash = ?").get(tokenHash) as Row | undefined;
+        if (!r) return "unknown";
+        const invite = sqliteRows.invite(r);
+        if (invite.usedAtMs !== null) return "used";
+        if (invite.expiresAtMs <= nowMs) return "expired";
+        this.db.prepare("UPDATE portal_invites SET used_at_ms = ? WHERE token_hash = ?").run(nowMs, tokenHash);
+        return { ...invite, usedAtMs: nowMs };
+      })
+      .immediate();
+  }
+
+  async createSession(x: PortalSession): Promise<void> {
+    this.db
+      .prepare(
+        "INSERT INTO portal_sessions (session_hash, user_id, csrf_token, created_at_ms, last_seen_at_ms, expires_at_ms, method) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      )
+      .run(x.sessionHash, x.userId, x.csrfToken, x.createdAtMs, x.lastSeenAtMs, x.expiresAtMs, x.method);
+  }
+
+  async getSession(sessionHash: string): Promise<PortalSession | undefined> {
+    const r = this.db.prepare("SELECT * FROM portal_sessions WHERE session_hash = ?").get(sessionHash) as Row | undefined;
+    return r && sqliteRows.session(r);
+  }
+
+  async touchSession(sessionHash: string, nowMs: number): Promise<void> {
+    this.db.prepare("UPDATE portal_sessions SET last_seen_at_ms = MAX(last_seen_at_ms, ?) WHERE session_hash = ?").run(nowMs, sessionHash);
+  }
+
+  async deleteSession(sessionHash: string): Promise<void> {
+    this.db.prepare("DELETE FROM portal_sessions WHERE session_hash = ?").run(sessionHash);
+  }
+
+  async deleteUserSessions(userId: string): Promise<number> {
+    return this.db.prepare("DELETE FROM portal_sessions WHERE user_id = ?").run(userId).changes;
+  }
+
+  async purgeSessions(nowMs: number, idleMs: number): Promise<number> {
+    return this.db.prepare("DELETE FROM portal_sessions WHERE expires_at_ms <= ? OR last_seen_at_ms <= ?").run(nowMs, nowMs - idleMs).changes;
   }
 }

@@ -1,0 +1,48 @@
+/**
+ * The people who sign in to the portal and what keeps them signed in (../../docs/portal.md). A portal user of a
+ * tenant is the same record as the Part B user of that email (`client create --user`): one email, one record.
+ * Operators belong to no tenant.
+ */
+
+export type TenantRole = "admin" | "viewer";
+export type PortalRole = TenantRole | "operator";
+
+/** `invited`: a sign-in link is out, no password yet; `active`: can sign in; `disabled`: every session ended. */
+export type PortalUserState = "invited" | "active" | "disabled";
+
+export interface PortalUser {
+  userId: string;
+  /** lowercase; unique among portal users, so sign-in by email names one person */
+  email: string;
+  /** null for operators */
+  tenantId: string | null;
+  role: PortalRole;
+  state: PortalUserState;
+  /** scrypt$N$r$p$salt$hash (src/portal/passwords.ts); null until the invitation is accepted */
+  passwordHash: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A one-time sign-in link: only the SHA-256 of its token is kept. */
+export interface PortalInvite {
+  tokenHash: string;
+  userId: string;
+  createdAtMs: number;
+  expiresAtMs: number;
+  usedAtMs: number | null;
+}
+
+/** A signed-in browser: only the SHA-256 of the cookie's id is kept, so a read of the store cannot hijack one. */
+export interface PortalSession {
+  sessionHash: string;
+  userId: string;
+  /** random, per session; the CSRF token every state change must echo */
+  csrfToken: string;
+  createdAtMs: number;
+  lastSeenAtMs: number;
+  /** absolute end (created + 12 h); idle expiry is lastSeenAtMs + 30 min */
+  expiresAtMs: number;
+  /** how the session was opened */
+  method: "password";
+}

@@ -1,0 +1,86 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { Clock, Rng } from "../clock.ts";
+import type { PortalRole, PortalSession, PortalUser } from "../domain/portal.ts";
+import type { PortalStore } from "../store/types.ts";
+
+/** `__Host-`: the browser sends it only over HTTPS, only to this host, for every path; no Domain can widen it. */
+export const SESSION_COOKIE = "__Host-attestd_session";
+export const IDLE_MS = 30 * 60_000;
+export const ABSOLUTE_MS = 12 * 3600_000;
+
+/** Who is asking, as every portal route sees it. */
+export interface Actor {
+  userId: string;
+  email: string;
+  role: PortalRole;
+  /** null for operators */
+  tenantId: string | null;
+}
+
+export const sha256 = (s: string) => createHash("sha256").update(s).digest("base64url");
+
+export function actorOf(u: PortalUser): Actor {
+  return { userId: u.userId, email: u.email, role: u.role, tenantId: u.tenantId };
+}
+
+/**
+ * Portal sessions kept in the durable store, so every instance of a scaled-out deployment knows them. The cookie
+ * carries 32 random bytes; the store keeps only their SHA-256, so reading the store does not hand out sessions.
+ * A session ends when signed out, after 30 minutes without a request, 12 hours after it began, or at once when its
+ * user is disabled (resolve checks the user on every request).
+ */
+export class PortalSessions {
+  constructor(
+    private readonly store: PortalStore,
+    private readonly clock: Clock,
+    private readonly rng: Rng,
+  ) {}
+
+  async open(user: PortalUser, method: PortalSession["method"]): Promise<{ sessionId: string; session: PortalSession }> {
+    const now = this.clock.nowMs();
+    const sessionId = this.rng.bytes(32).toString("base64url");
+    const session: PortalSession = {
+      sessionHash: sha256(sessionId),
+      userId: user.userId,
+      csrfToken: this.rng.bytes(32).toString("base64url"),
+      createdAtMs: now,
+      lastSeenAtMs: now,
+      expiresAtMs: now + ABSOLUTE_MS,
+      method,
+    };
+    await this.store.createSession(session);
+    return { sessionId, session };
+  }
+
+  /** The live session and its user, touched; undefined (and the stale session removed) otherwise. */
+  async resolve(sessionId: string | undefined): Promise<{ actor: Actor; session: PortalSession } | undefined> {
+    if (!sessionId || sessionId.length > 128) return undefined;
+    const hash = sha256(sessionId);
+    const session = await this.store.getSession(hash);
+    if (!session) return undefined;
+    const now = this.clock.nowMs();
+    const user = await this.store.getPortalUser(session.userId);
+    if (now >= session.expiresAtMs || now - session.lastSeenAtMs >= IDLE_MS || !user || user.state !== "active") {
+      await this.store.deleteSession(hash);
+      return undefined;
+    }
+    await this.store.touchSession(hash, now);
+    return { actor: actorOf(user), session };
+  }
+
+  async end(sessionId: string): Promise<void> {
+    await this.store.deleteSession(sha256(sessionId));
+  }
+
+  /** The token every state-changing request carries, compared in constant time. */
+  csrfValid(session: PortalSession, token: string | undefined): boolean {
+    if (typeof token !== "string") return false;
+    const a = Buffer.from(session.csrfToken);
+    const b = Buffer.from(token);
+    return a.length === b.length && timingSafeEqual(a, b);
+  }
+
+  purge(): Promise<number> {
+    return this.store.purgeSessions(this.clock.nowMs(), IDLE_MS);
+  }
+}

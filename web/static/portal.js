@@ -1,0 +1,100 @@
+// The portal's only script (a module, no inline handlers: the CSP allows script from 'self' alone). Forms and
+// buttons that change state send JSON to /portal/api with the session's CSRF token; reading pages are plain links.
+
+const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute("content") ?? "";
+const notice = document.getElementById("notice");
+
+function say(text, isError) {
+  if (!notice) return;
+  notice.textContent = text;
+  notice.classList.toggle("error", Boolean(isError));
+}
+
+async function call(method, url, body) {
+  const res = await fetch(url, {
+    method,
+    credentials: "same-origin",
+    headers: {
+      accept: "application/json",
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+      ...(csrf ? { "x-csrf-token": csrf } : {}),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  const json = text ? JSON.parse(text) : {};
+  if (!res.ok) {
+    const detail = json.data ? `: ${json.data}` : "";
+    throw new Error(`${json.message ?? res.status}${detail}${json.errorId ? ` (error id ${json.errorId})` : ""}`);
+  }
+  return json;
+}
+
+function formBody(form) {
+  const body = {};
+  for (const el of form.elements) {
+    if (!el.name || el.type === "submit") continue;
+    body[el.name] = el.type === "number" ? Number(el.value) : el.value;
+  }
+  if (form.hasAttribute("data-invite")) body.token = location.hash.slice(1);
+  return body;
+}
+
+for (const form of document.querySelectorAll("form[data-api]")) {
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const button = form.querySelector('button[type="submit"]');
+    if (button) button.setAttribute("aria-busy", "true");
+    try {
+      const result = await call(form.dataset.method ?? "POST", form.dataset.api, formBody(form));
+      if (form.hasAttribute("data-show-key")) {
+        document.getElementById("new-key-value").textContent = result.key;
+        document.getElementById("new-key").hidden = false;
+        say(`Key ${result.keyId} created. Reload the page to see it in the list.`);
+        form.reset();
+      } else if (form.dataset.then) {
+        location.assign(form.dataset.then);
+      } else {
+        location.reload();
+      }
+    } catch (err) {
+      say(err.message, true);
+    } finally {
+      if (button) button.removeAttribute("aria-busy");
+    }
+  });
+}
+
+for (const button of document.querySelectorAll("button[data-api]")) {
+  button.addEventListener("click", async () => {
+    if (button.dataset.confirm && !confirm(button.dataset.confirm)) return;
+    try {
+      await call(button.dataset.method ?? "POST", button.dataset.api);
+      location.reload();
+    } catch (err) {
+      say(err.message, true);
+    }
+  });
+}
+
+for (const button of document.querySelectorAll("button[data-signout]")) {
+  button.addEventListener("click", async () => {
+    try {
+      await call("DELETE", "/portal/api/session");
+    } finally {
+      location.assign("/portal/signin");
+    }
+  });
+}
+
+for (const button of document.querySelectorAll("button[data-copy]")) {
+  button.addEventListener("click", async () => {
+    const text = document.getElementById(button.dataset.copy)?.textContent ?? "";
+    try {
+      await navigator.clipboard.writeText(text);
+      say("Copied.");
+    } catch {
+      say("Copying was refused by the browser; select the key and copy it by hand.", true);
+    }
+  });
+}
