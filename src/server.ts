@@ -16,7 +16,7 @@ import { RateLimiter } from "./services/rateLimiter.ts";
 import { openStores, walCheckpointFailed } from "./store/openStores.ts";
 import type { Stores } from "./store/types.ts";
 import { openTrust } from "./trust/openTrust.ts";
-import { registerPortal } from "./http/portal/routes.ts";
+import { registerPortal } from "./http/portal/index.ts";
 import { PortalAccounts } from "./portal/accounts.ts";
 import { PortalHistory } from "./portal/history.ts";
 import { PortalSessions } from "./portal/sessions.ts";

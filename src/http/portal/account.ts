@@ -1,0 +1,76 @@
+import { Type } from "typebox";
+import { ABSOLUTE_MS, SESSION_COOKIE } from "../../portal/sessions.ts";
+import { invitePage, signInPage } from "../../../web/pages/account.ts";
+import { partBErrors } from "../schemas/common.ts";
+import type { AppInstance } from "../types.ts";
+import type { PortalRoutes } from "./context.ts";
+
+const Email = Type.String({ minLength: 3, maxLength: 320 });
+const Password = Type.String({ minLength: 1, maxLength: 4096 });
+
+/** Only a path of this portal: a `next` that leaves it (another host, `//evil`, a backslash trick) is dropped. */
+function safeNext(next: string | undefined): string {
+  return next && /^\/portal\/[^\\]*$/.test(next) && !next.startsWith("//") ? next : "/portal/";
+}
+
+/** Signing in and out, and setting a password through an invitation. */
+export function registerAccountRoutes(app: AppInstance, { deps, html, tags }: PortalRoutes): void {
+  const SignInQuery = Type.Object({ next: Type.Optional(Type.String({ maxLength: 500 })) });
+  app.get("/portal/signin", { schema: { hide: true, querystring: SignInQuery }, config: { portal: "public" } }, (request, reply) =>
+    html(reply, signInPage(safeNext(request.query.next))),
+  );
+  app.get("/portal/invite", { schema: { hide: true }, config: { portal: "public" } }, (_request, reply) => html(reply, invitePage()));
+
+  app.post(
+    "/portal/api/session",
+    {
+      schema: {
+        tags,
+        summary: "Sign in with email and password; sets the __Host-attestd_session cookie",
+        body: Type.Object({ email: Email, password: Password }, { additionalProperties: false }),
+        response: { 200: Type.Object({ email: Type.String(), role: Type.String() }), ...partBErrors(400, 401, 403, 429) },
+      },
+      config: { portal: "public" },
+    },
+    async (request, reply) => {
+      const user = await deps.accounts.signIn(request.body.email, request.body.password, request.ip);
+      const { sessionId } = await deps.sessions.open(user, "password");
+      reply.setCookie(SESSION_COOKIE, sessionId, { path: "/", secure: true, httpOnly: true, sameSite: "strict", maxAge: ABSOLUTE_MS / 1000 });
+      return { email: user.email, role: user.role };
+    },
+  );
+  app.delete(
+    "/portal/api/session",
+    { schema: { tags, summary: "Sign out: ends the session on the server", response: { 204: Type.Null(), ...partBErrors(401, 403) } }, config: { portal: "viewer" } },
+    async (request, reply) => {
+      await deps.sessions.end(request.cookies[SESSION_COOKIE]!);
+      reply.clearCookie(SESSION_COOKIE, { path: "/", secure: true, httpOnly: true, sameSite: "strict" });
+      return reply.code(204).send(null);
+    },
+  );
+  app.get(
+    "/portal/api/me",
+    {
+      schema: {
+        tags,
+        summary: "Who is signed in",
+        response: { 200: Type.Object({ email: Type.String(), role: Type.String(), tenantId: Type.Union([Type.String(), Type.Null()]) }), ...partBErrors(401) },
+      },
+      config: { portal: "viewer" },
+    },
+    async (request) => ({ email: request.actor!.email, role: request.actor!.role, tenantId: request.actor!.tenantId }),
+  );
+  app.post(
+    "/portal/api/invite",
+    {
+      schema: {
+        tags,
+        summary: "Set a password with a one-time sign-in link's token",
+        body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 128 }), password: Password }, { additionalProperties: false }),
+        response: { 200: Type.Object({ email: Type.String() }), ...partBErrors(400, 403, 410) },
+      },
+      config: { portal: "public" },
+    },
+    async (request) => ({ email: (await deps.accounts.acceptInvite(request.body.token, request.body.password)).email }),
+  );
+}

@@ -1,0 +1,148 @@
+import { Type } from "typebox";
+import { AppError } from "../../errors/AppError.ts";
+import { catalog } from "../../errors/catalog.ts";
+import type { ActivityView, VerdictFilter } from "../../portal/history.ts";
+import { activityPage, overviewPage, verdictDetailPage, verdictsPage } from "../../../web/pages/history.ts";
+import { partBErrors } from "../schemas/common.ts";
+import type { AppInstance } from "../types.ts";
+import { TenantQuery, type PortalRoutes } from "./context.ts";
+
+const VerdictQuery = Type.Object(
+  {
+    ...TenantQuery,
+    verdict: Type.Optional(Type.Union([Type.Literal("Yes"), Type.Literal("No"), Type.Literal("Unknown"), Type.Literal("")])),
+    status: Type.Optional(Type.String({ maxLength: 64 })),
+    format: Type.Optional(Type.String({ maxLength: 32 })),
+    device: Type.Optional(Type.String({ maxLength: 128 })),
+    from: Type.Optional(Type.String({ maxLength: 40 })),
+    to: Type.Optional(Type.String({ maxLength: 40 })),
+    after: Type.Optional(Type.String({ maxLength: 400 })),
+  },
+  { additionalProperties: false },
+);
+const ActivityQuery = Type.Object(
+  {
+    ...TenantQuery,
+    errorId: Type.Optional(Type.String({ maxLength: 64 })),
+    status: Type.Optional(Type.Union([Type.Integer({ minimum: 100, maximum: 599 }), Type.Literal("")])),
+    code: Type.Optional(Type.String({ maxLength: 64 })),
+    route: Type.Optional(Type.String({ maxLength: 200 })),
+    from: Type.Optional(Type.String({ maxLength: 40 })),
+    to: Type.Optional(Type.String({ maxLength: 40 })),
+    after: Type.Optional(Type.String({ maxLength: 400 })),
+  },
+  { additionalProperties: false },
+);
+function verdictFilter(q: Record<string, unknown>): VerdictFilter {
+  const f: VerdictFilter = {};
+  if (q.verdict) f.verdict = q.verdict as VerdictFilter["verdict"] & string;
+  for (const k of ["status", "format", "device", "from", "to"] as const) if (typeof q[k] === "string" && q[k] !== "") f[k] = q[k] as string;
+  return f;
+}
+
+function activityView(q: Record<string, unknown>): ActivityView {
+  const f: ActivityView = {};
+  if (typeof q.status === "number") f.status = q.status;
+  for (const k of ["errorId", "code", "route", "from", "to"] as const) if (typeof q[k] === "string" && q[k] !== "") f[k] = q[k] as string;
+  return f;
+}
+
+/** What a tenant has been through: the overview, the verdict history and the activity log, pages and admin API. */
+export function registerHistoryRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
+  app.get("/portal/", { schema: { hide: true, querystring: Type.Object(TenantQuery) }, config: { portal: "viewer" } }, async (request, reply) => {
+    const { tenantId } = await scope(request, true);
+    const recent = await deps.history.verdicts(tenantId, {});
+    const failed = await deps.history.activity(tenantId, { status: 401 });
+    return html(reply, overviewPage(ctxOf(request), recent.items, failed.items));
+  });
+  app.get("/portal/verdicts", { schema: { hide: true, querystring: VerdictQuery }, config: { portal: "viewer" } }, async (request, reply) => {
+    const { tenantId } = await scope(request, true);
+    const f = verdictFilter(request.query);
+    const page = await deps.history.verdicts(tenantId, f, request.query.after);
+    return html(reply, verdictsPage(ctxOf(request), f, page.items, page.next));
+  });
+  const ObjectParams = Type.Object({ objectId: Type.String({ minLength: 1, maxLength: 128 }) });
+  app.get(
+    "/portal/verdicts/:objectId",
+    { schema: { hide: true, params: ObjectParams, querystring: Type.Object(TenantQuery) }, config: { portal: "viewer" } },
+    async (request, reply) => {
+      const { tenantId } = await scope(request, true);
+      const v = await deps.history.verdict(tenantId, request.params.objectId);
+      if (!v) throw new AppError(catalog.PORTAL_NOT_FOUND, "no such verdict for this tenant");
+      return html(reply, verdictDetailPage(ctxOf(request), v));
+    },
+  );
+  app.get("/portal/activity", { schema: { hide: true, querystring: ActivityQuery }, config: { portal: "viewer" } }, async (request, reply) => {
+    const { tenantId } = await scope(request, true);
+    const f = activityView(request.query);
+    const page = await deps.history.activity(tenantId, f, request.query.after);
+    return html(reply, activityPage(ctxOf(request), f, page.items, page.next));
+  });
+  const VerdictItem = Type.Object({
+    objectId: Type.String(),
+    tenantId: Type.String(),
+    format: Type.String(),
+    reason: Type.String(),
+    createdAt: Type.String(),
+    record: Type.Ref("VerdictRecord"),
+    detail: Type.Record(Type.String(), Type.Unknown()),
+  });
+  app.get(
+    "/portal/api/verdicts",
+    {
+      schema: {
+        tags,
+        summary: "Verdict history, newest first; filters and an opaque `after` cursor",
+        querystring: VerdictQuery,
+        response: { 200: Type.Object({ items: Type.Array(VerdictItem), next: Type.Optional(Type.String()) }), ...partBErrors(400, 401, 404) },
+      },
+      config: { portal: "viewer" },
+    },
+    async (request) => {
+      const { tenantId } = await scope(request, true);
+      return deps.history.verdicts(tenantId, verdictFilter(request.query), request.query.after);
+    },
+  );
+  app.get(
+    "/portal/api/verdicts/:objectId",
+    {
+      schema: { tags, summary: "One verdict of the tenant, with its deciding rule and detail", params: ObjectParams, querystring: Type.Object(TenantQuery), response: { 200: VerdictItem, ...partBErrors(401, 404) } },
+      config: { portal: "viewer" },
+    },
+    async (request) => {
+      const { tenantId } = await scope(request, true);
+      const v = await deps.history.verdict(tenantId, request.params.objectId);
+      if (!v) throw new AppError(catalog.PORTAL_NOT_FOUND, "no such verdict for this tenant");
+      return v;
+    },
+  );
+  const ActivityItem = Type.Object({
+    seq: Type.Number(),
+    time: Type.String(),
+    errorId: Type.Union([Type.String(), Type.Null()]),
+    tenantId: Type.Union([Type.String(), Type.Null()]),
+    clientId: Type.Union([Type.String(), Type.Null()]),
+    method: Type.String(),
+    route: Type.String(),
+    status: Type.Integer(),
+    code: Type.Union([Type.String(), Type.Null()]),
+    latencyMs: Type.Number(),
+    remoteAddress: Type.String(),
+  });
+  app.get(
+    "/portal/api/activity",
+    {
+      schema: {
+        tags,
+        summary: "The activity log, newest first; filters (exact errorId) and an opaque `after` cursor",
+        querystring: ActivityQuery,
+        response: { 200: Type.Object({ items: Type.Array(ActivityItem), next: Type.Optional(Type.String()) }), ...partBErrors(400, 401, 404) },
+      },
+      config: { portal: "viewer" },
+    },
+    async (request) => {
+      const { tenantId } = await scope(request, true);
+      return deps.history.activity(tenantId, activityView(request.query), request.query.after);
+    },
+  );
+}

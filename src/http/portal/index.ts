@@ -1,0 +1,138 @@
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import fastifyCookie from "@fastify/cookie";
+import type { FastifyRequest } from "fastify";
+import { AppError } from "../../errors/AppError.ts";
+import { catalog } from "../../errors/catalog.ts";
+import { SESSION_COOKIE } from "../../portal/sessions.ts";
+import type { AppInstance } from "../types.ts";
+import { registerAccountRoutes } from "./account.ts";
+import { allowed, type PortalDeps, type PortalRoutes } from "./context.ts";
+import { registerHistoryRoutes } from "./history.ts";
+import { registerKeyRoutes } from "./keys.ts";
+
+/**
+ * Strict: nothing inline, nothing from another origin, never framed. web/static/portal.js is the only script;
+ * Pico's stylesheet and the portal's are files of this service.
+ */
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+const WEB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../web/static");
+const require = createRequire(import.meta.url);
+
+/** The only files the portal serves: its own and what it uses from node_modules (no CDN). */
+const ASSETS: Record<string, { file: string; type: string }> = {
+  "portal.js": { file: path.join(WEB, "portal.js"), type: "text/javascript; charset=utf-8" },
+  "portal.css": { file: path.join(WEB, "portal.css"), type: "text/css; charset=utf-8" },
+  "vendor/pico.min.css": { file: require.resolve("@picocss/pico/css/pico.min.css"), type: "text/css; charset=utf-8" },
+};
+
+const isApi = (url: string) => url.startsWith("/portal/api/");
+
+/** The origin the browser must be on for a request without a session (sign-in): this host over HTTPS. */
+function sameOrigin(request: FastifyRequest): boolean {
+  const origin = request.headers.origin;
+  return typeof origin === "string" && origin === `${request.protocol}://${request.headers.host}`;
+}
+
+/**
+ * The portal (docs/portal.md): pages for people at /portal/, and the JSON admin API under /portal/api/ that
+ * every state change goes through. Sessions, CSRF, roles and tenant scoping are decided here, once, before any
+ * route runs; the routes (one file per page family) call the same services as the CLI.
+ */
+export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<void> {
+  return async (app) => {
+    await app.register(fastifyCookie);
+
+    app.get("/", { schema: { hide: true } }, (_request, reply) => reply.redirect("/portal/", 302));
+    app.get("/portal", { schema: { hide: true } }, (_request, reply) => reply.redirect("/portal/", 302));
+
+    app.addHook("onRequest", (request, reply, done) => {
+      if (request.url.startsWith("/portal")) {
+        reply.headers({
+          "content-security-policy": CSP,
+          "x-content-type-options": "nosniff",
+          "referrer-policy": "same-origin",
+          "x-frame-options": "DENY",
+          "cache-control": request.url.startsWith("/portal/assets/") ? "public, max-age=3600" : "no-store",
+        });
+      }
+      done();
+    });
+
+    // Who is asking, what they may do, and that a state change carries its CSRF token: before every portal route.
+    app.addHook("preHandler", async (request, reply) => {
+      const need = request.routeOptions.config?.portal;
+      if (!need) return;
+      const isWrite = !["GET", "HEAD"].includes(request.method);
+      if (need === "public") {
+        if (isWrite && !sameOrigin(request)) throw new AppError(catalog.PORTAL_CSRF, "the request did not come from this site");
+        return;
+      }
+      const resolved = await deps.sessions.resolve(request.cookies[SESSION_COOKIE]);
+      if (!resolved) {
+        if (!isApi(request.url)) return reply.redirect(`/portal/signin?next=${encodeURIComponent(request.url)}`, 302);
+        throw new AppError(catalog.PORTAL_SIGNED_OUT, "Sign in first");
+      }
+      request.actor = resolved.actor;
+      request.csrfToken = resolved.session.csrfToken;
+      request.clientId = resolved.actor.userId;
+      if (resolved.actor.tenantId) request.tenantId = resolved.actor.tenantId;
+      if (isWrite) {
+        const token = request.headers["x-csrf-token"];
+        if (!deps.sessions.csrfValid(resolved.session, typeof token === "string" ? token : undefined)) {
+          throw new AppError(catalog.PORTAL_CSRF, "the CSRF token is missing or wrong; reload the page");
+        }
+      }
+      if (!allowed(resolved.actor, need)) throw new AppError(catalog.PORTAL_FORBIDDEN, `this needs the ${need} role`);
+      return undefined;
+    });
+
+    app.get("/portal/assets/*", { schema: { hide: true } }, (request, reply) => {
+      const asset = ASSETS[(request.params as { "*": string })["*"]];
+      if (!asset) throw new AppError(catalog.PORTAL_NOT_FOUND, "no such asset");
+      return reply.type(asset.type).send(readFileSync(asset.file));
+    });
+
+    const routes: PortalRoutes = {
+      deps,
+      tags: ["portal"],
+      async scope(request, all) {
+        const actor = request.actor!;
+        if (actor.tenantId) {
+          const tenant = await deps.tenants.byId(actor.tenantId);
+          if (!tenant) throw new AppError(catalog.PORTAL_NOT_FOUND, "the tenant no longer exists");
+          return { tenant, tenantId: tenant.tenantId };
+        }
+        const name = (request.query as { tenant?: string }).tenant;
+        if (name) {
+          const tenant = await deps.tenants.byName(name);
+          if (!tenant) throw new AppError(catalog.PORTAL_NOT_FOUND, `no tenant "${name}"`);
+          return { tenant, tenantId: tenant.tenantId };
+        }
+        if (all) return {};
+        throw new AppError(catalog.PORTAL_INVALID_REQUEST, "operators name the tenant: ?tenant=NAME");
+      },
+      ctxOf(request) {
+        const tenant = (request.query as { tenant?: string }).tenant;
+        return { actor: request.actor!, csrf: request.csrfToken!, ...(request.actor!.tenantId === null && tenant ? { tenant } : {}) };
+      },
+      html: (reply, body) => reply.type("text/html; charset=utf-8").send(body),
+    };
+    registerAccountRoutes(app, routes);
+    registerHistoryRoutes(app, routes);
+    registerKeyRoutes(app, routes);
+  };
+}

@@ -1,0 +1,86 @@
+import type { Actor } from "../src/portal/sessions.ts";
+import { html, type Html } from "./html.ts";
+
+/**
+ * What every page of the portal shares: the layout (head, navigation, who is signed in, the notice line), tables,
+ * and links that keep their filters in the URL. Pages (web/pages/) only lay out what the routes
+ * (src/http/portal/) read through the services; every state change goes through /portal/api by
+ * web/static/portal.js.
+ */
+
+export interface PageContext {
+  actor?: Actor;
+  /** the session's CSRF token, which portal.js sends as X-CSRF-Token */
+  csrf?: string;
+  /** the tenant an operator is looking at (?tenant=NAME), kept in every link */
+  tenant?: string;
+}
+
+const NAV = [
+  { href: "/portal/", label: "Overview" },
+  { href: "/portal/verdicts", label: "Verdicts" },
+  { href: "/portal/activity", label: "Activity log" },
+  { href: "/portal/keys", label: "API keys" },
+];
+
+/** The same path with these query parameters (empty ones left out): filters live in the URL. */
+export function withQuery(path: string, q: Record<string, string | number | undefined>): string {
+  const s = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== "") s.set(k, String(v));
+  const text = s.toString();
+  return text ? `${path}?${text}` : path;
+}
+
+export function layout(title: string, ctx: PageContext, body: Html, active?: string): string {
+  const nav = ctx.actor
+    ? html`<ul>
+        ${NAV.map(
+          (n) => html`<li><a href="${withQuery(n.href, { tenant: ctx.tenant })}" ${n.href === active ? html`aria-current="page"` : ""}>${n.label}</a></li>`,
+        )}
+        <li><button type="button" class="secondary outline" data-signout>Sign out</button></li>
+      </ul>`
+    : "";
+  const who = ctx.actor
+    ? html`<p class="who">${ctx.actor.email} · ${ctx.actor.role}${ctx.tenant ? ` · tenant ${ctx.tenant}` : ""}</p>`
+    : "";
+  return (
+    "<!doctype html>\n" +
+    html`<html lang="en">
+  <head>
+    <meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    ${ctx.csrf ? html`<meta name="csrf-token" content="${ctx.csrf}">` : ""}
+    <title>${title} · attestd</title>
+    <link rel="stylesheet" href="/portal/assets/vendor/pico.min.css">
+    <link rel="stylesheet" href="/portal/assets/portal.css">
+    <script type="module" src="/portal/assets/portal.js"></script>
+  </head>
+  <body>
+    <a class="skip" href="#main">Skip to content</a>
+    <header class="container">
+      <nav aria-label="Portal"><ul><li><strong>attestd</strong></li></ul>${nav}</nav>
+      ${who}
+    </header>
+    <main id="main" class="container">
+      <h1>${title}</h1>
+      <p role="status" aria-live="polite" class="notice" id="notice"></p>
+      ${body}
+    </main>
+  </body>
+</html>`.text
+  );
+}
+
+export function table(caption: string, head: string[], rows: Html[]): Html {
+  return html`<div class="table-wrap" tabindex="0" role="region" aria-label="${caption}">
+  <table>
+    <caption>${caption}</caption>
+    <thead><tr>${head.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead>
+    <tbody>${rows.length ? rows : html`<tr><td colspan="${head.length}">Nothing here yet.</td></tr>`}</tbody>
+  </table>
+</div>`;
+}
+
+export function hiddenTenant(ctx: PageContext): Html | string {
+  return ctx.tenant ? html`<input type="hidden" name="tenant" value="${ctx.tenant}">` : "";
+}
