@@ -85,6 +85,11 @@ describe("SQLite migration 003 (portal) and the verdict-history indexes", () => 
         assert.match(p, index, JSON.stringify(q));
         assert.doesNotMatch(p, /TEMP B-TREE|SCAN verdicts(?! USING)/, `${JSON.stringify(q)}: ${p}`);
       }
+      // a device: an ordered, limited read of each partial index; only the two pages are merged and sorted
+      const device = plan({ tenantId: "t", device: "c0ffee", limit: 50 });
+      assert.match(device, /verdicts_tenant_chip/, device);
+      assert.match(device, /verdicts_tenant_imei/, device);
+      assert.doesNotMatch(device, /SCAN verdicts(?! USING)/, device);
     } finally {
       await store.close();
     }
