@@ -11,7 +11,7 @@ import { RateLimiter } from "../services/rateLimiter.ts";
 import type { Stores } from "../store/types.ts";
 import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
 
-async function tenantNamed(stores: Stores, name: string): Promise<Tenant> {
+export async function tenantNamed(stores: Stores, name: string): Promise<Tenant> {
   const t = await stores.durable.getTenantByName(name);
   if (!t) throw new CliError(`no tenant named "${name}"`);
   return t;
@@ -22,7 +22,7 @@ function portalAccounts(stores: Stores): PortalAccounts {
 }
 
 /** The portal's refusals (a taken email, no such tenant) are the operator's to fix too. */
-async function portalErrors<T>(fn: () => Promise<T>): Promise<T> {
+export async function portalErrors<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
