@@ -3,6 +3,7 @@ import type { Tenant } from "../../src/domain/tenants.ts";
 import type { AppError } from "../../src/errors/AppError.ts";
 import { html, type Html } from "../html.ts";
 import { layout, table, withQuery, type PageContext } from "../layout.ts";
+import { when } from "../time.ts";
 
 /**
  * Why a tenant's Part B clients are refused whatever their credentials (blocked, inactive, a reseller not enabled
@@ -17,8 +18,8 @@ export function standingNotice(tenant: Pick<Tenant, "name" | "kind">, refusal: A
       : html`An operator changes the tenant's state on the Tenants page, or with <code>attestd tenant set-state ${tenant.name} active</code>.`;
   return html`<article class="standing" aria-labelledby="standing-h">
   <h2 id="standing-h">Enrollment is not available to this tenant</h2>
-  <p>${refusal.reason}: every request of its enrollment clients is refused with
-    <code>${refusal.entry.status} ${refusal.entry.code} ${refusal.entry.message}</code>. ${fix}</p>
+  <p><strong>${refusal.reason}.</strong> Until then every request of the tenant's enrollment clients is refused with
+    <code>${refusal.entry.status} ${refusal.entry.code} ${refusal.entry.message}</code>, and no client is created here. ${fix}</p>
 </article>`;
 }
 
@@ -32,11 +33,13 @@ export function clientsPage(ctx: PageContext, tenant: Tenant, clients: ClientVie
   const api = (path: string) => withQuery(path, { tenant: ctx.tenant });
   const rows = clients.map(
     (c) => html`<tr>
-  <td><code>${c.clientId}</code></td><td>${c.email}</td><td>${c.readOnly ? "read-only" : "read and write"}</td>
+  <td><code>${c.clientId}</code>${
+    c.restrictions ? html`<br><small>only from ${[...c.restrictions.ipAddresses, ...c.restrictions.referers].join(", ")}</small>` : ""
+  }</td>
+  <td>${c.email}</td><td>${c.readOnly ? "read-only" : "read and write"}</td>
   <td>${c.rps} / ${c.burst}</td>
-  <td>${c.restrictions ? [...c.restrictions.ipAddresses, ...c.restrictions.referers].join(", ") || "none" : "none"}</td>
-  <td><time datetime="${c.createdAt}">${c.createdAt}</time></td>
-  <td>${c.state === "revoked" ? `revoked ${c.revokedAt}` : STATE_LABEL[c.state]}</td>
+  <td>${when(c.createdAt)}</td>
+  <td>${c.state === "revoked" ? html`revoked ${when(c.revokedAt!)}` : STATE_LABEL[c.state]}</td>
   <td class="actions">${
     canWrite && c.state !== "revoked"
       ? html`<button type="button" class="secondary outline" data-api="${api(`/portal/api/clients/${c.clientId}`)}" data-method="PATCH"
@@ -47,19 +50,18 @@ export function clientsPage(ctx: PageContext, tenant: Tenant, clients: ClientVie
   }</td>
 </tr>`,
   );
-  const create = canWrite
-    ? html`<details ${clients.length === 0 && !refusal ? html`open` : ""}>
+  const create =
+    canWrite && !refusal
+      ? html`<details ${clients.length === 0 ? html`open` : ""}>
   <summary role="button" class="outline">Create a client</summary>
   <form data-api="${api("/portal/api/clients")}" data-method="POST" data-download="keysJson" data-download-name="keys.json" aria-label="Create an enrollment client">
-    <fieldset ${refusal ? html`disabled` : ""}>
-      <label>Email of the user it acts for (registered if new) <input type="email" name="email" required maxlength="254" autocomplete="off"></label>
-      <div class="grid">
-        <label>Requests per second <input type="number" name="rps" min="0.001" step="any" placeholder="10" inputmode="decimal"></label>
-        <label>Burst <input type="number" name="burst" min="1" step="1" placeholder="20" inputmode="numeric"></label>
-      </div>
-      <label><input type="checkbox" name="readOnly" role="switch"> Read-only: GET requests only</label>
-    </fieldset>
-    <button type="submit" ${refusal ? html`disabled` : ""}>Create client and download keys.json</button>
+    <label>Email of the user it acts for (registered if new) <input type="email" name="email" required maxlength="254" autocomplete="off"></label>
+    <div class="grid">
+      <label>Requests per second (default 10) <input type="number" name="rps" min="0.001" step="any" inputmode="decimal"></label>
+      <label>Burst (default 20, or twice the rate) <input type="number" name="burst" min="1" step="1" inputmode="numeric"></label>
+    </div>
+    <label><input type="checkbox" name="readOnly" role="switch"> Read-only: GET requests only</label>
+    <button type="submit">Create client and download keys.json</button>
   </form>
 </details>
 <article id="download-done" hidden aria-labelledby="download-done-h">
@@ -68,7 +70,7 @@ export function clientsPage(ctx: PageContext, tenant: Tenant, clients: ClientVie
     of the identifier, and cannot show them again. Store the file where the client runs.
     <a href="${withQuery("/portal/clients", { tenant: ctx.tenant })}">Show the client in the list</a>.</p>
 </article>`
-    : "";
+      : "";
   return layout(
     "Enrollment clients",
     ctx,
@@ -76,7 +78,7 @@ export function clientsPage(ctx: PageContext, tenant: Tenant, clients: ClientVie
 <p>The tenant's clients of the enrollment API (Part B). Each signs its requests with the key pair in its
   <code>keys.json</code>; see <a href="/docs">the API documentation</a>.</p>
 ${create}
-${table("Enrollment clients", ["Client id", "User", "Access", "rps / burst", "Restrictions", "Created", "State", "Actions"], rows)}`,
+${table("Enrollment clients", ["Client id", "User", "Access", "Requests/s / burst", "Created (UTC)", "State", "Actions"], rows)}`,
     "/portal/clients",
   );
 }

@@ -5,6 +5,7 @@ import type { Tenant } from "../../src/domain/tenants.ts";
 import { html, type Html } from "../html.ts";
 import { hiddenTenant, layout, table, withQuery, type PageContext } from "../layout.ts";
 import { standingNotice } from "./clients.ts";
+import { when } from "../time.ts";
 
 type Query = Record<string, string | number | undefined>;
 
@@ -44,7 +45,7 @@ export function enrollmentProfilesPage(ctx: PageContext, tenant: Pick<Tenant, "n
     (pr) => html`<tr>
   <td><a href="${link(`/portal/enrollment/profiles/${encodeURIComponent(pr.profileId)}`, {})}">${pr.name}</a></td>
   <td><code>${pr.profileId}</code></td><td>${pr.mdmUrl ?? ""}</td>
-  <td><time datetime="${pr.updatedAt}">${pr.updatedAt}</time></td>
+  <td>${when(pr.updatedAt)}</td>
   <td><a href="${link("/portal/enrollment/transactions", { profileId: pr.profileId })}">transactions</a>
     · <a href="${link("/portal/enrollment/devices", { profileId: pr.profileId })}">devices</a></td>
 </tr>`,
@@ -57,7 +58,7 @@ export function enrollmentProfilesPage(ctx: PageContext, tenant: Pick<Tenant, "n
     "/portal/enrollment",
     html`<p>Bulk-enrollment profiles, as the enrollment API (<code>/svc/v1/enroll/profiles</code>) serves them; clients
   create and change them.</p>
-${table("Profiles, newest first", ["Name", "Profile id", "MDM URL", "Updated", "Records"], rows)}
+${table("Profiles, newest first", ["Name", "Profile id", "MDM URL", "Updated (UTC)", "Records"], rows)}
 ${pager("/portal/enrollment", { tenant: ctx.tenant }, p)}`,
   );
 }
@@ -78,11 +79,11 @@ export function enrollmentTransactionsPage(
   const link = (path: string, q: Query) => withQuery(path, { tenant: ctx.tenant, ...q });
   const rows = p.items.map(
     (t) => html`<tr>
-  <td><time datetime="${t.createdAt}">${t.createdAt}</time></td>
-  <td>${t.kind === "devices" ? html`<a href="${link("/portal/enrollment/devices", { transactionId: t.transactionId })}"><code>${t.transactionId}</code></a>` : html`<code>${t.transactionId}</code>`}</td>
+  <td>${when(t.createdAt)}</td>
+  <td class="id">${t.kind === "devices" ? html`<a href="${link("/portal/enrollment/devices", { transactionId: t.transactionId })}" title="its devices">${t.transactionId}</a>` : t.transactionId}</td>
   <td>${t.kind === "devices" ? "device upload" : "profile change"}</td><td>${t.type}</td><td>${t.state}</td>
   <td><a href="${link(`/portal/enrollment/profiles/${encodeURIComponent(t.profileId)}`, {})}">${t.profileName}</a></td>
-  <td><time datetime="${t.updatedAt}">${t.updatedAt}</time></td>
+  <td>${when(t.updatedAt)}</td>
 </tr>`,
   );
   const filter = { type: f.type || undefined, state: f.state || undefined, profileId: f.profileId || undefined };
@@ -99,7 +100,7 @@ export function enrollmentTransactionsPage(
   <label>Profile id <input name="profileId" value="${f.profileId ?? ""}" maxlength="64"></label>
   <button type="submit">Filter</button>
 </form>
-${table("Transactions, newest first", ["Time", "Transaction id", "What", "Type", "State", "Profile", "Updated"], rows)}
+${table("Transactions, newest first", ["Time (UTC)", "Transaction id", "What", "Type", "State", "Profile", "Updated (UTC)"], rows)}
 ${pager("/portal/enrollment/transactions", { tenant: ctx.tenant, ...filter }, p)}`,
   );
 }
@@ -119,8 +120,8 @@ export function enrollmentDevicesPage(
   const rows = p.items.map(
     (d) => html`<tr>
   <td><code>${d.deviceId}</code></td><td>${d.state}</td>
-  <td>${d.profileId ? html`<a href="${withQuery(`/portal/enrollment/profiles/${encodeURIComponent(d.profileId)}`, { tenant: ctx.tenant })}"><code>${d.profileId}</code></a>` : "none"}</td>
-  <td><time datetime="${d.updatedAt}">${d.updatedAt}</time></td>
+  <td class="id">${d.profileId ? html`<a href="${withQuery(`/portal/enrollment/profiles/${encodeURIComponent(d.profileId)}`, { tenant: ctx.tenant })}">${d.profileId}</a>` : "none"}</td>
+  <td>${when(d.updatedAt)}</td>
   <td>${d.error ? html`<code>${d.error.code} ${d.error.message}</code> ${d.error.reason}` : ""}</td>
 </tr>`,
   );
@@ -138,7 +139,7 @@ export function enrollmentDevicesPage(
   <button type="submit">Filter</button>
 </form>
 <p>${p.total} device(s)${p.processing ? html`, <strong>${p.processing} still processing</strong>` : ""}.</p>
-${table(f.transactionId ? "The upload's devices, in request order" : "Devices, by device id", ["Device id", "State", "Profile", "Updated", "Error"], rows)}
+${table(f.transactionId ? "The upload's devices, in request order" : "Devices, by device id", ["Device id", "State", "Profile", "Updated (UTC)", "Error"], rows)}
 ${pager("/portal/enrollment/devices", { tenant: ctx.tenant, ...filter }, p)}`,
   );
 }
@@ -152,8 +153,8 @@ export function enrollmentProfilePage(ctx: PageContext, pr: Profile): string {
   <dt>Profile id</dt><dd><code>${pr.profileId}</code></dd>
   <dt>Description</dt><dd>${pr.description ?? "none"}</dd>
   <dt>MDM URL</dt><dd>${pr.mdmUrl ?? "none"}</dd>
-  <dt>Created</dt><dd><time datetime="${pr.createdAt}">${pr.createdAt}</time></dd>
-  <dt>Updated</dt><dd><time datetime="${pr.updatedAt}">${pr.updatedAt}</time></dd>
+  <dt>Created (UTC)</dt><dd>${when(pr.createdAt)}</dd>
+  <dt>Updated (UTC)</dt><dd>${when(pr.updatedAt)}</dd>
 </dl>
 <h2>Settings</h2>
 <pre tabindex="0">${pr.settings ? JSON.stringify(pr.settings, null, 2) : "none"}</pre>

@@ -166,17 +166,24 @@ for (const form of document.querySelectorAll("form[data-upload]")) {
     const file = form.querySelector('input[type="file"]')?.files?.[0];
     const progress = form.querySelector("progress");
     const button = form.querySelector('button[type="submit"]');
-    if (!file) return say("Choose a file first.", true);
-    if (file.size > Number(form.dataset.maxBytes)) return say(`${file.name} is larger than ${form.dataset.maxBytes} bytes.`, true);
+    // the outcome is said beside the form, where the person is looking
+    const status = form.querySelector("[data-upload-status]");
+    const tell = (text, isError) => {
+      status.textContent = text;
+      status.classList.toggle("error", Boolean(isError));
+    };
+    if (!file) return tell("Choose a file first.", true);
+    if (file.size > Number(form.dataset.maxBytes)) return tell(`${file.name} is larger than ${form.dataset.maxBytes} bytes; nothing was sent.`, true);
     button?.setAttribute("aria-busy", "true");
     progress.hidden = false;
     progress.value = 0;
+    tell(`Uploading ${file.name}…`);
     try {
       const result = await upload(form.dataset.upload, JSON.stringify({ filename: file.name, content: await file.text() }), progress);
       sayAfterReload(`${result.imported} reference set(s) from ${file.name} stored.`);
     } catch (err) {
       progress.hidden = true;
-      say(err.message, true);
+      tell(`Nothing was stored. ${err.message}`, true);
     } finally {
       button?.removeAttribute("aria-busy");
     }
