@@ -13,7 +13,8 @@ export const pgPlaceholder: Placeholder = (i) => `$${i}`;
 
 export const MAX_HISTORY_PAGE = 500;
 
-function builder(ph: Placeholder) {
+/** WHERE clauses and their arguments, numbered as the backend's placeholders want. */
+export function builder(ph: Placeholder) {
   const where: string[] = [];
   const args: unknown[] = [];
   const arg = (v: unknown) => {
