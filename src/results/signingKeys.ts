@@ -60,12 +60,12 @@ export async function rotateSigningKey(
   store: SigningKeyStore,
   clock: Clock,
   opts: { alg: EarAlgorithm; graceSeconds: number },
-): Promise<{ kid: string; alg: EarAlgorithm; retired: string | null; retiresAt: string }> {
+): Promise<{ kid: string; alg: EarAlgorithm; retired: string | null; retiresAt: string | null }> {
   const now = clock.nowMs();
   const key = await newSigningKey(opts.alg, new Date(now));
   const retiresAt = new Date(now + opts.graceSeconds * 1000).toISOString();
   const { retired } = await store.rotateSigningKey(key, retiresAt);
-  return { kid: key.kid, alg: key.alg, retired, retiresAt };
+  return { kid: key.kid, alg: key.alg, retired, retiresAt: retired ? retiresAt : null };
 }
 
 export interface CurrentSigningKey {
