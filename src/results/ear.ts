@@ -29,8 +29,8 @@ export interface EarAppraisal {
   "ear.appraisal-policy-id"?: string;
   /** android-key: the integrity labels, as Play Integrity's deviceIntegrity object shapes them */
   "attestd.device-integrity"?: { deviceRecognitionVerdict: IntegrityLabel[] };
-  /** the device the relying party named, and what its pin found */
-  "attestd.device"?: { deviceId: string; pin: DevicePin };
+  /** the device the relying party named, what its pin found, and for a changed pin or a downgrade what changed */
+  "attestd.device"?: DeviceDetail;
 }
 
 export interface EarClaims {
@@ -46,6 +46,7 @@ export interface EarClaims {
 interface DeviceDetail {
   deviceId: string;
   pin: DevicePin;
+  changes?: { fact: string; from: string; to: string }[];
 }
 
 const PINS: readonly string[] = ["first", "matched", "changed", "downgrade", "none"];
@@ -58,7 +59,13 @@ function isObject(v: unknown): v is Record<string, unknown> {
 function deviceOf(detail: Record<string, unknown>): DeviceDetail | undefined {
   const d = detail.device;
   if (!isObject(d) || typeof d.deviceId !== "string" || typeof d.pin !== "string" || !PINS.includes(d.pin)) return undefined;
-  return { deviceId: d.deviceId, pin: d.pin as DevicePin };
+  const out: DeviceDetail = { deviceId: d.deviceId, pin: d.pin as DevicePin };
+  if (Array.isArray(d.changes)) {
+    out.changes = d.changes
+      .filter((c): c is Record<string, unknown> => isObject(c) && ["fact", "from", "to"].every((k) => typeof c[k] === "string"))
+      .map((c) => ({ fact: c.fact as string, from: c.from as string, to: c.to as string }));
+  }
+  return out;
 }
 
 function labelsOf(detail: Record<string, unknown>): IntegrityLabel[] | undefined {

@@ -156,6 +156,21 @@ for (const backend of [sqliteBackend(), postgresBackend()]) {
       assert.equal(notGet.json().error.code, "4050000");
     });
 
+    it("/openapi.json documents the EAR answers, the batch's result: ear and the JWKS route", async () => {
+      const doc = (await t.runtime.app.inject({ method: "GET", url: "/openapi.json" })).json();
+      for (const [route, method] of [["/v2/blobs", "post"], ["/api/v1/verdicts/{objectId}", "get"]] as const) {
+        const content = doc.paths[route][method].responses["200"].content;
+        assert.deepEqual(Object.keys(content), ["application/json", "application/eat+jwt"], route);
+        assert.equal(content["application/eat+jwt"].schema.$ref, "#/components/schemas/EarJwt");
+      }
+      assert.equal(doc.components.schemas.EarJwt.type, "string");
+      const batch = doc.paths["/api/v1/transaction"].post.requestBody.content["application/json"].schema;
+      assert.deepEqual(batch.properties.result.enum ?? [batch.properties.result.const], ["ear"]);
+      const jwksRoute = doc.paths["/.well-known/jwks.json"].get;
+      assert.ok(jwksRoute.responses["200"].content["application/json"].schema.properties.keys);
+      assert.equal(jwksRoute.security, undefined, "public: no API key");
+    });
+
     it("vendor Yes: the EAR alone, signed with the published key, every claim as the appraisal found", async () => {
       const { n, token, claims, verdict, location } = await earFor((n) => vendorBlob(n));
       assert.equal(earHeader(token).kid, (await jwks()).keys[0]!.kid);

@@ -176,7 +176,11 @@ describe("the claims-set of a stored verdict", () => {
     const changed = earAppraisal(stored({ checks: goodPhone, device: { deviceId: "acct-7:phone", pin: "changed", changes: [{ fact: "verifiedBootKey", from: "aa", to: "bb" }] } }, "Success", "No"));
     assert.equal(changed["ear.status"], "contraindicated");
     assert.equal(changed["ear.trustworthiness-vector"]["instance-identity"], 96);
-    assert.deepEqual(changed["attestd.device"], { deviceId: "acct-7:phone", pin: "changed" });
+    assert.deepEqual(changed["attestd.device"], {
+      deviceId: "acct-7:phone",
+      pin: "changed",
+      changes: [{ fact: "verifiedBootKey", from: "aa", to: "bb" }],
+    });
     const matched = earAppraisal(stored({ checks: goodPhone, device: { deviceId: "acct-7:phone", pin: "matched" } }));
     assert.equal(matched["ear.status"], "affirming");
     assert.deepEqual(matched["attestd.device"], { deviceId: "acct-7:phone", pin: "matched" });
