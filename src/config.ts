@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { LOG_FORMATS } from "./logging.ts";
+import { EAR_ALGORITHMS } from "./domain/signingKeys.ts";
 
 /**
  * One table of settings. Each becomes a CLI flag (`--nonce-ttl`), an environment variable (`ATTESTD_NONCE_TTL`) and
@@ -64,6 +65,19 @@ export const settings = {
   }),
   androidMinPatchLevel: s("int", "minimum Android OS patch level (YYYYMM or YYYYMMDD) for a Yes verdict"),
   androidPolicy: s("string", "JSON android-key policy: a default and per-tenant minOsPatchLevel / allowedApps (docs/android-key.md)"),
+  earAlg: s("string", "signature algorithm of new result-signing keys (EAR), made on first start and by `attestd keys rotate`", {
+    default: "ES256",
+    choices: EAR_ALGORITHMS,
+  }),
+  earKeyGrace: s("int", "seconds a rotated-out result-signing key stays published in /.well-known/jwks.json (`attestd keys rotate`)", {
+    default: 7 * 24 * 3600,
+    min: 300,
+  }),
+  earKeyRefresh: s("int", "seconds between a server's re-reads of the result-signing keys: a rotation reaches every instance within it", {
+    default: 10,
+    min: 1,
+    max: 300,
+  }),
   nonceTtl: s("int", "seconds a nonce stays valid", { default: 300, min: 1, max: 86_400 }),
   nonceRetain: s("int", "seconds a used/expired nonce is remembered after expiry", { default: 86_400, min: 0 }),
   maxOutstandingNonces: s("int", "unused, unexpired nonces allowed per tenant", { default: 100_000, min: 1 }),

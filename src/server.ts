@@ -23,6 +23,9 @@ import { PortalSessions } from "./portal/sessions.ts";
 import { ApiKeyAdmin } from "./services/apiKeyAdmin.ts";
 import { ReferenceValueAdmin } from "./services/referenceValueAdmin.ts";
 import { TenantDirectory } from "./services/tenantDirectory.ts";
+import { EarIssuer } from "./results/earIssuer.ts";
+import { EarKeyRing } from "./results/signingKeys.ts";
+import type { EarAlgorithm } from "./domain/signingKeys.ts";
 
 export interface Runtime {
   app: AppInstance;
@@ -67,6 +70,14 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   });
   for (const problem of trust.vendorProblems) log.warn({ problem }, "vendor root unusable; skipped");
   if (trust.noVendorRoots) log.warn("no --vendor-roots: every vendor blob will be CertificateInvalid");
+
+  // the result-signing key: made on the first start of any instance, then shared through the store
+  const earKeys = await EarKeyRing.open(stores.signingKeys, clock, {
+    alg: config.earAlg as EarAlgorithm,
+    refreshMs: config.earKeyRefresh * 1000,
+    onRefreshError: (err) => log.warn({ err }, "re-reading the result-signing keys failed; signing with the last ones read"),
+  });
+  earKeys.start();
 
   const metrics = new Metrics();
   metrics.trackAndroidTrust(() => trust.androidUsable());
@@ -119,6 +130,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     rng,
     limits: { maxBlobBytes: config.maxBlobBytes, maxBatch: config.maxBatch },
     attestation,
+    results: new EarIssuer(earKeys, clock),
     auth,
     rateLimiter,
     activity,
@@ -157,6 +169,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     (closing ??= (async () => {
       stopPurge();
       clearInterval(housekeeping);
+      earKeys.stop();
       trust.stop();
       await app.close();
       await auth.flushLastUsed().catch((err: unknown) => log.warn({ err }, "recording API keys' last use failed"));

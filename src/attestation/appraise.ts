@@ -5,6 +5,7 @@ import { catalog } from "../errors/catalog.ts";
 import { whyNotChainInput } from "./encoding/chainInput.ts";
 import { androidKeyFormat } from "./formats/androidKey.ts";
 import { vendorContainerFormat } from "./formats/vendorContainer.ts";
+import { appraisalPolicyId } from "./policy/policyId.ts";
 
 /**
  * Order matters: android-key is recognised by a strict structural test (the whole body is DER certificates, or
@@ -21,9 +22,17 @@ export function detectFormat(blob: Uint8Array): BlobFormat {
  * A pure function of (blob, nonce, trust, time): the same inputs give the same record. A bad device is a
  * verdict; only an unreadable container throws (AppError BLOB_MALFORMED / NOT_IMPLEMENTED). A BLOB_MALFORMED
  * reason names the format it was read as, and for a body that looks like a failed attempt at an android-key
- * chain, why it is not one either.
+ * chain, why it is not one either. `detail.appraisalPolicyId` names the policy the verdict was reached under
+ * (policy/policyId.ts).
  */
 export function appraise(input: AppraisalInput): AppraisalResult {
+  const result = appraiseAsDetected(input);
+  // the policy in force, kept with the verdict: a signed result names it (docs/results.md)
+  result.detail.appraisalPolicyId = appraisalPolicyId(input.trust);
+  return result;
+}
+
+function appraiseAsDetected(input: AppraisalInput): AppraisalResult {
   const format = detectFormat(input.blob);
   if (format !== vendorContainerFormat) return format.appraise(input);
   try {

@@ -53,6 +53,47 @@ export interface AppraisalResult {
   detail: Record<string, unknown>;
 }
 
+/**
+ * What each check of an appraisal found, in one vocabulary for both formats: a field is present when the check ran,
+ * absent when the appraisal stopped before it (or the format has no such check). Kept in the stored verdict's
+ * `detail.checks`, so a signed result (src/results/, docs/results.md) can be derived from any stored verdict, and
+ * so the mapping onto the RATS trustworthiness vector has one table to read rather than each format's reasons.
+ */
+export interface AppraisalChecks {
+  /** the trust sources were missing or stale: nothing was appraised (android-key fails closed) */
+  trust?: "unavailable";
+  /** the device reported an error instead of evidence (vendor exitCode ≠ 0) */
+  evidence?: "device-error";
+  /** the certificate chain to a trusted root, with the leaf's own rules (and, for android-key, its extensions) */
+  chain?: "pass" | "fail";
+  /** the status / revocation list */
+  revocation?: "pass" | "revoked";
+  /** the vendor container's signature over its data, by the leaf key */
+  signature?: "pass" | "fail";
+  /** the nonce (android-key: attestationChallenge; vendor: the NONCE record) against the query's */
+  nonce?: "pass" | "fail";
+  /** android-key: where the attested key lives; `mismatch` when attestation and KeyMint levels differ */
+  securityLevel?: "strongbox" | "tee" | "software" | "mismatch";
+  /** android-key: the hardware-enforced deviceLocked */
+  bootloader?: "locked" | "unlocked";
+  /** android-key: verifiedBootState; SelfSigned split by the boot-key allow-list; `absent` without a hardware RootOfTrust */
+  bootState?: "verified" | "self-signed-allowed" | "self-signed" | "unverified" | "failed" | "absent";
+  /** the device's tamper fuse: vendor TAMPER_BIT, Samsung Knox's warranty bit (`unreadable`: Knox extension unreadable) */
+  tamper?: "clear" | "set" | "unreadable";
+  /**
+   * android-key osPatchLevel: under the policy's minimum, else within a year of the appraisal or older; `unknown`
+   * when the device attests none (hardware-enforced)
+   */
+  patchLevel?: "current" | "outdated" | "below-minimum" | "unknown";
+  /** android-key, only under an app allow-list: the attested app */
+  app?: "allowed" | "refused";
+  /** vendor: the measurements against the reference values of (model, firmware) */
+  measurements?: "match" | "differ" | "no-reference";
+}
+
+/** Play Integrity's device recognition labels, cumulative (docs/android-key.md, "Integrity labels"). */
+export type IntegrityLabel = "MEETS_BASIC_INTEGRITY" | "MEETS_DEVICE_INTEGRITY" | "MEETS_STRONG_INTEGRITY";
+
 /** Reference values: known-good measurement sets per (model, firmwareVersion). */
 export interface ReferenceValue {
   model: string;

@@ -5,6 +5,7 @@ import { addSettings, CliError, configFrom } from "./options.ts";
 import { registerTenantCommands } from "./tenantCommands.ts";
 import { registerAttestationCommands } from "./attestationCommands.ts";
 import { registerClientCommands } from "./clientCommands.ts";
+import { registerSigningKeyCommands } from "./signingKeyCommands.ts";
 
 const program = new Command()
   .name("attestd")
@@ -22,6 +23,7 @@ addSettings(
 registerTenantCommands(program);
 registerAttestationCommands(program);
 registerClientCommands(program);
+registerSigningKeyCommands(program);
 
 try {
   await program.parseAsync(process.argv);

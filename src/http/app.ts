@@ -10,6 +10,7 @@ import { registerHealthRoutes } from "./routes/health.ts";
 import { registerTransactionRoutes } from "./routes/transaction.ts";
 import { registerV2Routes } from "./routes/v2.ts";
 import { registerVerdictRoutes } from "./routes/verdicts.ts";
+import { registerWellKnownRoutes } from "./routes/wellKnown.ts";
 import { sharedSchemas } from "./schemas/common.ts";
 import type { AppDeps, AppInstance } from "./types.ts";
 
@@ -71,7 +72,7 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   // hook would cost a promise and a microtask hop each time.
   app.addHook("onRequest", (request, _reply, done) => {
     try {
-      const format = negotiateFormat(request.headers.accept);
+      const format = negotiateFormat(request.headers.accept, request.routeOptions.config?.offersEar === true);
       request.mediaFormat = format ?? "json";
       request.acceptable = format !== undefined;
     } catch (err) {
@@ -86,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   registerV2Routes(app, deps);
   registerVerdictRoutes(app, deps);
   registerTransactionRoutes(app, deps);
+  registerWellKnownRoutes(app, deps);
   if (deps.partB) await deps.partB(app);
   if (deps.portal) await deps.portal(app);
 

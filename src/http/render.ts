@@ -43,3 +43,8 @@ export function sendBody(request: FastifyRequest, reply: FastifyReply, root: str
   if (request.mediaFormat === "xml") return reply.type(CONTENT_TYPES.xml).send(renderXml(root, body));
   return reply.type(CONTENT_TYPES.json).send(body);
 }
+
+/** A signed result (EAR) alone, as the body: a compact JWS, `application/eat+jwt` with its profile. */
+export function sendEar(reply: FastifyReply, ear: string) {
+  return reply.type(CONTENT_TYPES.ear).send(ear);
+}

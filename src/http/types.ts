@@ -5,6 +5,7 @@ import type { CatalogEntry } from "../errors/catalog.ts";
 import type { ActivityRecorder } from "../services/activityRecorder.ts";
 import type { ApiKeyAuthenticator, Principal } from "../services/apiKeyAuth.ts";
 import type { AttestationService } from "../services/attestationService.ts";
+import type { EarIssuer } from "../results/earIssuer.ts";
 import type { RateLimiter } from "../services/rateLimiter.ts";
 import type { Metrics } from "./metrics.ts";
 import type { MediaFormat } from "./negotiate.ts";
@@ -19,7 +20,7 @@ declare module "fastify" {
   interface FastifyRequest {
     /** response format chosen from Accept (JSON when nothing acceptable: the 406 itself is JSON) */
     mediaFormat: MediaFormat;
-    /** false when Accept allows neither JSON nor XML (answered 406 where the route checks it) */
+    /** false when Accept allows neither JSON nor XML, nor an EAR where the route offers one (406 where the route checks it) */
     acceptable: boolean;
     /** the authenticated Part A caller */
     principal?: Principal;
@@ -35,6 +36,8 @@ declare module "fastify" {
     invalidEntry?: CatalogEntry;
     /** catalog entry for a body over the route's bodyLimit */
     tooLargeEntry?: CatalogEntry;
+    /** the route can answer with a signed result: Accept may choose application/eat+jwt (mediaFormat "ear") */
+    offersEar?: boolean;
   }
 }
 
@@ -61,6 +64,8 @@ export interface AppDeps {
   rng: Rng;
   limits: AppLimits;
   attestation: AttestationService;
+  /** signed results (EARs) of stored verdicts, and the keys to verify them */
+  results: EarIssuer;
   auth: ApiKeyAuthenticator;
   /** Part A's per-key buckets (Part B is given the same limiter through its own deps) */
   rateLimiter: RateLimiter;

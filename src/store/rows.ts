@@ -16,6 +16,7 @@ import type { PortalInvite, PortalSession, PortalUser } from "../domain/portal.t
 import type { ApiKeyRecord, ApiKeyRestrictions, Tenant } from "../domain/tenants.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
+import type { EarAlgorithm, SigningKeyRecord } from "../domain/signingKeys.ts";
 
 /**
  * Result rows → records, written once for both SQL backends. The schemas mirror each other column for column
@@ -262,6 +263,15 @@ export function rowMappers(d: Dialect) {
       publicKey: r.public_key as string,
       privateKey: r.private_key as string,
       createdAt: r.created_at as string,
+    }),
+
+    signingKey: (r: Row): SigningKeyRecord => ({
+      kid: r.kid as string,
+      alg: r.alg as EarAlgorithm,
+      publicJwk: r.public_jwk as string,
+      privateKey: r.private_key as string,
+      createdAt: r.created_at as string,
+      retiresAt: str(r.retires_at),
     }),
   };
 }

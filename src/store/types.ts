@@ -22,6 +22,7 @@ import type {
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../domain/tenants.ts";
 import type { StoredVerdict, VerdictValue } from "../domain/verdicts.ts";
 import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../domain/portal.ts";
+import type { SigningKeyRecord } from "../domain/signingKeys.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../nonces/types.ts";
 
 /**
@@ -353,6 +354,28 @@ export interface PortalStore {
   purgeSessions(nowMs: number, idleMs: number): Promise<number>;
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Result signing keys (src/results/): shared by every instance, so each signs with the same key
+
+/**
+ * The keys attestd signs its results with. Small on purpose: an at-rest encryption of private keys wraps it as a
+ * decorator (sealing `privateKey` on the way in, opening it on the way out) without touching a backend.
+ */
+export interface SigningKeyStore {
+  /** the current key and every previous key still published at `nowIso` (retiresAt > nowIso), newest first */
+  listSigningKeys(nowIso: string): Promise<SigningKeyRecord[]>;
+  /**
+   * Makes `k` (retiresAt null) the current key unless there already is one, and returns the current key either way.
+   * Atomic across processes: of instances starting together for the first time, all end up with one key.
+   */
+  putFirstSigningKey(k: SigningKeyRecord): Promise<SigningKeyRecord>;
+  /**
+   * In one transaction: the current key, if any, gets `retiresAt` (it stays published until then) and `k` becomes
+   * current. Answers the kid of the key it retired. Concurrent rotations are serialised: each retires the one before.
+   */
+  rotateSigningKey(k: SigningKeyRecord, retiresAt: string): Promise<{ retired: string | null }>;
+}
+
 /** Everything durable, as one backend provides it. */
 export interface DurableStore extends TenantStore, VerdictStore, ActivityStore, ReferenceValueStore, PortalStore {
   readonly kind: string;
@@ -375,6 +398,8 @@ export interface Stores {
   enrollment: EnrollmentStore;
   /** JWT ids seen by Part B, for replay refusal; shared by every instance */
   jti: JtiStore;
+  /** the keys results (EARs) are signed with; on the durable backend */
+  signingKeys: SigningKeyStore;
   /** every backend in use, for /readyz */
   health(): Promise<{ name: string; ok: boolean; error?: string }[]>;
   close(): Promise<void>;

@@ -4,6 +4,8 @@ import { MemoryNonceStore } from "../../src/store/memory/memoryNonceStore.ts";
 import { MemoryRateLimitStore } from "../../src/store/memory/memoryRateLimitStore.ts";
 import { storeConformance } from "./conformance.ts";
 import { portalConformance } from "./portalConformance.ts";
+import { signingKeyConformance } from "./signingKeyConformance.ts";
+import { MemorySigningKeyStore } from "../../src/store/memory/memorySigningKeyStore.ts";
 
 storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () => {
   const durable = new MemoryDurableStore();
@@ -19,4 +21,9 @@ storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () 
 portalConformance("memory", false, async () => {
   const durable = new MemoryDurableStore();
   return { durable, close: () => durable.close() };
+});
+
+signingKeyConformance("memory", async () => {
+  const keys = new MemorySigningKeyStore();
+  return { keys, other: keys, close: async () => undefined };
 });

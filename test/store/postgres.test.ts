@@ -4,6 +4,8 @@ import { createTestDatabase } from "./backends.ts";
 import { storeConformance } from "./conformance.ts";
 import { portalConformance } from "./portalConformance.ts";
 import { enrollmentConformance } from "./enrollmentConformance.ts";
+import { signingKeyConformance } from "./signingKeyConformance.ts";
+import { PgSigningKeyStore } from "../../src/store/postgres/pgSigningKeyStore.ts";
 
 // A fresh database per run: migrations run from scratch and the run leaves nothing behind.
 storeConformance("postgres", ["durable", "nonces", "jti"], async () => {
@@ -41,6 +43,22 @@ portalConformance("postgres", true, async () => {
     enrollment: new PgEnrollmentStore(store.pool),
     close: async () => {
       await store.close();
+      await db.drop();
+    },
+  };
+});
+
+signingKeyConformance("postgres", async () => {
+  const db = await createTestDatabase("keys");
+  // two pools, as two instances hold
+  const a = await PgStore.open({ url: db.url, poolMax: 4 });
+  const b = await PgStore.open({ url: db.url, poolMax: 4 });
+  return {
+    keys: new PgSigningKeyStore(a.pool),
+    other: new PgSigningKeyStore(b.pool),
+    close: async () => {
+      await a.close();
+      await b.close();
       await db.drop();
     },
   };

@@ -6,6 +6,8 @@ import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { storeConformance } from "./conformance.ts";
 import { portalConformance } from "./portalConformance.ts";
 import { enrollmentConformance } from "./enrollmentConformance.ts";
+import { signingKeyConformance } from "./signingKeyConformance.ts";
+import { SqliteSigningKeyStore } from "../../src/store/sqlite/sqliteSigningKeyStore.ts";
 
 // A file, not ":memory:", so WAL and the IMMEDIATE transactions behave as in production. Rate limits on SQLite
 // are in process (the memory suite) or, with --workers, in the cluster primary (test/scale/cluster.test.ts).
@@ -36,6 +38,22 @@ portalConformance("sqlite", true, async () => {
     enrollment: new SqliteEnrollmentStore(store.db),
     close: async () => {
       await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+signingKeyConformance("sqlite", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "attestd-keys-"));
+  // two connections to one file, as two processes (--workers, or a CLI beside the server) hold
+  const a = new SqliteStore({ file: path.join(dir, "attestd.sqlite") });
+  const b = new SqliteStore({ file: path.join(dir, "attestd.sqlite") });
+  return {
+    keys: new SqliteSigningKeyStore(a.db),
+    other: new SqliteSigningKeyStore(b.db),
+    close: async () => {
+      await a.close();
+      await b.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,6 +1,6 @@
 import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
-import type { AppraisalInput, AppraisalResult, AppraisalStatus, VerdictRecord, VerdictValue } from "../types.ts";
+import type { AppraisalChecks, AppraisalInput, AppraisalResult, AppraisalStatus, VerdictRecord, VerdictValue } from "../types.ts";
 import type { BlobFormat } from "./format.ts";
 import { challengeMatches } from "../../nonces/nonce.ts";
 import { CertificateReadError, ExtensionError, findExtension } from "../encoding/derChain.ts";
@@ -17,7 +17,7 @@ import {
   parseKeyDescription,
   type KeyDescriptionInfo,
 } from "../encoding/keyDescription.ts";
-import { KNOX_OID, knoxToJson, parseKnoxExtension, type KnoxInfo } from "../encoding/knox.ts";
+import { KNOX_OID, knoxToJson, knoxWarrantyVoid, parseKnoxExtension, type KnoxInfo } from "../encoding/knox.ts";
 import {
   findRevoked,
   readChain,
@@ -25,7 +25,9 @@ import {
   type CertificateRole,
   type ChainCertificate,
 } from "../chain/androidChain.ts";
-import { androidTamperBit, evaluateAndroidPolicy } from "../policy/androidPolicy.ts";
+import { androidTamperBit, evaluateAndroidPolicy, type AndroidPolicyDecision } from "../policy/androidPolicy.ts";
+import { findAllowedBootKey } from "../policy/bootKeys.ts";
+import { attestedOsPatchLevel, integrityLabels, patchWithinYear } from "../policy/integrityLabels.ts";
 
 /**
  * android-key: the body is the certificate chain an Android app gets from KeyStore.getCertificateChain, leaf
@@ -46,7 +48,8 @@ import { androidTamperBit, evaluateAndroidPolicy } from "../policy/androidPolicy
  * The record is filled from the attestation only when the chain authenticated it (Success, NonceMismatch);
  * otherwise it carries the nonce, the leaf serial as chipId and the attestation version, and the rest is "".
  * `detail` says which encoding the chain came in, how the device was provisioned, every Knox finding, and —
- * when the verdict relied on it — which expired factory certificates were accepted.
+ * when the verdict relied on it — which expired factory certificates were accepted; `checks` what each check found
+ * (types.ts, AppraisalChecks) and `deviceIntegrity` the integrity labels (policy/integrityLabels.ts).
  */
 
 /** Real chains have 2 to 6 certificates; more is not a key-attestation chain. */
@@ -166,6 +169,7 @@ export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
   const kd = leafKd instanceof ExtensionError ? undefined : leafKd;
   const knoxInfo = knox instanceof ExtensionError ? undefined : knox;
   let roles: readonly CertificateRole[] | undefined;
+  const checks: AppraisalChecks = {};
   const detail: Record<string, unknown> = {
     format: "android-key",
     appraisedAt: input.now.toISOString(),
@@ -181,6 +185,18 @@ export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
     detail.chain = chainDetail(certs, roles);
     detail.status = status;
     detail.reason = reason;
+    detail.checks = checks;
+    detail.deviceIntegrity = {
+      deviceRecognitionVerdict: kd
+        ? integrityLabels({
+            authenticated: status === "Success",
+            keyDescription: kd,
+            knox: knoxInfo,
+            allowedBootKeys: trust.allowedBootKeys,
+            now: input.now,
+          })
+        : [],
+    };
     return {
       format: "android-key" as const,
       record: record(input, status, verdict, leafSerial, kd, knoxInfo, authenticated),
@@ -194,10 +210,12 @@ export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
     const why = trust.unavailableReason ?? (trust.pinnedRootSpkiSha256.size === 0
       ? "no Android attestation roots are configured"
       : "the Android attestation roots or status list are missing or stale");
+    checks.trust = "unavailable";
     return done("CertificateInvalid", "No", `${why} (fail closed)`, false);
   }
 
   // 2. KeyDescription present, chain, then the extensions' semantics.
+  checks.chain = "fail";
   if (leafKd === undefined) return done("CertificateInvalid", "No", "the leaf carries no KeyDescription", false);
   if (!kd) {
     // Untrustworthy either way; validating the chain too tells the log whether the certificate is genuine (a
@@ -216,20 +234,26 @@ export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
     detail.factoryExpiry = { policy: "accept", expiredAccepted: chain.expiredAccepted };
   }
   if (knox instanceof ExtensionError) return done("CertificateInvalid", "No", knox.message, false);
+  checks.chain = "pass";
 
   // 3. Revocation.
   const revoked = findRevoked(certs, chain.roles, trust.status);
   if (revoked) {
     detail.revoked = revoked;
+    checks.revocation = "revoked";
     return done("Revoked", "No",
       `certificate ${revoked.index} (serial ${revoked.serial}) is ${revoked.entry.status}` +
       (revoked.entry.reason ? ` (${revoked.entry.reason})` : ""), false);
   }
 
+  checks.revocation = "pass";
+
   // 4. Challenge.
   if (!challengeMatches(input.nonce, kd.attestationChallenge)) {
+    checks.nonce = "fail";
     return done("NonceMismatch", "No", "attestationChallenge does not match the nonce", true);
   }
+  checks.nonce = "pass";
 
   // 5. Policy.
   const decision = evaluateAndroidPolicy({
@@ -239,6 +263,7 @@ export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
     policy: trust.policy,
   });
   detail.policy = { verdict: decision.verdict, failures: decision.failures, bootKey: decision.bootKey ?? null };
+  Object.assign(checks, deviceChecks(kd, knoxInfo, decision, trust.allowedBootKeys, input.now));
   const expiredFactory = chain.expiredAccepted.length > 0
     ? `; expired factory certificate(s) ${chain.expiredAccepted.map((c) => c.index).join(", ")} accepted (factoryExpiry: accept)`
     : "";
@@ -246,6 +271,40 @@ export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
     ? `verified chain to a pinned root; ${describeBoot(kd, decision.bootKey?.label)}${expiredFactory}`
     : decision.failures.join("; ");
   return done("Success", decision.verdict, reason, true);
+}
+
+const SECURITY_LEVEL_CHECK = { TrustedEnvironment: "tee", StrongBox: "strongbox", Software: "software" } as const;
+const BOOT_STATE_CHECK = { Verified: "verified", SelfSigned: "self-signed", Unverified: "unverified", Failed: "failed" } as const;
+
+/** What the device-state checks of an authenticated attestation found (the verdict rules are androidPolicy.ts's). */
+function deviceChecks(
+  kd: KeyDescriptionInfo,
+  knox: KnoxInfo | undefined,
+  decision: AndroidPolicyDecision,
+  allowedBootKeys: AppraisalInput["trust"]["android"]["allowedBootKeys"],
+  now: Date,
+): AppraisalChecks {
+  const hw = kd.hardwareEnforced;
+  const rot = hw.rootOfTrust;
+  const out: AppraisalChecks = {
+    securityLevel: kd.attestationSecurityLevel === kd.keyMintSecurityLevel
+      ? SECURITY_LEVEL_CHECK[kd.attestationSecurityLevel]
+      : "mismatch",
+    bootState: rot ? BOOT_STATE_CHECK[rot.verifiedBootState] : "absent",
+  };
+  if (rot) out.bootloader = rot.deviceLocked ? "locked" : "unlocked";
+  if (rot?.verifiedBootState === "SelfSigned" &&
+    findAllowedBootKey(allowedBootKeys, rot.verifiedBootKey.toString("hex"), hw.attestationIdModel)) {
+    out.bootState = "self-signed-allowed";
+  }
+  if (knox) out.tamper = knox.unreadable ? "unreadable" : knoxWarrantyVoid(knox) ? "set" : "clear";
+  const level = attestedOsPatchLevel(kd);
+  const recent = level === undefined ? undefined : patchWithinYear(level, now);
+  out.patchLevel = decision.patchMinimumMet === false
+    ? "below-minimum"
+    : recent === undefined ? "unknown" : recent ? "current" : "outdated";
+  if (decision.appAllowed !== undefined) out.app = decision.appAllowed ? "allowed" : "refused";
+  return out;
 }
 
 function describeBoot(kd: KeyDescriptionInfo, label: string | undefined): string {

@@ -4,7 +4,7 @@ import type { PublicKeyAlgorithm } from "../encoding/certificateExtensions.ts";
 import { challengeMatches } from "../../nonces/nonce.ts";
 import { parseVendorContainer, type VendorContainer } from "../encoding/vendorContainer.ts";
 import { findReferenceSet, measurementDifference } from "../policy/referenceValues.ts";
-import type { AppraisalInput, AppraisalResult, AppraisalStatus, VerdictRecord, VerdictValue } from "../types.ts";
+import type { AppraisalChecks, AppraisalInput, AppraisalResult, AppraisalStatus, VerdictRecord, VerdictValue } from "../types.ts";
 import type { BlobFormat } from "./format.ts";
 
 /**
@@ -113,11 +113,16 @@ function verdictRecord(c: VendorContainer, input: AppraisalInput, status: Apprai
   };
 }
 
-/** Rules 1–7 of blob-format.md, first that applies decides. Pure: the result depends only on the container and input. */
+/**
+ * Rules 1–7 of blob-format.md, first that applies decides. Pure: the result depends only on the container and input.
+ * `detail.checks` says what each rule reached found (types.ts, AppraisalChecks).
+ */
 export function appraiseVendorContainer(c: VendorContainer, input: AppraisalInput): AppraisalResult {
   const detail = parsedDetail(c);
+  const checks: AppraisalChecks = {};
   const decide = (rule: number, status: AppraisalStatus, verdict: VerdictValue, why: string): AppraisalResult => {
     detail.rule = rule;
+    detail.checks = checks;
     return {
       format: "vendor",
       record: verdictRecord(c, input, status, verdict),
@@ -128,40 +133,57 @@ export function appraiseVendorContainer(c: VendorContainer, input: AppraisalInpu
   const r = c.records;
 
   if (c.exitCode !== 0) {
+    checks.evidence = "device-error";
     return decide(1, "DeviceError", "Unknown", `the device reported exitCode ${c.exitCode} (${JSON.stringify(c.errString)})`);
   }
   // From here the parser has guaranteed a leaf, a signature and every required record (exitCode = 0).
   const leaf = c.leaf!;
   const result = validateVendorChain(leaf, c.carried, input.trust.vendor, input.now);
+  checks.chain = "fail";
   if (!result.ok) return decide(2, "CertificateInvalid", "No", result.reason);
   const chain = result.chain;
   detail.trustAnchor = chain.anchor.summary.subject;
   const scheme = dataSignatureScheme(leaf.x509.publicKey, leaf.publicKeyAlgorithm);
   if (typeof scheme === "string") return decide(2, "CertificateInvalid", "No", scheme);
   detail.signatureScheme = scheme.name;
+  checks.chain = "pass";
 
   const revoked = findRevoked(chain, input.trust.vendor.revocations);
   if (revoked) {
     const { role, summary, entry } = revoked;
     const why = entry.reason ? ` (${entry.reason})` : "";
+    checks.revocation = "revoked";
     return decide(3, "Revoked", "No", `the ${role} ${summary.subject}, serial ${summary.serial}, is ${entry.status}${why}`);
   }
+  checks.revocation = "pass";
   if (!scheme.verify(c.data, c.signature)) {
+    checks.signature = "fail";
     return decide(4, "SignatureInvalid", "No", `the signature over data does not verify (${scheme.name})`);
   }
+  checks.signature = "pass";
   if (!challengeMatches(input.nonce, r.nonce!)) {
+    checks.nonce = "fail";
     return decide(5, "NonceMismatch", "No", "the NONCE record is not the query nonce");
   }
-  if (r.tamperBit === 1) return decide(6, "Success", "No", "TAMPER_BIT is 1");
+  checks.nonce = "pass";
+  if (r.tamperBit === 1) {
+    checks.tamper = "set";
+    return decide(6, "Success", "No", "TAMPER_BIT is 1");
+  }
+  checks.tamper = "clear";
 
   const pair = `(${JSON.stringify(r.model)}, ${JSON.stringify(r.firmwareVersion)})`;
   const { tenantReferenceValues, referenceValues } = input.trust.vendor;
   const own = tenantReferenceValues && findReferenceSet(tenantReferenceValues, r.model!, r.firmwareVersion!);
   const set = own ?? findReferenceSet(referenceValues, r.model!, r.firmwareVersion!);
-  if (!set) return decide(7, "Success", "Unknown", `no reference values for ${pair}`);
+  if (!set) {
+    checks.measurements = "no-reference";
+    return decide(7, "Success", "Unknown", `no reference values for ${pair}`);
+  }
   // the reason says whose set decided, so a tenant's own set is never a silent override
   const whose = own ? "the tenant's own reference values" : "the reference values";
   const difference = measurementDifference(set, r.measurements!);
+  checks.measurements = difference ? "differ" : "match";
   return difference
     ? decide(7, "Success", "No", `measurements differ from ${whose} for ${pair}: ${difference}`)
     : decide(7, "Success", "Yes", `measurements equal ${whose} for ${pair}`);

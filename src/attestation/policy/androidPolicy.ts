@@ -33,6 +33,10 @@ export interface AndroidPolicyDecision {
   failures: string[];
   /** the allow-list entry that admitted a SelfSigned boot */
   bootKey?: AllowedBootKey;
+  /** whether osPatchLevel met the policy's minimum; undefined when the policy sets none */
+  patchMinimumMet?: boolean;
+  /** whether the app allow-list admitted the attested app; undefined when the policy has no allow-list */
+  appAllowed?: boolean;
 }
 
 const HARDWARE_LEVELS = new Set(["TrustedEnvironment", "StrongBox"]);
@@ -93,22 +97,29 @@ export function evaluateAndroidPolicy(input: AndroidPolicyInput): AndroidPolicyD
     failures.push(`Samsung Knox extension unreadable (${input.knox.unreadable}): its warranty bit cannot be read`);
   }
 
+  let patchMinimumMet: boolean | undefined;
   const min = input.policy.minOsPatchLevel;
   if (min !== undefined) {
     const want = patchLevelAsDate(min);
     const have = typeof hw.osPatchLevel === "number" ? patchLevelAsDate(hw.osPatchLevel) : undefined;
+    const before = failures.length;
     if (want === undefined) failures.push(`policy minOsPatchLevel ${min} is not YYYYMM or YYYYMMDD`);
     else if (have === undefined) failures.push(`no usable hardware-enforced osPatchLevel (minimum ${min})`);
     else if (have < want) failures.push(`osPatchLevel ${hw.osPatchLevel} is older than the minimum ${min}`);
+    patchMinimumMet = failures.length === before;
   }
 
+  let appAdmitted: boolean | undefined;
   if (input.policy.allowedApps !== undefined) {
     const why = appAllowed(kd.softwareEnforced, hw, input.policy.allowedApps);
     if (why) failures.push(why);
+    appAdmitted = why === null;
   }
 
   const decision: AndroidPolicyDecision = { verdict: failures.length === 0 ? "Yes" : "No", failures };
   if (bootKey && failures.length === 0) decision.bootKey = bootKey;
+  if (patchMinimumMet !== undefined) decision.patchMinimumMet = patchMinimumMet;
+  if (appAdmitted !== undefined) decision.appAllowed = appAdmitted;
   return decision;
 }
 

@@ -37,7 +37,10 @@ export function partAGuards(deps: Pick<AppDeps, "auth" | "rateLimiter">) {
     request.principal = principal;
     enforceRateLimit(reply, await deps.rateLimiter.forApiKey(principal.key));
     if (!request.acceptable) {
-      throw new AppError(catalog.NOT_ACCEPTABLE, "Accept must allow application/json or application/xml");
+      const types = request.routeOptions.config?.offersEar
+        ? "application/json, application/xml or application/eat+jwt"
+        : "application/json or application/xml";
+      throw new AppError(catalog.NOT_ACCEPTABLE, `Accept must allow ${types}`);
     }
   };
 }

@@ -16,7 +16,13 @@ const Item = Type.Object(
 );
 
 const ItemResult = Type.Union([
-  Type.Object({ result: Type.Literal("SUCCESS"), objectId: Type.String(), requestedId: Type.String() }),
+  Type.Object({
+    result: Type.Literal("SUCCESS"),
+    objectId: Type.String(),
+    requestedId: Type.String(),
+    // with "result": "ear" in the request: the item's signed result (docs/results.md)
+    ear: Type.Optional(Type.Unsafe<string>({ $ref: "EarJwt#" })),
+  }),
   Type.Object({
     result: Type.Literal("FAIL"),
     requestedId: Type.String(),
@@ -27,12 +33,13 @@ const ItemResult = Type.Union([
 const BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 type ItemOutcome =
-  | { result: "SUCCESS"; objectId: string; requestedId: string }
+  | { result: "SUCCESS"; objectId: string; requestedId: string; ear?: string }
   | { result: "FAIL"; requestedId: string; error: { code: string; message: string; reason: string } };
 
 /**
  * POST /api/v1/transaction: many blobs in one request, each checked exactly as a POST /v2/blobs would be (nonce
- * rules included). Items run one after another so each nonce is consumed in request order.
+ * rules included). Items run one after another so each nonce is consumed in request order. `"result": "ear"` adds
+ * each successful item's signed result (EAR).
  */
 export function registerTransactionRoutes(app: AppInstance, deps: AppDeps): void {
   const { maxBatch, maxBlobBytes } = deps.limits;
@@ -50,7 +57,15 @@ export function registerTransactionRoutes(app: AppInstance, deps: AppDeps): void
         tags: ["attestation"],
         summary: "Appraise a batch of blobs",
         security: [{ apiKey: [] }],
-        body: Type.Object({ items: Type.Array(Item) }, { additionalProperties: false }),
+        body: Type.Object(
+          {
+            items: Type.Array(Item),
+            result: Type.Optional(
+              Type.Literal("ear", { description: "add each successful item's signed result (EAR) to its entry as `ear`" }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
         response: {
           200: Type.Object({
             count: Type.Integer(),
@@ -63,7 +78,7 @@ export function registerTransactionRoutes(app: AppInstance, deps: AppDeps): void
       },
     },
     async (request, reply) => {
-      const { items } = request.body;
+      const { items, result } = request.body;
       if (items.length > maxBatch) throw new AppError(catalog.BATCH_TOO_LARGE, `At most ${maxBatch} items per batch`);
       const tenant = request.principal!.tenant;
       const resultList: ItemOutcome[] = [];
@@ -76,7 +91,12 @@ export function registerTransactionRoutes(app: AppInstance, deps: AppDeps): void
           const blob = Buffer.from(item.blob, "base64");
           if (blob.length > maxBlobBytes) throw new AppError(catalog.BLOB_TOO_LARGE, `The blob exceeds ${maxBlobBytes} bytes`);
           const stored = await deps.attestation.submitBlob(tenant, item.nonce, blob);
-          resultList.push({ result: "SUCCESS", objectId: stored.objectId, requestedId: item.requestedId });
+          resultList.push({
+            result: "SUCCESS",
+            objectId: stored.objectId,
+            requestedId: item.requestedId,
+            ...(result === "ear" ? { ear: await deps.results.ear(stored) } : {}),
+          });
         } catch (err) {
           if (!isAppError(err) || err.entry.status >= 500 && err.entry !== catalog.NOT_IMPLEMENTED) throw err;
           resultList.push({

@@ -1,5 +1,6 @@
 import { Type, type TSchema } from "typebox";
 import { VERDICT_FIELDS } from "../../attestation/types.ts";
+import { EAR_MEDIA_TYPE } from "../../results/ear.ts";
 
 export const PartAError = Type.Object(
   {
@@ -38,4 +39,28 @@ export function partBErrors(...statuses: number[]): Record<number, TSchema> {
 }
 
 export const verdictRecordRef = ref("VerdictRecord");
-export const sharedSchemas = [PartAError, PartBError, VerdictRecord];
+
+/** A signed result: the compact serialisation of a JWS (docs/results.md says what its payload holds). */
+export const EarJwt = Type.String({
+  $id: "EarJwt",
+  pattern: "^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$",
+  description:
+    "An EAR (draft-ietf-rats-ear, profile tag:github.com,2023:veraison/ear) as a JWT signed by attestd; " +
+    "verify it with the keys at GET /.well-known/jwks.json (docs/results.md)",
+});
+
+/**
+ * A 200 answer that is `json` by default and the signed result alone when Accept chooses application/eat+jwt (the
+ * route sets `offersEar`). XML, like everywhere in Part A, follows the JSON schema's fields.
+ */
+export function jsonOrEar(json: TSchema, description: string) {
+  return {
+    description,
+    content: {
+      "application/json": { schema: json },
+      [EAR_MEDIA_TYPE]: { schema: ref("EarJwt") },
+    },
+  };
+}
+
+export const sharedSchemas = [PartAError, PartBError, VerdictRecord, EarJwt];

@@ -1,0 +1,62 @@
+import { createHash } from "node:crypto";
+import type { TrustConfig } from "../types.ts";
+
+/**
+ * The id of the appraisal policy a verdict was reached under: a URI naming the SHA-256 of everything an operator or
+ * tenant configures that decides a verdict — the rules' version, the trusted roots (vendor root certificates,
+ * pinned Android root keys), the reference values, the boot-key allow-list and the tenant's android-key policy.
+ * Two verdicts with the same id were appraised under the same policy; a changed reference value, root or tenant
+ * policy changes it. Left out on purpose: the revocation and status lists, which are data that changes by itself
+ * (Google's list hourly), and their freshness. docs/results.md, "ear.appraisal-policy-id".
+ */
+
+/**
+ * Bumped whenever a rule of the appraisal changes what it concludes from the same evidence and trust (the format
+ * rules, the verdict rules, the integrity labels, the checks vocabulary), so that ids of older verdicts stay apart.
+ */
+export const APPRAISAL_RULES_VERSION = "attestd-appraisal/1";
+
+const POLICY_URI_PREFIX = "urn:attestd:appraisal-policy:sha-256:";
+
+// One id per trust object: tenantTrust hands out the same TrustConfig while nothing changes, so this is computed
+// once per trust generation, not per appraisal.
+const cache = new WeakMap<TrustConfig, string>();
+
+const sha256Hex = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
+const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+function canonicalPolicy(trust: TrustConfig): unknown {
+  const { vendor, android } = trust;
+  const policy = android.policy;
+  return [
+    APPRAISAL_RULES_VERSION,
+    {
+      vendorRoots: vendor.rootsDer.map((d) => sha256Hex(d)).sort(byString),
+      referenceValues: vendor.referenceValues
+        .map((r) => JSON.stringify([r.model, r.firmwareVersion, r.measurements]))
+        .sort(byString),
+      androidRootKeys: [...android.pinnedRootSpkiSha256].sort(byString),
+      allowedBootKeys: android.allowedBootKeys
+        .map((k) => JSON.stringify([k.key, k.models ? [...k.models].sort(byString) : null]))
+        .sort(byString),
+      androidPolicy: {
+        minOsPatchLevel: policy.minOsPatchLevel ?? null,
+        allowedApps: policy.allowedApps
+          ? policy.allowedApps
+              .map((a) => JSON.stringify([a.packageName, a.signatureDigests ? a.signatureDigests.map((d) => d.toLowerCase()).sort(byString) : null]))
+              .sort(byString)
+          : null,
+        factoryExpiry: policy.factoryExpiry ?? "accept",
+      },
+    },
+  ];
+}
+
+export function appraisalPolicyId(trust: TrustConfig): string {
+  let id = cache.get(trust);
+  if (id === undefined) {
+    id = POLICY_URI_PREFIX + sha256Hex(JSON.stringify(canonicalPolicy(trust)));
+    cache.set(trust, id);
+  }
+  return id;
+}

@@ -1,0 +1,43 @@
+import type { Command } from "commander";
+import { systemClock } from "../clock.ts";
+import type { EarAlgorithm } from "../domain/signingKeys.ts";
+import { rotateSigningKey } from "../results/signingKeys.ts";
+import { addSettings, STORAGE_SETTINGS, withStores } from "./options.ts";
+
+/** `attestd keys ...`: the keys attestd signs its results (EARs) with (docs/results.md, "Keys and rotation"). */
+export function registerSigningKeyCommands(program: Command): void {
+  const keys = program.command("keys").description("manage the keys attestd signs its results (EARs) with");
+
+  addSettings(
+    keys
+      .command("rotate")
+      .description(
+        "make a new result-signing key current; the previous one stays published for --ear-key-grace seconds. " +
+          "Prints the new key as JSON; running servers sign with it within --ear-key-refresh seconds",
+      ),
+    [...STORAGE_SETTINGS, "earAlg", "earKeyGrace"],
+  ).action(async (_opts: unknown, cmd: Command) => {
+    await withStores(cmd, async (stores, config) => {
+      const rotated = await rotateSigningKey(stores.signingKeys, systemClock, {
+        alg: config.earAlg as EarAlgorithm,
+        graceSeconds: config.earKeyGrace,
+      });
+      process.stderr.write(
+        rotated.retired
+          ? `key ${rotated.kid} is current; ${rotated.retired} stays published until ${rotated.retiresAt}\n`
+          : `key ${rotated.kid} is current (there was none before)\n`,
+      );
+      process.stdout.write(JSON.stringify(rotated, null, 2) + "\n");
+    });
+  });
+
+  addSettings(keys.command("list").description("list the published result-signing keys (kid, algorithm, dates; never private keys)"), STORAGE_SETTINGS).action(
+    async (_opts: unknown, cmd: Command) => {
+      await withStores(cmd, async (stores) => {
+        const list = await stores.signingKeys.listSigningKeys(new Date(systemClock.nowMs()).toISOString());
+        const shown = list.map((k) => ({ kid: k.kid, alg: k.alg, createdAt: k.createdAt, retiresAt: k.retiresAt, current: k.retiresAt === null }));
+        process.stdout.write(JSON.stringify(shown, null, 2) + "\n");
+      });
+    },
+  );
+}
