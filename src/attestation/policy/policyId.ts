@@ -25,6 +25,9 @@ const cache = new WeakMap<TrustConfig, string>();
 const sha256Hex = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
 const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
+const referenceSets = (sets: TrustConfig["vendor"]["referenceValues"]) =>
+  sets.map((r) => JSON.stringify([r.model, r.firmwareVersion, r.measurements])).sort(byString);
+
 function canonicalPolicy(trust: TrustConfig): unknown {
   const { vendor, android } = trust;
   const policy = android.policy;
@@ -32,9 +35,9 @@ function canonicalPolicy(trust: TrustConfig): unknown {
     APPRAISAL_RULES_VERSION,
     {
       vendorRoots: vendor.rootsDer.map((d) => sha256Hex(d)).sort(byString),
-      referenceValues: vendor.referenceValues
-        .map((r) => JSON.stringify([r.model, r.firmwareVersion, r.measurements]))
-        .sort(byString),
+      referenceValues: referenceSets(vendor.referenceValues),
+      // a tenant's own sets replace global ones for its devices: they are part of its policy
+      tenantReferenceValues: referenceSets(vendor.tenantReferenceValues ?? []),
       androidRootKeys: [...android.pinnedRootSpkiSha256].sort(byString),
       allowedBootKeys: android.allowedBootKeys
         .map((k) => JSON.stringify([k.key, k.models ? [...k.models].sort(byString) : null]))
