@@ -69,7 +69,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
 
   const metrics = new Metrics();
   metrics.trackAndroidTrust(() => trust.androidUsable());
-  const activity = new ActivityRecorder(stores.durable, log);
+  const activity = new ActivityRecorder(stores.durable, log, {
+    onDropped: (reason, count) => metrics.activityDropped.inc({ reason }, count),
+  });
+  metrics.trackActivityBacklog(() => activity.pending);
   const rateLimiter = new RateLimiter(stores.rateLimits, clock, { rps: config.rps, burst: config.burst });
   const attestation = new AttestationService({
     nonces: stores.nonces,

@@ -11,7 +11,7 @@ import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
-import type { ActivityFilter, DurableStore, NonceStore, NonceVerdictStore, StoredActivityEntry, VerdictQuery } from "../types.ts";
+import type { ActivityAppendResult, ActivityFilter, DurableStore, NonceStore, NonceVerdictStore, StoredActivityEntry, VerdictQuery } from "../types.ts";
 import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import { activitySql, sqlitePlaceholder, verdictHistorySql } from "../historyQueries.ts";
 
@@ -134,7 +134,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
       ),
       refvals: db.prepare("SELECT model, firmware_version, measurements FROM reference_values ORDER BY model, firmware_version"),
       insertActivity: db.prepare(
-        "INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING",
       ),
     };
   }
@@ -308,17 +308,29 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
   }
 
   // ---- activity ----
-  async appendActivity(entries: readonly ActivityEntry[]): Promise<void> {
-    if (entries.length === 0) return;
+  async appendActivity(entries: readonly ActivityEntry[]): Promise<ActivityAppendResult> {
+    if (entries.length === 0) return { refused: [] };
     const rows = entries.slice(); // the caller may reuse its array before the flush
-    // one savepoint for the lot: all of these entries are written, or none
-    await this.writer.run(() => {
-      for (const e of rows) {
-        this.stmt.insertActivity.run(
-          e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress,
-        );
-      }
-    });
+    // Each entry is one INSERT, which SQLite undoes by itself when it fails: a refused entry costs the others nothing,
+    // and no savepoint is needed.
+    return this.writer.run(
+      () => {
+        const refused: ActivityAppendResult["refused"] = [];
+        for (const e of rows) {
+          try {
+            this.stmt.insertActivity.run(
+              e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress,
+            );
+          } catch (error) {
+            // SQLite ended the whole transaction (SQLITE_FULL, SQLITE_IOERR): the batch is lost, the writer says so
+            if (!this.db.inTransaction) throw error;
+            refused.push({ entry: e, error });
+          }
+        }
+        return { refused };
+      },
+      { savepoint: false },
+    );
   }
 
   async queryActivity(f: ActivityFilter): Promise<StoredActivityEntry[]> {
