@@ -37,6 +37,11 @@ export const settings = {
     default: "NORMAL",
     choices: ["NORMAL", "FULL"],
   }),
+  sqliteLockWaitMs: s(
+    "int",
+    "ms a request waits for another process's lock on the SQLite file (an attestd command, a --workers sibling) before 503 with Retry-After; the wait never blocks other requests",
+    { default: 2000, min: 0, max: 60_000 },
+  ),
   workers: s("int", "worker processes (node:cluster); 1 runs in-process", { default: 1, min: 1, max: 64 }),
   tlsCert: s("string", "PEM file with the server certificate and its intermediates (leaf first)"),
   tlsKey: s("string", "PEM file with the server private key"),

@@ -6,6 +6,7 @@ import type { ReferenceValue } from "../../attestation/types.ts";
 import { loadMigrations } from "../migrations.ts";
 import { sqliteRows, type Row } from "../rows.ts";
 import { GroupCommit, groupCommitFor } from "./groupCommit.ts";
+import { waitOutLocks } from "./lockWait.ts";
 import { WalCheckpointer, type WalCheckpointerOptions } from "./walCheckpointer.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
@@ -25,6 +26,13 @@ export interface SqliteOptions {
    * survives power loss at the cost of an fsync per commit.
    */
   synchronous?: "NORMAL" | "FULL";
+  /**
+   * For a serving process: the connection never waits for another process's lock synchronously (`busy_timeout`
+   * 0, after the migrations); its calls wait asynchronously, up to this many ms, then fail with
+   * StoreUnavailableError (`lockWait.ts`). Undefined (one-shot CLI commands, which have no event loop to keep free):
+   * SQLite's own busy wait, up to 10 s.
+   */
+  lockWaitMs?: number;
 }
 
 /**
@@ -34,7 +42,7 @@ export interface SqliteOptions {
  * savepoint, inside one IMMEDIATE transaction, and are acknowledged after its COMMIT. IMMEDIATE transactions take
  * the write lock up front, which also serialises concurrent CLI processes and `--workers` siblings on the same
  * file. Reads and operator writes run directly (autocommit). A serving process checkpoints the WAL from a thread
- * (`walCheckpointer.ts`).
+ * (`walCheckpointer.ts`), and waits for another process's lock on the file off the event loop (`lockWait.ts`).
  */
 export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore {
   readonly kind = "sqlite";
@@ -59,7 +67,9 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
     this.db.pragma("cache_size = -65536");
     this.migrate();
     this.stmt = this.prepare();
-    this.writer = groupCommitFor(this.db);
+    if (opts.lockWaitMs !== undefined) this.db.pragma("busy_timeout = 0");
+    this.writer = groupCommitFor(this.db, { lockWaitMs: opts.lockWaitMs ?? 0 });
+    waitOutLocks(this, this.writer.lockWaitMs);
   }
 
   private migrate(): void {
