@@ -127,6 +127,13 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     metrics,
     readiness,
     trustedProxies: config.trustedProxies,
+    connections: {
+      headersTimeoutMs: config.headersTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+      idleTimeoutMs: config.idleTimeoutMs,
+      keepAliveTimeoutMs: config.keepAliveTimeoutMs,
+      maxConnectionsPerAddress: config.maxConnectionsPerAddress,
+    },
     partB: registerPartB({ enrollment, rateLimiter, maxDevices: config.maxDevices }),
     portal: registerPortal({
       accounts: new PortalAccounts(stores.durable, clock, rng, rateLimiter),

@@ -31,6 +31,11 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly connectionsRefused = new Counter({
+    name: "attestd_connections_refused_total",
+    help: "Connections closed on arrival because their address already held --max-connections-per-address",
+    registers: [this.registry],
+  });
   readonly activityDropped = new Counter({
     name: "attestd_activity_dropped_total",
     help: "Activity-log entries given up on after their retries, by reason (refused, failed, overflow, shutdown); their error ids are in the service log",

@@ -1,5 +1,14 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Socket } from "node:net";
 import type { AppDeps, AppInstance } from "./types.ts";
+
+/**
+ * Set on a connection once the answer to its current request is finished, cleared when its next request arrives.
+ * A request answered before its body was read (a 401 or 404 needs no body) can still time out reading that body
+ * (clientErrors.ts): its client has its answer, and a second, unasked-for one would only confuse it.
+ */
+export const ANSWERED = Symbol("attestd.answered");
+type AnswerTracked = Socket & { [ANSWERED]?: boolean };
 
 /** routes that are polled, not used: metrics count them, the activity log would only fill with them */
 const UNLOGGED = new Set(["/healthz", "/readyz", "/metrics"]);
@@ -27,6 +36,8 @@ export function recordResponses(app: AppInstance, deps: Pick<AppDeps, "clock" | 
   // (key restrictions, the portal's sign-in throttle) see it too, even after the client hung up.
   app.addHook("onRequest", (request, _reply, done) => {
     request.arrivalAddress = request.ip ?? UNKNOWN_ADDRESS;
+    const socket = request.raw.socket as AnswerTracked | null;
+    if (socket) socket[ANSWERED] = false;
     done();
   });
   const record = (request: FastifyRequest, reply: FastifyReply): void => {
@@ -48,6 +59,8 @@ export function recordResponses(app: AppInstance, deps: Pick<AppDeps, "clock" | 
   };
   // callback form, not async: it runs on every request and awaits nothing, so a promise would be pure cost
   app.addHook("onResponse", (request, reply, done) => {
+    const socket = request.raw.socket as AnswerTracked | null;
+    if (socket) socket[ANSWERED] = true;
     try {
       record(request, reply);
     } catch (err) {

@@ -6,6 +6,7 @@ import type { ActivityRecorder } from "../services/activityRecorder.ts";
 import type { ApiKeyAuthenticator, Principal } from "../services/apiKeyAuth.ts";
 import type { AttestationService } from "../services/attestationService.ts";
 import type { RateLimiter } from "../services/rateLimiter.ts";
+import type { ConnectionLimits } from "./connectionLimits.ts";
 import type { Metrics } from "./metrics.ts";
 import type { MediaFormat } from "./negotiate.ts";
 
@@ -35,6 +36,8 @@ declare module "fastify" {
     invalidEntry?: CatalogEntry;
     /** catalog entry for a body over the route's bodyLimit */
     tooLargeEntry?: CatalogEntry;
+    /** catalog entries for schema-validation failures of particular fields (Ajv instancePath, e.g. `/validity`) */
+    fieldEntries?: Readonly<Record<string, CatalogEntry>>;
   }
 }
 
@@ -67,8 +70,10 @@ export interface AppDeps {
   activity: ActivityRecorder;
   metrics: Metrics;
   readiness: ReadinessCheck;
-  /** addresses/CIDRs whose X-Forwarded-For is believed */
+  /** addresses/CIDRs whose X-Forwarded-For is believed (and whose connections the per-address cap does not count) */
   trustedProxies: string[];
+  /** timeouts and the per-address connection cap of the server (connectionLimits.ts) */
+  connections: ConnectionLimits;
   /** registers Part B (/svc/v1) routes, when present */
   partB?: (app: AppInstance) => void | Promise<void>;
   /** registers the portal (/portal/, /portal/api/), when present */
