@@ -57,3 +57,17 @@ export function parseResponse(text: string): RawResponse | undefined {
   const body = bodyBytes.subarray(0, length).toString("utf8");
   return { status, headers, body, json: () => JSON.parse(body) };
 }
+
+/**
+ * Resolves with what the server sent once it has closed `c`; fails if it is still open after `ms` (a bound on the
+ * wait, so a server that never closes fails the test instead of hanging it, not a timing assertion).
+ */
+export function serverClosed(c: RawConnection, what: string, ms = 20_000): Promise<string> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    c.closed.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: still open after ${ms} ms`)), ms);
+    }),
+  ]);
+}

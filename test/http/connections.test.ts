@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { rawConnect, parseResponse, type RawConnection } from "../helpers/rawHttp.ts";
+import { parseResponse, rawConnect, serverClosed, type RawConnection } from "../helpers/rawHttp.ts";
 import { startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 
 /**
@@ -17,17 +17,6 @@ async function listen(t: TestRuntime): Promise<number> {
 
 const get = (port: number, path: string, from?: string) =>
   rawConnect(port, `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`, from ? { localAddress: from } : {});
-
-/** resolves when the server has closed `c`, failing after `ms` (a bound on the wait, not a timing assertion) */
-function cutOff(c: RawConnection, what: string, ms = 20_000): Promise<string> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    c.closed.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what}: still open after ${ms} ms`)), ms);
-    }),
-  ]);
-}
 
 function assertCatalogError(text: string, status: number, code: string, part: "A" | "B") {
   const res = parseResponse(text);
@@ -66,32 +55,32 @@ describe("slow clients are cut off by the timeouts, others are served meanwhile"
     const silent = await rawConnect(port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"); // headers never end
     // another client, served while those hang
     const normal = await get(port, "/healthz");
-    const served = parseResponse(await cutOff(normal, "the normal client"));
+    const served = parseResponse(await serverClosed(normal, "the normal client"));
     assert.equal(served?.status, 200);
 
     // Fastify reads a POST's body before it finds the path unknown: the body never ends, the request times out
-    assertCatalogError(await cutOff(chunked, "POST /nope, chunked"), 408, "4080000", "A");
-    assertCatalogError(await cutOff(short, "the token route, 1 byte of 5000"), 408, "4080000", "B");
-    assertCatalogError(await cutOff(silent, "headers that never end"), 408, "4080000", "A");
+    assertCatalogError(await serverClosed(chunked, "POST /nope, chunked"), 408, "4080000", "A");
+    assertCatalogError(await serverClosed(short, "the token route, 1 byte of 5000"), 408, "4080000", "B");
+    assertCatalogError(await serverClosed(silent, "headers that never end"), 408, "4080000", "A");
   });
 
   it("a request answered before its body arrived gets no second answer when the body then times out", async () => {
     // no token: refused 401 before the body is read; the body then never completes
     const c = await rawConnect(port, "POST /svc/v1/enroll/profiles HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{");
-    const answer = await cutOff(c, "the answered request");
+    const answer = await serverClosed(c, "the answered request");
     assert.equal(parseResponse(answer)?.status, 401);
     assert.equal(answer.match(/HTTP\/1\.1 /g)?.length, 1, "one answer, then the close");
   });
 
   it("an idle kept-alive connection is closed after the keep-alive timeout", async () => {
     const c = await rawConnect(port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
-    const answer = await cutOff(c, "the kept-alive connection");
+    const answer = await serverClosed(c, "the kept-alive connection");
     assert.equal(parseResponse(answer)?.status, 200, "answered first");
   });
 
   it("the refusals are in the activity log with their error ids", async () => {
     const c = await rawConnect(port, "POST /svc/v1/nothing-here HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{");
-    const { body } = assertCatalogError(await cutOff(c, "a short body"), 408, "4080000", "B");
+    const { body } = assertCatalogError(await serverClosed(c, "a short body"), 408, "4080000", "B");
     await t.runtime.activity.flush();
     const logged = await t.runtime.stores.durable.queryActivity({ errorId: body.errorId });
     assert.deepEqual(logged.map((e) => [e.status, e.code, e.remoteAddress]), [[408, "4080000", "127.0.0.1"]]);
@@ -115,17 +104,17 @@ describe("per-address connection cap", () => {
     // three connections from 127.0.0.1, held open mid-request (headers not finished)
     for (let i = 0; i < 3; i++) held.push(await rawConnect(port, "GET /healthz HTTP/1.1\r\n"));
     const extra = await get(port, "/healthz");
-    assert.equal(await cutOff(extra, "the fourth connection of 127.0.0.1"), "", "closed without an answer");
+    assert.equal(await serverClosed(extra, "the fourth connection of 127.0.0.1"), "", "closed without an answer");
 
     const other = await get(port, "/healthz", "127.0.0.2");
-    assert.equal(parseResponse(await cutOff(other, "127.0.0.2"))?.status, 200, "another address is not starved");
+    assert.equal(parseResponse(await serverClosed(other, "127.0.0.2"))?.status, 200, "another address is not starved");
 
     // one of the three ends: 127.0.0.1 may connect again
     held.pop()!.socket.destroy();
     await new Promise((r) => setImmediate(r));
     let again = "";
     for (let tries = 0; tries < 50 && !parseResponse(again); tries++) {
-      again = await cutOff(await get(port, "/healthz"), "127.0.0.1 again"); // the server may see the close a moment later
+      again = await serverClosed(await get(port, "/healthz"), "127.0.0.1 again"); // the server may see the close a moment later
     }
     assert.equal(parseResponse(again)?.status, 200);
 
@@ -145,7 +134,7 @@ describe("node:http's own refusals carry the catalog's body", () => {
 
   const send = async (raw: string) => {
     const c = await rawConnect(port, raw);
-    return cutOff(c, JSON.stringify(raw.slice(0, 40)));
+    return serverClosed(c, JSON.stringify(raw.slice(0, 40)));
   };
 
   it("431 for headers over node's limit, Part A or Part B body by the path", async () => {
