@@ -38,6 +38,11 @@ export const settings = {
     default: "NORMAL",
     choices: ["NORMAL", "FULL"],
   }),
+  sqliteLockWaitMs: s(
+    "int",
+    "ms a request waits for another process's lock on the SQLite file (an attestd command, a --workers sibling) before 503 with Retry-After; the wait never blocks other requests",
+    { default: 2000, min: 0, max: 60_000 },
+  ),
   workers: s("int", "worker processes (node:cluster); 1 runs in-process", { default: 1, min: 1, max: 64 }),
   tlsCert: s("string", "PEM file with the server certificate and its intermediates (leaf first)"),
   tlsKey: s("string", "PEM file with the server private key"),
@@ -47,6 +52,12 @@ export const settings = {
   trustedProxies: s("list", "proxy addresses/CIDRs whose X-Forwarded-For is trusted (comma-separated)", {
     default: [],
   }),
+  // slow and greedy clients (src/http/connectionLimits.ts, docs/reliability.md)
+  headersTimeoutMs: s("int", "ms a client has to send a request's headers (408 after it; 0: off)", { default: 10_000, min: 0, max: 600_000 }),
+  requestTimeoutMs: s("int", "ms a client has to send a whole request, body included (408 after it; 0: off)", { default: 30_000, min: 0, max: 3_600_000 }),
+  idleTimeoutMs: s("int", "ms a connection may carry no data either way, mid-request included, before it is closed (0: off)", { default: 120_000, min: 0, max: 3_600_000 }),
+  keepAliveTimeoutMs: s("int", "ms an idle kept-alive connection is held open for the client's next request (above a load balancer's own idle timeout)", { default: 65_000, min: 1, max: 3_600_000 }),
+  maxConnectionsPerAddress: s("int", "open connections one client address may hold per serving process, more are closed at once (the trusted proxies are exempt; 0: no cap)", { default: 256, min: 0, max: 1_000_000 }),
   vendorRoots: s("string", "PEM bundle of trusted vendor root certificates"),
   referenceValues: s("string", "JSON file of reference values (model, firmwareVersion, measurements)"),
   revocations: s("string", "vendor revocation list (Google status-list JSON shape)"),
@@ -190,5 +201,8 @@ export function loadConfig(
     throw new ConfigError("--insecure-http cannot be combined with --tls-cert or --dev-tls");
   }
   if (Boolean(c.tlsCert) !== Boolean(c.tlsKey)) throw new ConfigError("--tls-cert and --tls-key go together");
+  if (c.requestTimeoutMs > 0 && c.headersTimeoutMs > c.requestTimeoutMs) {
+    throw new ConfigError("--headers-timeout-ms must not exceed --request-timeout-ms: the headers are part of the request");
+  }
   return c;
 }

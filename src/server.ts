@@ -81,7 +81,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
 
   const metrics = new Metrics();
   metrics.trackAndroidTrust(() => trust.androidUsable());
-  const activity = new ActivityRecorder(stores.durable, log);
+  const activity = new ActivityRecorder(stores.durable, log, {
+    onDropped: (reason, count) => metrics.activityDropped.inc({ reason }, count),
+  });
+  metrics.trackActivityBacklog(() => activity.pending);
   const rateLimiter = new RateLimiter(stores.rateLimits, clock, { rps: config.rps, burst: config.burst });
   const attestation = new AttestationService({
     nonces: stores.nonces,
@@ -137,6 +140,13 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     metrics,
     readiness,
     trustedProxies: config.trustedProxies,
+    connections: {
+      headersTimeoutMs: config.headersTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+      idleTimeoutMs: config.idleTimeoutMs,
+      keepAliveTimeoutMs: config.keepAliveTimeoutMs,
+      maxConnectionsPerAddress: config.maxConnectionsPerAddress,
+    },
     partB: registerPartB({ enrollment, rateLimiter, maxDevices: config.maxDevices }),
     portal: registerPortal({
       accounts: new PortalAccounts(stores.durable, clock, rng, rateLimiter),

@@ -41,5 +41,7 @@ describe("configuration", () => {
     assert.throws(() => loadConfig({ store: "postgres" }, {}), /needs --database-url/);
     assert.throws(() => loadConfig({ insecureHttp: true, devTls: true }, {}), /cannot be combined/);
     assert.throws(() => loadConfig({ tlsCert: "a.pem" }, {}), /go together/);
+    assert.throws(() => loadConfig({ headersTimeoutMs: 40_000 }, {}), /--headers-timeout-ms must not exceed --request-timeout-ms/);
+    assert.equal(loadConfig({ headersTimeoutMs: 40_000, requestTimeoutMs: 0 }, {}).headersTimeoutMs, 40_000, "no request timeout: any header timeout");
   });
 });

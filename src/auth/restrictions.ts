@@ -170,3 +170,19 @@ export function restrictionRefusal(r: ApiKeyRestrictions | null, caller: Caller)
 export function restrictionCheck(key: { restrictions: ApiKeyRestrictions | null }, caller: Caller): string | undefined {
   return restrictionRefusal(key.restrictions, caller);
 }
+
+/**
+ * A test for "is this address in the list" over addresses and CIDR blocks (entries that do not parse match
+ * nothing), with IPv4-mapped IPv6 addresses matched as IPv4, as for key restrictions.
+ */
+export function addressListMatcher(entries: readonly string[]): (ip: string) => boolean {
+  const list = new BlockList();
+  let any = false;
+  for (const entry of entries) {
+    const c = parseCidr(entry);
+    if (!c) continue;
+    list.addSubnet(c.address, c.prefix, c.family);
+    any = true;
+  }
+  return any ? (ip) => ipAllowed(list, ip) : () => false;
+}

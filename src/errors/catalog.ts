@@ -42,6 +42,8 @@ const table = {
   NOT_IMPLEMENTED: entry("A", 501, "5010000", "NOT_IMPLEMENTED", "Recognised but unsupported container version"),
 
   // ---- shared by both parts: same status, code and message ----
+  REQUEST_TIMEOUT: entry("AB", 408, "4080000", "REQUEST_TIMEOUT", "The request did not arrive within --request-timeout-ms (or its headers within --headers-timeout-ms); the connection is closed"),
+  HEADERS_TOO_LARGE: entry("AB", 431, "4310000", "REQUEST_HEADER_FIELDS_TOO_LARGE", "The request headers exceed 16 KiB; the connection is closed"),
   TOO_MANY_REQUESTS: entry("AB", 429, "4290000", "TOO_MANY_REQUESTS", "Rate limit exceeded; see Retry-After"),
   INTERNAL_SERVER_ERROR: entry("AB", 500, "5000000", "INTERNAL_SERVER_ERROR", "Unexpected failure; the reason names an error id"),
   SERVICE_UNAVAILABLE: entry("AB", 503, "5030000", "SERVICE_UNAVAILABLE", "A backing store is unreachable; retry later"),

@@ -3,9 +3,13 @@ import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Ajv } from "ajv";
 import Fastify, { LogController } from "fastify";
+import { METHODS } from "node:http";
+import { clientErrorHandler } from "./clientErrors.ts";
+import { capConnectionsPerAddress, serverTimeoutOptions } from "./connectionLimits.ts";
 import { setErrorHandlers } from "./errorHandler.ts";
 import { negotiateFormat } from "./negotiate.ts";
 import { recordResponses } from "./recordResponses.ts";
+import { allowedMethodsOf } from "./routes/guards.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
 import { registerTransactionRoutes } from "./routes/transaction.ts";
 import { registerV2Routes } from "./routes/v2.ts";
@@ -21,9 +25,20 @@ import type { AppDeps, AppInstance } from "./types.ts";
  */
 export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   let requestSeq = 0;
+  const limits = deps.connections;
+  // node:http server options Fastify has no option of its own for: the header timeout and how often it is checked
+  const serverOptions = serverTimeoutOptions(limits);
+  // the 405 paths are known once the routes are registered; node's refusals only come once the server listens
+  let routed: AppInstance | undefined;
+  const allowedMethods = (path: string) => (routed ? allowedMethodsOf(routed, path) : undefined);
   const app = Fastify({
     ...(typeof deps.logger === "boolean" ? { logger: deps.logger } : { loggerInstance: deps.logger }),
-    https: deps.https ?? null,
+    // https.createServer takes node:http's options beside the TLS ones; a plain server gets them as `http`
+    ...(deps.https ? { https: { ...deps.https, ...serverOptions } } : { https: null, http: serverOptions }),
+    requestTimeout: limits.requestTimeoutMs,
+    connectionTimeout: limits.idleTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    clientErrorHandler: clientErrorHandler({ ...deps, allowedMethods }),
     trustProxy: deps.trustedProxies.length > 0 ? deps.trustedProxies : false,
     // Bodies are bounded per route; this is the ceiling for routes that set nothing.
     bodyLimit: 1024 * 1024,
@@ -34,6 +49,14 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
     // log correlation only: a counter is unique per process (the pid is in every log line) and costs no CSPRNG draw
     genReqId: () => (++requestSeq).toString(36),
   }).withTypeProvider<TypeBoxTypeProvider>();
+  routed = app;
+
+  capConnectionsPerAddress(app.server, limits.maxConnectionsPerAddress, deps.trustedProxies, () => deps.metrics.connectionsRefused.inc());
+  // Every method node's parser accepts is routed, so a path that exists answers 405 to the ones it does not take
+  // (guards.ts `methodNotAllowed`) instead of 404 (attestation-api.md). CONNECT never reaches a request handler.
+  for (const method of METHODS) {
+    if (method !== "CONNECT" && !app.supportedMethods.includes(method)) app.addHttpMethod(method);
+  }
 
   for (const schema of sharedSchemas) app.addSchema(schema);
   // Query strings and params are text, so their numbers and booleans are coerced; JSON bodies are typed already,

@@ -4,7 +4,7 @@ import { catalog } from "../errors/catalog.ts";
 import { AppError, isAppError } from "../errors/AppError.ts";
 import { isStoreUnavailable } from "../errors/storeUnavailable.ts";
 import { CONTENT_TYPES } from "./negotiate.ts";
-import { partAErrorBody, partBErrorBody, renderXml } from "./render.ts";
+import { partAErrorBody, partBErrorBody, renderXml, type PartAErrorBody, type PartBErrorBody } from "./render.ts";
 import type { AppInstance } from "./types.ts";
 
 /**
@@ -14,7 +14,7 @@ import type { AppInstance } from "./types.ts";
  */
 
 /** Part B and the portal answer errors with Part B's body (errorId, code, message, data). */
-function isPartB(url: string): boolean {
+export function isPartB(url: string): boolean {
   return url === "/svc" || url.startsWith("/svc/") || isPortal(url);
 }
 
@@ -22,19 +22,26 @@ function isPortal(url: string): boolean {
   return url === "/portal" || url.startsWith("/portal/");
 }
 
+/** The id an error response carries (Part B's errorId; a Part A 5xx names it in its reason) and the activity log keeps. */
+export function newErrorId(rng: Rng): string {
+  // hex, not base64url: an id starting with "-" would read as an option in `attestd activity --error-id ID`
+  return rng.bytes(12).toString("hex");
+}
+
+/** The JSON body of `err` answering a request for `url`: Part B's shape under /svc/ and the portal, else Part A's. */
+export function errorBody(url: string, err: AppError, errorId: string): PartAErrorBody | PartBErrorBody {
+  if (isPartB(url)) return partBErrorBody(err.entry, errorId, err.reason);
+  return partAErrorBody(err.entry, err.entry.status >= 500 ? `${err.reason} (error id ${errorId})` : err.reason);
+}
+
 /** Sends a catalog error in the body shape of the request's part and the negotiated media type. */
 function sendError(request: FastifyRequest, reply: FastifyReply, err: AppError, rng: Rng): FastifyReply {
-  // hex, not base64url: an id starting with "-" would read as an option in `attestd activity --error-id ID`
-  const errorId = rng.bytes(12).toString("hex");
+  const errorId = newErrorId(rng);
   request.errorId = errorId;
   request.errorCode = err.entry.code;
   reply.code(err.entry.status).headers(err.headers);
-  if (isPartB(request.url)) {
-    return reply.type(CONTENT_TYPES.json).send(partBErrorBody(err.entry, errorId, err.reason));
-  }
-  const reason = err.entry.status >= 500 ? `${err.reason} (error id ${errorId})` : err.reason;
-  const body = partAErrorBody(err.entry, reason);
-  if (request.mediaFormat === "xml") {
+  const body = errorBody(request.url, err, errorId);
+  if ("result" in body && request.mediaFormat === "xml") {
     // attestation-api.md: the XML error is flat, <error><result/><code/><message/><reason/></error>
     return reply.type(CONTENT_TYPES.xml).send(renderXml("error", { result: body.result, ...body.error }));
   }
@@ -62,7 +69,10 @@ function toAppError(err: unknown, request: FastifyRequest): AppError | undefined
       ? new AppError(invalid, "Content-Type must be application/json")
       : new AppError(catalog.UNSUPPORTED_MEDIA_TYPE, "Unsupported Content-Type");
   }
-  if (e.validation) return new AppError(invalid, e.message ?? "Invalid request");
+  if (e.validation) {
+    const field = (e.validation as { instancePath?: string }[])[0]?.instancePath;
+    return new AppError((field && request.routeOptions.config?.fieldEntries?.[field]) || invalid, e.message ?? "Invalid request");
+  }
   if (typeof e.statusCode === "number" && e.statusCode >= 400 && e.statusCode < 500) {
     return new AppError(invalid, e.message ?? "Invalid request");
   }

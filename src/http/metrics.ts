@@ -31,20 +31,50 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly connectionsRefused = new Counter({
+    name: "attestd_connections_refused_total",
+    help: "Connections closed on arrival because their address already held --max-connections-per-address",
+    registers: [this.registry],
+  });
+  readonly activityDropped = new Counter({
+    name: "attestd_activity_dropped_total",
+    help: "Activity-log entries given up on after their retries, by reason (refused, failed, overflow, shutdown); their error ids are in the service log",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+
   constructor(defaultMetrics = true) {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: "attestd_" });
   }
 
-  /** `attestd_android_trust_fresh`, read at scrape time: alert on 0 (android-key answers CertificateInvalid) */
-  trackAndroidTrust(fresh: () => boolean): void {
+  /** a gauge whose value is read at scrape time */
+  private gaugeReading(name: string, help: string, read: () => number): void {
     new Gauge({
-      name: "attestd_android_trust_fresh",
-      help: "1 when Google's attestation roots and status list are present and fresh, 0 when android-key fails closed",
+      name,
+      help,
       registers: [this.registry],
       collect() {
-        this.set(fresh() ? 1 : 0);
+        this.set(read());
       },
     });
+  }
+
+  /** `attestd_android_trust_fresh`: alert on 0 (android-key answers CertificateInvalid) */
+  trackAndroidTrust(fresh: () => boolean): void {
+    this.gaugeReading(
+      "attestd_android_trust_fresh",
+      "1 when Google's attestation roots and status list are present and fresh, 0 when android-key fails closed",
+      () => (fresh() ? 1 : 0),
+    );
+  }
+
+  /** `attestd_activity_pending`: activity-log entries in memory, not yet written */
+  trackActivityBacklog(pending: () => number): void {
+    this.gaugeReading(
+      "attestd_activity_pending",
+      "Activity-log entries held in memory and not yet written (new, or waiting for a retry); a crash loses these",
+      pending,
+    );
   }
 
   // prom-client hashes the label set on every inc/observe; a request's labels repeat, so their children are kept

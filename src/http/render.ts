@@ -1,5 +1,4 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { XMLBuilder } from "fast-xml-parser";
 import type { CatalogEntry } from "../errors/catalog.ts";
 import { CONTENT_TYPES } from "./negotiate.ts";
 
@@ -8,12 +7,51 @@ import { CONTENT_TYPES } from "./negotiate.ts";
  * Part A's success replies in the negotiated format. Which error body a request gets is errorHandler.ts's choice.
  */
 
-const builder = new XMLBuilder({ format: false, suppressEmptyNode: false, processEntities: true });
 const XML_DECL = '<?xml version="1.0" encoding="UTF-8"?>';
 
-/** `<root>` with one child per own property, text-escaped; nested objects become nested elements. */
+/**
+ * What XML 1.0 allows in a document (its `Char` production), and the rest, which no escape can carry (not even
+ * `&#1;`): C0 controls but tab, newline and carriage return; lone surrogates; U+FFFE and U+FFFF.
+ */
+const XML_FORBIDDEN = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
+/** the five markup characters, and carriage return, which a parser would turn into a newline unless referenced */
+const XML_SPECIAL = /[&<>"'\r]/g;
+const ENTITY: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;", "\r": "&#13;" };
+/** element names the writer accepts: ours are all plain ASCII identifiers */
+const XML_NAME = /^[A-Za-z_][A-Za-z0-9._-]*$/;
+
+/**
+ * Text content: the five special characters as entities (and CR as `&#13;`, which survives a parser's line-end
+ * normalisation), and each character XML 1.0 forbids as U+FFFD, so no
+ * value, whatever it holds, can make the document ill-formed. (Input that would need it is refused on the way in
+ * where it matters, e.g. a batch item's requestedId.)
+ */
+export function xmlText(value: string): string {
+  return value.replace(XML_SPECIAL, (c) => ENTITY[c]!).replace(XML_FORBIDDEN, "\uFFFD");
+}
+
+function xmlElement(name: string, value: unknown): string {
+  if (!XML_NAME.test(name)) throw new Error(`not an XML element name: ${JSON.stringify(name.slice(0, 40))}`);
+  if (value === undefined) return "";
+  if (value === null) return `<${name}/>`;
+  if (Array.isArray(value)) return value.map((v) => xmlElement(name, v)).join("");
+  if (typeof value === "object") return `<${name}>${xmlChildren(value as Record<string, unknown>)}</${name}>`;
+  return `<${name}>${xmlText(String(value))}</${name}>`;
+}
+
+function xmlChildren(body: Record<string, unknown>): string {
+  let out = "";
+  for (const key of Object.keys(body)) out += xmlElement(key, body[key]);
+  return out;
+}
+
+/**
+ * `<root>` with one child per own property, in order; nested objects become nested elements, an array one element
+ * per item (named after the property), null an empty element, undefined nothing. Always a well-formed document:
+ * text is escaped (`xmlText`) and a name that is not a plain XML name is a programming error, thrown.
+ */
 export function renderXml(root: string, body: Record<string, unknown>): string {
-  return XML_DECL + builder.build({ [root]: body });
+  return XML_DECL + xmlElement(root, body);
 }
 
 export interface PartAErrorBody {

@@ -7,6 +7,7 @@ import type { ApiKeyAuthenticator, Principal } from "../services/apiKeyAuth.ts";
 import type { AttestationService } from "../services/attestationService.ts";
 import type { EarIssuer } from "../results/earIssuer.ts";
 import type { RateLimiter } from "../services/rateLimiter.ts";
+import type { ConnectionLimits } from "./connectionLimits.ts";
 import type { Metrics } from "./metrics.ts";
 import type { MediaFormat } from "./negotiate.ts";
 
@@ -38,6 +39,8 @@ declare module "fastify" {
     tooLargeEntry?: CatalogEntry;
     /** the route can answer with a signed result: Accept may choose application/eat+jwt (mediaFormat "ear") */
     offersEar?: boolean;
+    /** catalog entries for schema-validation failures of particular fields (Ajv instancePath, e.g. `/validity`) */
+    fieldEntries?: Readonly<Record<string, CatalogEntry>>;
   }
 }
 
@@ -72,8 +75,10 @@ export interface AppDeps {
   activity: ActivityRecorder;
   metrics: Metrics;
   readiness: ReadinessCheck;
-  /** addresses/CIDRs whose X-Forwarded-For is believed */
+  /** addresses/CIDRs whose X-Forwarded-For is believed (and whose connections the per-address cap does not count) */
   trustedProxies: string[];
+  /** timeouts and the per-address connection cap of the server (connectionLimits.ts) */
+  connections: ConnectionLimits;
   /** registers Part B (/svc/v1) routes, when present */
   partB?: (app: AppInstance) => void | Promise<void>;
   /** registers the portal (/portal/, /portal/api/), when present */

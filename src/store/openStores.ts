@@ -9,7 +9,7 @@ import type { Stores } from "./types.ts";
 
 export type StoreConfig = Pick<
   Config,
-  "store" | "dataDir" | "databaseUrl" | "redisUrl" | "pgPoolMax" | "sqliteSynchronous"
+  "store" | "dataDir" | "databaseUrl" | "redisUrl" | "pgPoolMax" | "sqliteSynchronous" | "sqliteLockWaitMs"
 >;
 
 export function sqliteFile(dataDir: string): string {
@@ -24,7 +24,8 @@ export function walCheckpointFailed(log: { warn: (obj: object, msg: string) => v
 export interface OpenStoresOptions {
   /**
    * a serving process (not a one-shot CLI command): SQLite's WAL checkpoints move to a thread of their own
-   * (`sqlite/walCheckpointer.ts`)
+   * (`sqlite/walCheckpointer.ts`), and a lock held by another process is waited for off the event loop
+   * (`sqlite/lockWait.ts`)
    */
   serving?: boolean;
   /** told when that thread fails (the store falls back to SQLite's automatic checkpoints) */
@@ -48,6 +49,8 @@ export async function openStores(c: StoreConfig, opts: OpenStoresOptions = {}): 
   const sqlite = new SqliteStore({
     file: sqliteFile(c.dataDir),
     synchronous: c.sqliteSynchronous as "NORMAL" | "FULL",
+    // a serving process keeps its event loop free while another process holds the file's lock
+    ...(opts.serving ? { lockWaitMs: c.sqliteLockWaitMs } : {}),
   });
   if (opts.serving) {
     await sqlite.startWalCheckpointer({ onError: opts.onBackgroundError }).catch(async (err: unknown) => {

@@ -158,8 +158,19 @@ export interface ActivityFilter {
 /** An activity entry as read back: `seq` orders entries of the same millisecond and is the paging key. */
 export type StoredActivityEntry = ActivityEntry & { seq: number };
 
+/** What `appendActivity` did not write: each entry the store refused, with why. Every other entry is written. */
+export interface ActivityAppendResult {
+  refused: { entry: ActivityEntry; error: unknown }[];
+}
+
 export interface ActivityStore {
-  appendActivity(entries: readonly ActivityEntry[]): Promise<void>;
+  /**
+   * Writes the entries, each on its own: one the store refuses (a constraint it breaks) is returned in `refused`
+   * and costs the others nothing. An entry whose errorId is already logged is skipped, neither written twice nor
+   * refused, so a batch retried after a lost answer is harmless for the entries support looks up. Throws only when
+   * nothing could be written (the store unreachable, the transaction lost): the caller may retry the whole batch.
+   */
+  appendActivity(entries: readonly ActivityEntry[]): Promise<ActivityAppendResult>;
   queryActivity(filter: ActivityFilter): Promise<StoredActivityEntry[]>;
 }
 

@@ -76,12 +76,14 @@ describe("Part B token flow", () => {
     assert.equal((await h.callWith(keys, fresh, "GET", "/svc/v1/resellers")).statusCode, 200);
   });
 
-  it("accepts validity 1..30 minutes only", async () => {
+  it("accepts validity 1..30 minutes only; another is a body error (400), not an authentication failure", async () => {
     const { keys } = await h.client(await h.tenant());
-    for (const v of [0, 31, 1.5]) {
+    for (const v of [0, 31, 1.5, -1, 1e9]) {
       const body = { ...(await accessTokenRequest(keys, { nowMs: h.clock.nowMs() })), validityForAccessTokenInMinutes: v };
-      assertPartBError(await h.requestToken(body), BAD, `validity ${v}`);
+      assertPartBError(await h.requestToken(body), catalog.RESOURCE_INVALID_PARAM, `validity ${v}`);
     }
+    const wrongType = { ...(await accessTokenRequest(keys, { nowMs: h.clock.nowMs() })), validityForAccessTokenInMinutes: "30" };
+    assertPartBError(await h.requestToken(wrongType), catalog.RESOURCE_INVALID_PARAM, "validity as a string");
     const { validityForAccessTokenInMinutes: _omit, ...noValidity } = await accessTokenRequest(keys, { nowMs: h.clock.nowMs() });
     const res = await h.requestToken(noValidity);
     assert.equal(res.statusCode, 200, "validity defaults to 30");

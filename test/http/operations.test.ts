@@ -84,7 +84,7 @@ describe("operations endpoints", () => {
     const doc = (await t.runtime.app.inject({ method: "GET", url: "/openapi.json" })).json();
     assert.equal(doc.openapi, "3.0.3");
     const blobs = doc.paths["/v2/blobs"].post;
-    for (const status of ["200", "400", "401", "403", "405", "406", "415", "422", "429", "500", "501"]) {
+    for (const status of ["200", "400", "401", "403", "405", "406", "415", "422", "429", "500", "501", "503"]) {
       assert.ok(blobs.responses[status], `POST /v2/blobs documents ${status}`);
     }
     assert.ok(doc.paths["/v2/nonces"].post.responses["200"]);
@@ -94,6 +94,30 @@ describe("operations endpoints", () => {
     const readiness = doc.paths["/readyz"].get.responses["200"].content["application/json"].schema;
     assert.ok(readiness.required.includes("degraded"), JSON.stringify(readiness));
     assert.equal(readiness.properties.degraded.type, "array");
+  });
+
+  it("/metrics counts activity-log entries given up on, and shows how many wait in memory", async () => {
+    const durable = t.runtime.stores.durable;
+    const original = durable.appendActivity;
+    durable.appendActivity = async () => {
+      throw new Error("store unreachable");
+    };
+    try {
+      await t.runtime.activity.flush(); // whatever earlier tests left is written now, or waits with the rest
+      assert.equal((await t.runtime.app.inject({ method: "GET", url: "/nope" })).statusCode, 404);
+      const waiting = t.runtime.activity.pending;
+      assert.ok(waiting >= 1);
+      const scrape = async () => (await t.runtime.app.inject({ method: "GET", url: "/metrics" })).body;
+      assert.match(await scrape(), new RegExp(`^attestd_activity_pending ${waiting}$`, "m"));
+      // twelve failed writes (the recorder's default bound) and the entries are given up on
+      for (let i = 0; i < 12; i++) await t.runtime.activity.flush();
+      assert.equal(t.runtime.activity.pending, 0);
+      const body = await scrape();
+      assert.match(body, new RegExp(`^attestd_activity_dropped_total\\{reason="failed"\\} ${waiting}$`, "m"));
+      assert.match(body, /^attestd_activity_pending 0$/m);
+    } finally {
+      durable.appendActivity = original;
+    }
   });
 
   it("/docs serves the API browser", async () => {

@@ -5,6 +5,7 @@ import net from "node:net";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { deviceErrorBlob, issueNonce, KEY, request, tenantWithKeys } from "./harness.ts";
+import { parseResponse, rawConnect, serverClosed } from "../helpers/rawHttp.ts";
 import { startInstance, type Instance } from "../helpers/serverProcess.ts";
 
 const alive = (pid: number) => {
@@ -44,7 +45,7 @@ describe("serve --workers (node:cluster) on SQLite", () => {
     dir = mkdtempSync(path.join(tmpdir(), "attestd-cluster-"));
     const keys = await tenantWithKeys(["--data-dir", dir], "cl", [{ rps: 10_000, burst: 10_000 }, { rps: 0.001, burst: 5 }]);
     [key, limited] = [keys[0]!, keys[1]!];
-    primary = await startInstance(["--data-dir", dir, "--workers", "2"]);
+    primary = await startInstance(["--data-dir", dir, "--workers", "2", "--headers-timeout-ms", "1000", "--request-timeout-ms", "3000"]);
     await primary.waitForLog(() => workerPids().length === 2);
   });
 
@@ -97,6 +98,17 @@ describe("serve --workers (node:cluster) on SQLite", () => {
         ),
       );
       assert.deepEqual(results.map((r) => r.status).sort(), [200, 400, 400, 400, 400, 400]);
+    }
+  });
+
+  it("cuts off slow clients in every worker (408) while others are served", async () => {
+    // the primary hands connections to the workers in turn: four slow ones reach both
+    const slow = await Promise.all(Array.from({ length: 4 }, () => rawConnect(primary.port, "POST /v2/nonces HTTP/1.1\r\nHost: x\r\n")));
+    for (let i = 0; i < 4; i++) assert.equal((await request("POST", `${primary.base}/v2/nonces`, { [KEY]: key })).status, 200);
+    for (const c of slow) {
+      const answer = parseResponse(await serverClosed(c, "a slow client of the cluster"));
+      assert.equal(answer?.status, 408);
+      assert.equal(answer?.json().error.code, "4080000");
     }
   });
 

@@ -232,7 +232,20 @@ export function storeConformance(name: string, provides: readonly Section[], fac
         assert.deepEqual(await query({ tenantId: tenant, errorId: e1, since: iso(T0 + 4) }), []);
         const recent = await durable().queryActivity({ since: iso(T0 + 4), limit: 100_000 });
         assert.ok(recent.some((e) => e.route === "unmatched" && e.tenantId === null && e.status === 404));
-        await assert.rejects(durable().appendActivity([activity({ errorId: e1 })]), "an error id is logged once");
+        assert.deepEqual(await durable().appendActivity([activity({ errorId: e1, route: "/again" })]), { refused: [] });
+        assert.deepEqual(await query({ errorId: e1 }), [entries[1]], "an error id is logged once; a retried entry is skipped");
+      });
+
+      it("writes the valid entries of a batch holding invalid ones, and returns only those it refused", async () => {
+        const tenant = uid("t_");
+        const good = [0, 1, 2].map((i) => activity({ tenantId: tenant, time: iso(T0 + i), errorId: uid("e") }));
+        const noAddress = activity({ tenantId: tenant, errorId: uid("e"), remoteAddress: null as unknown as string });
+        const noRoute = activity({ tenantId: tenant, errorId: uid("e"), route: null as unknown as string });
+        const { refused } = await durable().appendActivity([good[0]!, noAddress, good[1]!, noRoute, good[2]!]);
+        assert.deepEqual(refused.map((r) => r.entry), [noAddress, noRoute]);
+        assert.ok(refused.every((r) => r.error instanceof Error));
+        const stored = (await durable().queryActivity({ tenantId: tenant })).map(({ seq: _seq, ...e }) => e);
+        assert.deepEqual(stored, [...good].reverse());
       });
 
       it("upserts and lists reference values", async () => {

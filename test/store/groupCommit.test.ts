@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import Database from "better-sqlite3";
+import { StoreUnavailableError } from "../../src/errors/storeUnavailable.ts";
 import { GroupCommit } from "../../src/store/sqlite/groupCommit.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
@@ -290,7 +291,7 @@ describe("GroupCommit on a raw connection", () => {
     assert.equal(w.stats.largestBatch, 8);
   });
 
-  it("rejects every operation of a batch whose BEGIN IMMEDIATE stays busy, then recovers", async () => {
+  it("with no lock wait, refuses every operation of a batch whose BEGIN IMMEDIATE stays busy as unavailable, then recovers", async () => {
     const w = new GroupCommit(db);
     const stmt = ins();
     const n = count();
@@ -298,8 +299,11 @@ describe("GroupCommit on a raw connection", () => {
     try {
       const results = await settled(Array.from({ length: 3 }, (_, i) => w.run(() => stmt.run(`b-${i}`))));
       assert.deepEqual(results.map((r) => r.status), ["rejected", "rejected", "rejected"]);
-      assert.equal((results[0] as PromiseRejectedResult).reason.code, "SQLITE_BUSY");
-      assert.equal(w.stats.failedBatches, 1);
+      const reason = (results[0] as PromiseRejectedResult).reason;
+      assert.ok(reason instanceof StoreUnavailableError, String(reason));
+      assert.equal(reason.backend, "sqlite");
+      assert.equal((reason.cause as { code: string }).code, "SQLITE_BUSY");
+      assert.equal(w.stats.lockedAttempts, 1);
       assert.equal(w.stats.commits, 0);
     } finally {
       locker.exec("ROLLBACK");
@@ -307,6 +311,56 @@ describe("GroupCommit on a raw connection", () => {
     assert.equal(count(), n);
     await w.run(() => stmt.run("b-after"));
     assert.equal(w.stats.commits, 1);
+    assert.equal(count(), n + 1);
+  });
+
+  it("waits for a lock held elsewhere off the event loop, then commits the batch in order", async () => {
+    const busyTimeout = db.pragma("busy_timeout", { simple: true });
+    db.pragma("busy_timeout = 0"); // as on a serving connection
+    const w = new GroupCommit(db, { lockWaitMs: 60_000 });
+    const stmt = ins();
+    const order: string[] = [];
+    locker.exec("BEGIN IMMEDIATE");
+    try {
+      const writes = ["w-1", "w-2", "w-3"].map((k) => w.run(() => stmt.run(k)).then(() => order.push(k)));
+      // the loop keeps turning: timers fire and other work runs while the writes wait
+      let turns = 0;
+      while (w.stats.lockedAttempts < 3) {
+        await new Promise((r) => setTimeout(r, 1));
+        turns++;
+      }
+      assert.ok(turns >= 1);
+      assert.deepEqual(order, [], "nothing is answered while the lock is held elsewhere");
+      locker.exec("COMMIT");
+      await Promise.all(writes);
+      assert.deepEqual(order, ["w-1", "w-2", "w-3"]);
+      assert.deepEqual(db.prepare("SELECT k FROM t WHERE k LIKE 'w-%' ORDER BY rowid").pluck().all(), ["w-1", "w-2", "w-3"]);
+    } finally {
+      if (locker.inTransaction) locker.exec("ROLLBACK");
+      db.pragma(`busy_timeout = ${busyTimeout}`);
+    }
+  });
+
+  it("refuses as unavailable what waited lockWaitMs for the lock, writing none of it; later writes go through", async () => {
+    const busyTimeout = db.pragma("busy_timeout", { simple: true });
+    db.pragma("busy_timeout = 0");
+    const w = new GroupCommit(db, { lockWaitMs: 30 });
+    const stmt = ins();
+    const n = count();
+    locker.exec("BEGIN IMMEDIATE");
+    try {
+      const results = await settled([w.run(() => stmt.run("late-1")), w.run(() => stmt.run("late-2"))]);
+      for (const r of results) {
+        assert.equal(r.status, "rejected");
+        assert.ok((r as PromiseRejectedResult).reason instanceof StoreUnavailableError);
+      }
+      assert.ok(w.stats.lockedAttempts >= 2, "tried again before giving up");
+    } finally {
+      locker.exec("ROLLBACK");
+      db.pragma(`busy_timeout = ${busyTimeout}`);
+    }
+    assert.equal(count(), n);
+    await w.run(() => stmt.run("late-after"));
     assert.equal(count(), n + 1);
   });
 

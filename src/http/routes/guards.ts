@@ -45,9 +45,25 @@ export function partAGuards(deps: Pick<AppDeps, "auth" | "rateLimiter">) {
   };
 }
 
-/** Answers 405 with Allow for every method a path does not support. */
+/** per app: the methods of each path that answers 405 to the others (a path pattern as a matcher) */
+const allowedByApp = new WeakMap<AppInstance, { match: RegExp; allowed: readonly string[] }[]>();
+
+/** `/api/v1/verdicts/:objectId` → a matcher of concrete paths (a parameter is one non-empty segment) */
+function pathMatcher(url: string): RegExp {
+  const parts = url.split("/").map((p) => (p.startsWith(":") ? "[^/]+" : p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
+  return new RegExp(`^${parts.join("/")}$`);
+}
+
+/**
+ * Answers 405 with Allow for every method a path does not support: every method the HTTP parser knows (WebDAV's
+ * PROPFIND, TRACE, ... included; app.ts makes Fastify route them all), so no method gets a 404 on a path that
+ * exists. The path is also remembered for `allowedMethodsOf`, which answers methods node's parser itself refuses.
+ */
 export function methodNotAllowed(app: AppInstance, url: string, allowed: string[]): void {
-  const others = ["GET", "PUT", "DELETE", "PATCH", "POST", "OPTIONS"].filter((m) => !allowed.includes(m));
+  const others = app.supportedMethods.filter((m) => !allowed.includes(m) && !(m === "HEAD" && allowed.includes("GET")));
+  let paths = allowedByApp.get(app);
+  if (!paths) allowedByApp.set(app, (paths = []));
+  paths.push({ match: pathMatcher(url), allowed });
   app.route({
     method: others,
     url,
@@ -58,4 +74,9 @@ export function methodNotAllowed(app: AppInstance, url: string, allowed: string[
       });
     },
   });
+}
+
+/** The methods `path` allows, when it is a path `methodNotAllowed` covers; undefined otherwise. */
+export function allowedMethodsOf(app: AppInstance, path: string): readonly string[] | undefined {
+  return allowedByApp.get(app)?.find((p) => p.match.test(path))?.allowed;
 }

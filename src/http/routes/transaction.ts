@@ -6,9 +6,16 @@ import { partAErrors } from "../schemas/common.ts";
 import type { AppDeps, AppInstance } from "../types.ts";
 import { methodNotAllowed, partAGuards } from "./guards.ts";
 
+/**
+ * A requestedId is echoed in the answer, in XML too: control characters (C0, DEL, C1) and what XML 1.0 cannot
+ * carry at all (lone surrogates, U+FFFE, U+FFFF) are refused, 400 INVALID_REQUEST, rather than altered on the way
+ * back (render.ts would write them as U+FFFD).
+ */
+const REQUESTED_ID_PATTERN = "^[^\\p{Cc}\\p{Cs}\\uFFFE\\uFFFF]+$";
+
 const Item = Type.Object(
   {
-    requestedId: Type.String({ minLength: 1, maxLength: 256 }),
+    requestedId: Type.String({ minLength: 1, maxLength: 256, pattern: REQUESTED_ID_PATTERN }),
     nonce: Type.Optional(Type.String({ maxLength: 256 })),
     blob: Type.String(),
   },

@@ -15,27 +15,14 @@ export function registerV2Routes(app: AppInstance, deps: AppDeps): void {
   const guard = partAGuards(deps);
 
   methodNotAllowed(app, "/v2/nonces", ["POST"]);
-  app.post(
-    "/v2/nonces",
-    {
-      onRequest: guard,
-      // a body is accepted and ignored (attestation-api.md); this bounds what is read of it
-      bodyLimit: 4096,
-      schema: {
-        tags: ["attestation"],
-        summary: "Issue a single-use nonce",
-        security: [{ apiKey: [] }],
-        response: {
-          200: Type.Object({ nonce: Type.String({ pattern: NONCE_PATTERN }) }),
-          ...partAErrors(400, 401, 403, 405, 406, 422, 429, 500),
-        },
-      },
-    },
-    async (request, reply) => {
-      const nonce = await deps.attestation.issueNonce(request.principal!.tenant.tenantId);
-      return sendBody(request, reply, "nonceResponse", { nonce });
-    },
-  );
+  // A body is accepted and ignored, whatever it is (attestation-api.md): in a scope of its own the route reads any
+  // body as bytes, so `Content-Type: application/json` with an empty or unparsable body (what many client libraries
+  // send) is no error. bodyLimit bounds what is read of it.
+  void app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser("*", { parseAs: "buffer" }, (_request, _body, done) => done(null, undefined));
+    registerNonceRoute(scope, deps);
+  });
 
   // The body check runs in onRequest, before Fastify reads the body, so a wrong type or an oversized
   // Content-Length is refused without buffering anything (415 and 422 precede the nonce checks).
@@ -73,6 +60,30 @@ export function registerV2Routes(app: AppInstance, deps: AppDeps): void {
       reply.header("Location", `/api/v1/verdicts/${stored.objectId}`);
       if (request.mediaFormat === "ear") return sendEar(reply, await deps.results.ear(stored));
       return sendBody(request, reply, "verdictRecord", { ...stored.record });
+    },
+  );
+}
+
+/** POST /v2/nonces, registered in the scope above */
+function registerNonceRoute(app: AppInstance, deps: AppDeps): void {
+  app.post(
+    "/v2/nonces",
+    {
+      onRequest: partAGuards(deps),
+      bodyLimit: 4096,
+      schema: {
+        tags: ["attestation"],
+        summary: "Issue a single-use nonce",
+        security: [{ apiKey: [] }],
+        response: {
+          200: Type.Object({ nonce: Type.String({ pattern: NONCE_PATTERN }) }),
+          ...partAErrors(400, 401, 403, 405, 406, 422, 429, 500),
+        },
+      },
+    },
+    async (request, reply) => {
+      const nonce = await deps.attestation.issueNonce(request.principal!.tenant.tenantId);
+      return sendBody(request, reply, "nonceResponse", { nonce });
     },
   );
 }

@@ -28,14 +28,20 @@ export const VerdictRecord = Type.Object(
 
 const ref = (id: string) => Type.Unsafe<unknown>({ $ref: `${id}#` });
 
-/** Response-schema entries for Part A error statuses. */
+/**
+ * Every route these describe reaches a store, so each may also answer 503 SERVICE_UNAVAILABLE (a store unreachable,
+ * or the SQLite file locked by another process past --sqlite-lock-wait-ms): listed always.
+ */
+const errorStatuses = (statuses: number[]) => [...new Set([...statuses, 503])];
+
+/** Response-schema entries for Part A error statuses (503 included). */
 export function partAErrors(...statuses: number[]): Record<number, TSchema> {
-  return Object.fromEntries(statuses.map((s) => [s, ref("PartAError")]));
+  return Object.fromEntries(errorStatuses(statuses).map((s) => [s, ref("PartAError")]));
 }
 
-/** Response-schema entries for Part B error statuses. */
+/** Response-schema entries for Part B error statuses (503 included). */
 export function partBErrors(...statuses: number[]): Record<number, TSchema> {
-  return Object.fromEntries(statuses.map((s) => [s, ref("PartBError")]));
+  return Object.fromEntries(errorStatuses(statuses).map((s) => [s, ref("PartBError")]));
 }
 
 export const verdictRecordRef = ref("VerdictRecord");

@@ -2,7 +2,7 @@ import type { ReferenceValue } from "../../attestation/types.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
-import type { ActivityFilter, DurableStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
+import type { ActivityAppendResult, ActivityFilter, DurableStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import { MAX_HISTORY_PAGE } from "../historyQueries.ts";
@@ -13,6 +13,9 @@ export class MemoryConstraintError extends Error {
 }
 
 /** Bytewise order, as SQLite compares TEXT and PostgreSQL does under COLLATE "C" (for the ASCII this holds). */
+/** the activity table's NOT NULL columns (src/store/sqlite/migrations/001_part_a.sql) */
+const ACTIVITY_REQUIRED = ["time", "method", "route", "status", "latencyMs", "remoteAddress"] as const satisfies readonly (keyof ActivityEntry)[];
+
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
@@ -186,19 +189,24 @@ export class MemoryDurableStore implements DurableStore {
   }
 
   // ---- activity ----
-  async appendActivity(entries: readonly ActivityEntry[]): Promise<void> {
+  async appendActivity(entries: readonly ActivityEntry[]): Promise<ActivityAppendResult> {
     this.check();
-    // all or nothing, as the SQL stores' single transaction / statement
-    const batch = new Set<string>();
+    // as the SQL stores: each entry on its own, refused when it breaks the table's NOT NULL columns, skipped when
+    // its error id is already logged
+    const refused: ActivityAppendResult["refused"] = [];
     for (const e of entries) {
-      if (e.errorId === null) continue;
-      if (this.activityErrorIds.has(e.errorId) || batch.has(e.errorId)) {
-        throw new MemoryConstraintError(`activity error id ${e.errorId} already exists`);
+      const missing = ACTIVITY_REQUIRED.find((k) => e[k] === null || e[k] === undefined);
+      if (missing) {
+        refused.push({ entry: e, error: new MemoryConstraintError(`NOT NULL constraint failed: activity.${missing}`) });
+        continue;
       }
-      batch.add(e.errorId);
+      if (e.errorId !== null) {
+        if (this.activityErrorIds.has(e.errorId)) continue;
+        this.activityErrorIds.add(e.errorId);
+      }
+      this.activity.push({ ...e });
     }
-    for (const id of batch) this.activityErrorIds.add(id);
-    for (const e of entries) this.activity.push({ ...e });
+    return { refused };
   }
   async queryActivity(f: ActivityFilter): Promise<StoredActivityEntry[]> {
     const limit = Math.min(Math.max(f.limit ?? 1000, 1), 100_000);

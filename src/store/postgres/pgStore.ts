@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import type { ReferenceValue } from "../../attestation/types.ts";
 import { fromPgError } from "../errors.ts";
+import { isStoreUnavailable } from "../../errors/storeUnavailable.ts";
 import { loadMigrations } from "../migrations.ts";
 import { pgRows, type Row } from "../rows.ts";
 import { query, transaction } from "./pgQuery.ts";
@@ -12,7 +13,7 @@ import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
-import type { ActivityFilter, DurableStore, JtiStore, NonceStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
+import type { ActivityAppendResult, ActivityFilter, DurableStore, JtiStore, NonceStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
 
@@ -319,28 +320,57 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
   }
 
   // ---- activity ----
-  async appendActivity(entries: readonly ActivityEntry[]): Promise<void> {
-    if (entries.length === 0) return;
+  async appendActivity(entries: readonly ActivityEntry[]): Promise<ActivityAppendResult> {
+    if (entries.length === 0) return { refused: [] };
     // One round trip for the whole batch; unnest keeps array order, so ids (the tiebreak of equal times) follow it.
     const col = <K extends keyof ActivityEntry>(k: K) => entries.map((e) => e[k]);
-    await this.q(
-      "insertActivity",
-      `INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],
-                            $8::text[], $9::float8[], $10::text[])`,
-      [
-        col("time"),
-        col("errorId"),
-        col("tenantId"),
-        col("clientId"),
-        col("method"),
-        col("route"),
-        col("status"),
-        col("code"),
-        col("latencyMs"),
-        col("remoteAddress"),
-      ],
-    );
+    try {
+      await this.q(
+        "insertActivity",
+        `INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],
+                              $8::text[], $9::float8[], $10::text[])
+         ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING`,
+        [
+          col("time"),
+          col("errorId"),
+          col("tenantId"),
+          col("clientId"),
+          col("method"),
+          col("route"),
+          col("status"),
+          col("code"),
+          col("latencyMs"),
+          col("remoteAddress"),
+        ],
+      );
+      return { refused: [] };
+    } catch (err) {
+      if (isStoreUnavailable(err)) throw err;
+      // One entry broke a constraint and the statement wrote nothing: write them one by one, each in a savepoint
+      // of one transaction, so the others are kept and only the offenders come back. Rare, so not optimised.
+      return transaction(this.pool, async (c) => {
+        const refused: ActivityAppendResult["refused"] = [];
+        for (const e of entries) {
+          await query(c, undefined, "SAVEPOINT activity_entry");
+          try {
+            await query(
+              c,
+              "insertActivityOne",
+              `INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING`,
+              [e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress],
+            );
+            await query(c, undefined, "RELEASE SAVEPOINT activity_entry");
+          } catch (error) {
+            if (isStoreUnavailable(error)) throw error;
+            await query(c, undefined, "ROLLBACK TO SAVEPOINT activity_entry");
+            refused.push({ entry: e, error });
+          }
+        }
+        return { refused };
+      });
+    }
   }
 
   async queryActivity(f: ActivityFilter): Promise<StoredActivityEntry[]> {

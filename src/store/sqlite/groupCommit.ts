@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { isSqliteBusy, lockedOut, lockRetryDelayMs } from "./lockWait.ts";
 
 /** Counters, for tests and diagnostics. */
 export interface GroupCommitStats {
@@ -12,6 +13,8 @@ export interface GroupCommitStats {
   failedOps: number;
   /** the largest batch so far */
   largestBatch: number;
+  /** BEGIN IMMEDIATEs that met another connection's write lock (the batch then waited and was tried again) */
+  lockedAttempts: number;
 }
 
 interface Pending {
@@ -20,6 +23,8 @@ interface Pending {
   savepoint: boolean;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
+  /** performance.now() when queued: the lock wait is counted from here */
+  queuedAt: number;
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -47,6 +52,14 @@ export interface GroupCommitOptions {
    * operation; the added wait is one loop turn (tens of microseconds when idle).
    */
   turns?: number;
+  /**
+   * how long an operation may wait for another connection's write lock (default 0), asynchronously: a batch whose
+   * BEGIN IMMEDIATE meets the lock (SQLITE_BUSY; on a serving connection `busy_timeout` is 0, so at once) goes back
+   * to the head of the queue and is tried again from a timer (`lockWait.ts`); an operation that has waited this
+   * long is rejected with StoreUnavailableError ("sqlite"). Also the synchronous `busy_timeout` of the flush in
+   * `close()`, when there is no event loop left to keep free.
+   */
+  lockWaitMs?: number;
 }
 
 /**
@@ -63,22 +76,32 @@ export interface GroupCommitOptions {
  *   effects of the ones before it (a per-tenant cap stays exact), and one that throws (a UNIQUE violation, a bug)
  *   is rolled back alone and rejects only its own caller; its batch-mates still commit. (An operation queued with
  *   `{ savepoint: false }` is not rolled back, by its own design: see `RunOptions`.)
- * - When the batch as a whole fails — BEGIN IMMEDIATE still SQLITE_BUSY after `busy_timeout`, an error after which
- *   SQLite rolled the whole transaction back (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM, ...), a failed COMMIT —
- *   nothing of it is in the file and every operation of the batch is rejected.
+ * - When another connection holds the write lock (SQLITE_BUSY), nothing of the batch ran: it waits, without
+ *   blocking the event loop, and is tried again, up to `lockWaitMs` per operation (`GroupCommitOptions`).
+ * - When the batch as a whole fails otherwise — an error after which SQLite rolled the whole transaction back
+ *   (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM, ...), a failed COMMIT — nothing of it is in the file and every
+ *   operation of the batch is rejected.
  *
  * The flush is synchronous from BEGIN to COMMIT (better-sqlite3 never yields), so the connection is never left
  * inside an open transaction between event-loop turns: reads and writes made directly on the connection
  * (autocommit) are never mixed into a batch and never see a batch half done.
  */
 export class GroupCommit {
-  readonly stats: GroupCommitStats = { commits: 0, failedBatches: 0, ops: 0, failedOps: 0, largestBatch: 0 };
+  readonly stats: GroupCommitStats = { commits: 0, failedBatches: 0, ops: 0, failedOps: 0, largestBatch: 0, lockedAttempts: 0 };
+  readonly lockWaitMs: number;
   private readonly maxBatch: number;
   private readonly turns: number;
   private queue: Pending[] = [];
   private scheduled: NodeJS.Immediate | undefined;
   private flushing = false;
   private closed = false;
+  /** set while the queue waits for another connection's lock: the timer that tries again */
+  private lockRetry: NodeJS.Timeout | undefined;
+  private lockedTries = 0;
+  /** the SQLITE_BUSY of the last locked attempt, the cause of what is refused for waiting too long */
+  private lockError: unknown;
+  /** close() has begun: what cannot get the lock in its flush is refused, not kept waiting */
+  private closing = false;
   /** BEGIN IMMEDIATE; run each operation in a savepoint; COMMIT (better-sqlite3 rolls back if this throws) */
   private readonly batchTx: Database.Transaction<(batch: readonly Pending[], out: Outcome[]) => void>;
   /** called inside batchTx, so better-sqlite3 makes it SAVEPOINT / RELEASE, or ROLLBACK TO + RELEASE on a throw */
@@ -90,6 +113,7 @@ export class GroupCommit {
   ) {
     this.maxBatch = Math.max(1, opts.maxBatch ?? 256);
     this.turns = Math.max(1, opts.turns ?? 2);
+    this.lockWaitMs = Math.max(0, opts.lockWaitMs ?? 0);
     this.savepoint = db.transaction((op: () => unknown) => op());
     this.batchTx = db.transaction((batch: readonly Pending[], out: Outcome[]) => {
       for (const p of batch) {
@@ -109,7 +133,9 @@ export class GroupCommit {
   run<T>(op: () => T, opts?: RunOptions): Promise<T> {
     if (this.closed) return Promise.reject(new Error("The SQLite store is closed"));
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ op, savepoint: opts?.savepoint ?? true, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ op, savepoint: opts?.savepoint ?? true, resolve: resolve as (v: unknown) => void, reject, queuedAt: performance.now() });
+      // while the lock is held elsewhere, the retry timer flushes: trying at every turn would only spin
+      if (this.lockRetry) return;
       if (this.queue.length >= this.maxBatch && !this.flushing) this.flush();
       else this.scheduled ??= setImmediate(this.flushScheduled);
     });
@@ -130,11 +156,18 @@ export class GroupCommit {
     this.flush();
   };
 
-  /** Runs and commits everything queued now, synchronously. */
+  /**
+   * Runs and commits everything queued now, synchronously; if another connection holds the write lock, what is
+   * left waits for it (see `lockWaitMs`).
+   */
   flush(): void {
     if (this.scheduled) {
       clearImmediate(this.scheduled);
       this.scheduled = undefined;
+    }
+    if (this.lockRetry) {
+      clearTimeout(this.lockRetry);
+      this.lockRetry = undefined;
     }
     this.turnsWaited = 0;
     if (this.flushing) return; // an operation queued another one: the loop below picks it up
@@ -142,34 +175,77 @@ export class GroupCommit {
     try {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, this.maxBatch);
-        this.commit(batch);
+        if (this.commit(batch) === "locked") {
+          this.waitForLock();
+          break;
+        }
       }
     } finally {
       this.flushing = false;
     }
   }
 
-  /** Flushes what is queued and refuses further operations. The caller closes the connection afterwards. */
+  /**
+   * Flushes what is queued and refuses further operations. The caller closes the connection afterwards. With no
+   * request left to serve, this flush may wait for a lock held elsewhere synchronously, up to `lockWaitMs`.
+   */
   close(): void {
-    this.flush();
-    this.closed = true;
+    if (this.closed) return;
+    if (!this.db.open) {
+      this.closed = true;
+      return;
+    }
+    this.closing = true;
+    const busyTimeout = this.db.pragma("busy_timeout", { simple: true }) as number;
+    if (this.lockWaitMs > busyTimeout) this.db.pragma(`busy_timeout = ${this.lockWaitMs}`);
+    try {
+      this.flush();
+    } finally {
+      this.closed = true;
+      if (this.db.open) this.db.pragma(`busy_timeout = ${busyTimeout}`);
+    }
   }
 
-  private commit(batch: Pending[]): void {
+  /** Another connection holds the write lock: operations that have waited long enough are refused, the rest wait. */
+  private waitForLock(): void {
+    const now = performance.now();
+    const waiting: Pending[] = [];
+    for (const p of this.queue) {
+      if (this.closing || now - p.queuedAt >= this.lockWaitMs) p.reject(lockedOut(this.lockError));
+      else waiting.push(p);
+    }
+    this.queue = waiting;
+    if (waiting.length === 0) return;
+    this.lockRetry = setTimeout(() => {
+      this.lockRetry = undefined;
+      this.flush();
+    }, lockRetryDelayMs(this.lockedTries++));
+  }
+
+  private commit(batch: Pending[]): "committed" | "failed" | "locked" {
     const out: Outcome[] = [];
-    this.stats.ops += batch.length;
-    if (batch.length > this.stats.largestBatch) this.stats.largestBatch = batch.length;
     try {
       this.batchTx.immediate(batch, out);
     } catch (err) {
+      if (isSqliteBusy(err)) {
+        // BEGIN IMMEDIATE met another connection's lock (or COMMIT did, and the transaction was rolled back): nothing
+        // of the batch is in the file, so it is run again, in the same order, once the lock is free
+        this.stats.lockedAttempts++;
+        this.lockError = err;
+        this.queue.unshift(...batch);
+        return "locked";
+      }
+      this.countBatch(batch);
       // BEGIN, an operation that took the whole transaction down, or COMMIT failed: nothing of the batch is durable
       this.stats.failedBatches++;
       for (let i = 0; i < batch.length; i++) {
         const o = out[i];
         batch[i]!.reject(o && !o.ok ? o.error : err);
       }
-      return;
+      return "failed";
     }
+    this.countBatch(batch);
+    this.lockedTries = 0;
     this.stats.commits++;
     for (let i = 0; i < batch.length; i++) {
       const o = out[i]!;
@@ -179,6 +255,12 @@ export class GroupCommit {
         batch[i]!.reject(o.error);
       }
     }
+    return "committed";
+  }
+
+  private countBatch(batch: readonly Pending[]): void {
+    this.stats.ops += batch.length;
+    if (batch.length > this.stats.largestBatch) this.stats.largestBatch = batch.length;
   }
 }
 
@@ -188,8 +270,8 @@ const writers = new WeakMap<Database.Database, GroupCommit>();
  * The one writer of a connection, so every store on it (Part A, Part B, jti) shares its batches. Made on first
  * use; whoever closes the connection calls `close()` on it first.
  */
-export function groupCommitFor(db: Database.Database): GroupCommit {
+export function groupCommitFor(db: Database.Database, opts?: GroupCommitOptions): GroupCommit {
   let w = writers.get(db);
-  if (!w) writers.set(db, (w = new GroupCommit(db)));
+  if (!w) writers.set(db, (w = new GroupCommit(db, opts)));
   return w;
 }

@@ -29,6 +29,7 @@ import type {
 import { jobFailure, sqliteRows, str, type Row } from "../rows.ts";
 import type { ApiKeyRestrictions } from "../../domain/tenants.ts";
 import { groupCommitFor, type GroupCommit } from "./groupCommit.ts";
+import { waitOutLocks } from "./lockWait.ts";
 
 /** SQLite's own error for a UNIQUE violation: how a name conflict is detected without a racy pre-check. */
 function isUniqueViolation(e: unknown): boolean {
@@ -50,6 +51,8 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
   constructor(private readonly db: Database.Database) {
     this.s = this.prepare();
     this.writer = groupCommitFor(db);
+    // the connection's lock wait (lockWait.ts), as its SqliteStore set it
+    waitOutLocks(this, this.writer.lockWaitMs);
   }
 
   private prepare() {
@@ -466,6 +469,7 @@ export class SqliteJtiStore implements JtiStore {
     private readonly purgeEvery = 1000,
   ) {
     this.writer = groupCommitFor(db);
+    waitOutLocks(this, this.writer.lockWaitMs);
     // an expired entry for the same jti is replaced (a reuse after expiry is no replay: the JWT itself is stale)
     this.upsert = db.prepare(
       "INSERT INTO jti_seen (jti, expires_at_ms) VALUES (?, ?) ON CONFLICT (jti) DO UPDATE SET expires_at_ms = excluded.expires_at_ms WHERE jti_seen.expires_at_ms <= ?",

@@ -6,12 +6,13 @@ import type { ReferenceValue } from "../../attestation/types.ts";
 import { loadMigrations } from "../migrations.ts";
 import { sqliteRows, type Row } from "../rows.ts";
 import { GroupCommit, groupCommitFor } from "./groupCommit.ts";
+import { waitOutLocks } from "./lockWait.ts";
 import { WalCheckpointer, type WalCheckpointerOptions } from "./walCheckpointer.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
-import type { ActivityFilter, DurableStore, NonceStore, NonceVerdictStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
+import type { ActivityAppendResult, ActivityFilter, DurableStore, NonceStore, NonceVerdictStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
 import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
@@ -27,6 +28,13 @@ export interface SqliteOptions {
    * survives power loss at the cost of an fsync per commit.
    */
   synchronous?: "NORMAL" | "FULL";
+  /**
+   * For a serving process: the connection never waits for another process's lock synchronously (`busy_timeout`
+   * 0, after the migrations); its calls wait asynchronously, up to this many ms, then fail with
+   * StoreUnavailableError (`lockWait.ts`). Undefined (one-shot CLI commands, which have no event loop to keep free):
+   * SQLite's own busy wait, up to 10 s.
+   */
+  lockWaitMs?: number;
 }
 
 /**
@@ -36,7 +44,7 @@ export interface SqliteOptions {
  * savepoint, inside one IMMEDIATE transaction, and are acknowledged after its COMMIT. IMMEDIATE transactions take
  * the write lock up front, which also serialises concurrent CLI processes and `--workers` siblings on the same
  * file. Reads and operator writes run directly (autocommit). A serving process checkpoints the WAL from a thread
- * (`walCheckpointer.ts`).
+ * (`walCheckpointer.ts`), and waits for another process's lock on the file off the event loop (`lockWait.ts`).
  */
 export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore {
   readonly kind = "sqlite";
@@ -61,7 +69,9 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
     this.db.pragma("cache_size = -65536");
     this.migrate();
     this.stmt = this.prepare();
-    this.writer = groupCommitFor(this.db);
+    if (opts.lockWaitMs !== undefined) this.db.pragma("busy_timeout = 0");
+    this.writer = groupCommitFor(this.db, { lockWaitMs: opts.lockWaitMs ?? 0 });
+    waitOutLocks(this, this.writer.lockWaitMs);
   }
 
   private migrate(): void {
@@ -141,7 +151,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
       deleteRefval: db.prepare("DELETE FROM reference_values WHERE model = ? AND firmware_version = ?"),
       deleteTenantRefval: db.prepare("DELETE FROM tenant_reference_values WHERE tenant_id = ? AND model = ? AND firmware_version = ?"),
       insertActivity: db.prepare(
-        "INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING",
       ),
     };
   }
@@ -329,17 +339,29 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
   }
 
   // ---- activity ----
-  async appendActivity(entries: readonly ActivityEntry[]): Promise<void> {
-    if (entries.length === 0) return;
+  async appendActivity(entries: readonly ActivityEntry[]): Promise<ActivityAppendResult> {
+    if (entries.length === 0) return { refused: [] };
     const rows = entries.slice(); // the caller may reuse its array before the flush
-    // one savepoint for the lot: all of these entries are written, or none
-    await this.writer.run(() => {
-      for (const e of rows) {
-        this.stmt.insertActivity.run(
-          e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress,
-        );
-      }
-    });
+    // Each entry is one INSERT, which SQLite undoes by itself when it fails: a refused entry costs the others nothing,
+    // and no savepoint is needed.
+    return this.writer.run(
+      () => {
+        const refused: ActivityAppendResult["refused"] = [];
+        for (const e of rows) {
+          try {
+            this.stmt.insertActivity.run(
+              e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress,
+            );
+          } catch (error) {
+            // SQLite ended the whole transaction (SQLITE_FULL, SQLITE_IOERR): the batch is lost, the writer says so
+            if (!this.db.inTransaction) throw error;
+            refused.push({ entry: e, error });
+          }
+        }
+        return { refused };
+      },
+      { savepoint: false },
+    );
   }
 
   async queryActivity(f: ActivityFilter): Promise<StoredActivityEntry[]> {

@@ -10,7 +10,11 @@ export function registerAuthRoutes(app: AppInstance, deps: PartBDeps): void {
     "/svc/v1/auth/accesstoken",
     {
       bodyLimit: 16 * 1024,
-      config: { invalidEntry: catalog.ACCESS_TOKEN_BAD_REQUEST },
+      // A malformed credential is an authentication failure (401); a validity out of 1..30 is a plain body error.
+      config: {
+        invalidEntry: catalog.ACCESS_TOKEN_BAD_REQUEST,
+        fieldEntries: { "/validityForAccessTokenInMinutes": catalog.RESOURCE_INVALID_PARAM },
+      },
       schema: {
         tags: ["enrollment"],
         summary: "Exchange a signed client identifier for an access token",

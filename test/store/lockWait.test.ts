@@ -1,0 +1,83 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import Database from "better-sqlite3";
+import { StoreUnavailableError } from "../../src/errors/storeUnavailable.ts";
+import { SqliteEnrollmentStore } from "../../src/store/sqlite/sqliteEnrollmentStore.ts";
+import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
+import { T0 } from "../helpers/clock.ts";
+
+/**
+ * A serving SQLite store (`lockWaitMs` set, src/store/sqlite/lockWait.ts) never waits for another connection's
+ * lock synchronously: its direct writes (operator writes, Part B's single statements) wait on timers, so the event
+ * loop goes on, and give up with StoreUnavailableError (503) after `lockWaitMs`. Reads are not held up at all
+ * (WAL). The group-commit writer's own waiting is in groupCommit.test.ts; the whole server in
+ * test/e2e/lockedStore.test.ts.
+ */
+describe("sqlite store: waiting for another process's lock off the event loop", () => {
+  let dir: string;
+  let file: string;
+  let locker: Database.Database;
+
+  before(() => {
+    dir = mkdtempSync(path.join(tmpdir(), "attestd-lockwait-"));
+    file = path.join(dir, "attestd.sqlite");
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const open = async (lockWaitMs: number) => {
+    const store = new SqliteStore({ file, lockWaitMs });
+    locker ??= new Database(file);
+    const name = `t-${lockWaitMs}-${Date.now()}`;
+    await store.createTenant({ tenantId: name, name, customerId: String(T0 + lockWaitMs), kind: "customer", createdAt: new Date(T0).toISOString() });
+    return { store, name };
+  };
+
+  it("a direct write waits for the lock without blocking, reads go on, and it lands once the lock is free", async () => {
+    const { store, name } = await open(60_000);
+    assert.equal(store.db.pragma("busy_timeout", { simple: true }), 0, "no synchronous busy wait on a serving connection");
+    locker.exec("BEGIN IMMEDIATE");
+    try {
+      let settled = false;
+      const write = store.setTenantState(name, "blocked").then((v) => ((settled = true), v));
+      for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 2)); // the loop turns, timers fire
+      assert.equal(settled, false, "still waiting for the lock");
+      assert.equal((await store.getTenantByName(name))?.state, "active", "reads are answered meanwhile");
+      const enrollment = new SqliteEnrollmentStore(store.db);
+      const deletion = enrollment.deleteClient("no-such-client"); // Part B's direct writes wait the same way
+      locker.exec("COMMIT");
+      assert.equal(await write, true);
+      assert.equal(await deletion, false);
+      assert.equal((await store.getTenantByName(name))?.state, "blocked");
+    } finally {
+      if (locker.inTransaction) locker.exec("ROLLBACK");
+      await store.close();
+    }
+  });
+
+  it("gives up after lockWaitMs with StoreUnavailableError, having written nothing", async () => {
+    const { store, name } = await open(30);
+    locker.exec("BEGIN IMMEDIATE");
+    try {
+      const refusal = await store.setTenantState(name, "inactive").then(
+        () => assert.fail("written through another process's lock"),
+        (err: unknown) => err,
+      );
+      assert.ok(refusal instanceof StoreUnavailableError, String(refusal));
+      assert.equal(refusal.backend, "sqlite");
+      const nonce = store.issue({ nonce: "n-locked", tenantId: name, createdAtMs: T0, expiresAtMs: T0 + 60_000 }, 10, T0);
+      await assert.rejects(nonce, StoreUnavailableError, "the group-commit writer gives up the same way");
+    } finally {
+      locker.exec("ROLLBACK");
+    }
+    try {
+      assert.equal((await store.getTenantByName(name))?.state, "active");
+      assert.equal(await store.setTenantState(name, "inactive"), true, "and works once the lock is free");
+    } finally {
+      await store.close();
+      locker.close();
+    }
+  });
+});
