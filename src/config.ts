@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { AUDIENCE } from "./enrollment/clientJwt.ts";
 import { LOG_FORMATS } from "./logging.ts";
 
 /**
@@ -72,6 +73,9 @@ export const settings = {
   rps: s("number", "default requests/s per API key", { default: 50, min: 0.001 }),
   burst: s("int", "default burst per API key", { default: 100, min: 1 }),
   maxDevices: s("int", "largest device list in one enrollment request", { default: 1000, min: 1 }),
+  tokenAudience: s("list", "accepted `aud` values of Part B's client JWTs (comma-separated); add KnoxWSM to admit clients built on Samsung's Knox token libraries unchanged", {
+    default: [AUDIENCE],
+  }),
   logLevel: s("string", "pino log level", {
     default: "info",
     choices: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
@@ -107,6 +111,8 @@ export function envName(name: string): string {
 }
 
 export class ConfigError extends Error {}
+
+const MAX_AUDIENCE_LENGTH = 128;
 
 function coerce(name: string, setting: Setting, raw: unknown, source: string): unknown {
   const fail = (why: string) => new ConfigError(`${source}: ${flagName(name)} ${why}`);
@@ -176,5 +182,8 @@ export function loadConfig(
     throw new ConfigError("--insecure-http cannot be combined with --tls-cert or --dev-tls");
   }
   if (Boolean(c.tlsCert) !== Boolean(c.tlsKey)) throw new ConfigError("--tls-cert and --tls-key go together");
+  if (c.tokenAudience.length === 0 || c.tokenAudience.some((a) => a.length > MAX_AUDIENCE_LENGTH)) {
+    throw new ConfigError(`--token-audience needs at least one audience of 1..${MAX_AUDIENCE_LENGTH} characters`);
+  }
   return c;
 }

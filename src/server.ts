@@ -89,6 +89,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     rng,
     log,
     maxDevices: config.maxDevices,
+    tokenAudiences: config.tokenAudience,
     ...(opts.enrollment?.worker ? { worker: opts.enrollment.worker } : {}),
     ...(opts.enrollment?.tenantKeyBits ? { tenantKeyBits: opts.enrollment.tenantKeyBits } : {}),
   });

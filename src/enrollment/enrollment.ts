@@ -21,6 +21,8 @@ export interface EnrollmentDeps {
   /** largest device list in one request (config.maxDevices) */
   maxDevices: number;
   worker?: WorkerOptions;
+  /** accepted `aud` values of client JWTs (config.tokenAudience) */
+  tokenAudiences: readonly string[];
   /** RSA modulus of new tenant encryption keys */
   tenantKeyBits?: number;
 }
@@ -51,7 +53,7 @@ export function createEnrollment(d: EnrollmentDeps): Enrollment {
   return {
     tenants: d.tenants,
     store: d.store,
-    tokens: new TokenService(d.tenants, d.store, d.jti, d.clock, d.rng),
+    tokens: new TokenService(d.tenants, d.store, d.jti, d.clock, d.rng, d.tokenAudiences),
     profiles: new ProfileService(d.store, d.clock, d.rng),
     devices: new DeviceService(d.tenants, d.store, tenantKeys, d.clock, d.rng, d.maxDevices),
     resellers: new ResellerService(d.tenants, d.store, d.clock),

@@ -7,7 +7,7 @@ import { AppError } from "../errors/AppError.ts";
 import type { ApiClient, EnrollmentUser } from "../domain/enrollment.ts";
 import type { EnrollmentStore, JtiStore, TenantStore } from "../store/types.ts";
 import type { Tenant } from "../domain/tenants.ts";
-import { ALGORITHM, AUDIENCE } from "./clientJwt.ts";
+import { ALGORITHM } from "./clientJwt.ts";
 import { ACCESS_TOKEN_PREFIX, CLIENT_ID_PREFIX, newSecretToken, parseSecretToken, secretMatches } from "./ids.ts";
 
 export interface PartBPrincipal {
@@ -52,10 +52,10 @@ function claimEmpty(v: unknown): boolean {
   return v === undefined || v === null || v === "";
 }
 
-function verifyFailure(e: unknown): AppError {
+function verifyFailure(e: unknown, audiences: readonly string[]): AppError {
   if (e instanceof joseErrors.JWTExpired) return bad("The JWT has expired");
   if (e instanceof joseErrors.JWTClaimValidationFailed) {
-    if (e.claim === "aud") return bad(`The JWT audience must be ${AUDIENCE}`);
+    if (e.claim === "aud") return bad(`The JWT audience must be ${audiences.join(" or ")}`);
     if (e.claim === "iat" && e.reason === "check_failed") return bad("The JWT is too old or issued in the future");
     return bad(`The JWT ${e.claim} claim is missing or invalid`);
   }
@@ -78,6 +78,8 @@ export class TokenService {
     private readonly jti: JtiStore,
     private readonly clock: Clock,
     private readonly rng: Rng,
+    /** the accepted `aud` values (--token-audience): VendorWSM, and KnoxWSM for Knox token-library clients */
+    private readonly audiences: readonly string[],
   ) {}
 
   /** Checks a POST /svc/v1/auth/accesstoken body; answers the client it proves, admitted (see `admit`). */
@@ -164,14 +166,14 @@ export class TokenService {
     try {
       ({ payload } = await jwtVerify(jwt, this.publicKey(client), {
         algorithms: [ALGORITHM],
-        audience: AUDIENCE,
+        audience: [...this.audiences],
         currentDate: new Date(nowMs),
         clockTolerance: CLOCK_TOLERANCE_SEC,
         maxTokenAge: maxAgeSec,
         requiredClaims: required,
       }));
     } catch (e) {
-      throw verifyFailure(e);
+      throw verifyFailure(e, this.audiences);
     }
     if (payload.iat! > nowMs / 1000 + CLOCK_TOLERANCE_SEC) throw bad("The JWT is too old or issued in the future");
     if (!sameKey(payload.publicKey, client.publicKey)) throw bad(UNRECOGNISED);
