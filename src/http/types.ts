@@ -29,6 +29,8 @@ declare module "fastify" {
     /** set when an error response is sent; written to the activity log */
     errorId?: string;
     errorCode?: string;
+    /** the error's real reason (AppError.loggedReason), for the activity log only */
+    errorReason?: string;
   }
   interface FastifyContextConfig {
     /** catalog entry for schema-validation failures on this route (default INVALID_REQUEST / RESOURCE_INVALID_PARAM) */

@@ -134,7 +134,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
       ),
       refvals: db.prepare("SELECT model, firmware_version, measurements FROM reference_values ORDER BY model, firmware_version"),
       insertActivity: db.prepare(
-        "INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       ),
     };
   }
@@ -315,7 +315,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
     await this.writer.run(() => {
       for (const e of rows) {
         this.stmt.insertActivity.run(
-          e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress,
+          e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress, e.reason,
         );
       }
     });
