@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { AUDIENCE } from "./enrollment/clientJwt.ts";
 import { LOG_FORMATS } from "./logging.ts";
+import { AEAD_CIPHERS, TLS_MIN_VERSIONS } from "./tls/tlsPolicy.ts";
 
 /**
  * One table of settings. Each becomes a CLI flag (`--nonce-ttl`), an environment variable (`ATTESTD_NONCE_TTL`) and
@@ -41,6 +42,10 @@ export const settings = {
   workers: s("int", "worker processes (node:cluster); 1 runs in-process", { default: 1, min: 1, max: 64 }),
   tlsCert: s("string", "PEM file with the server certificate and its intermediates (leaf first)"),
   tlsKey: s("string", "PEM file with the server private key"),
+  tlsMinVersion: s("string", "lowest TLS version the server accepts", { default: "TLSv1.2", choices: TLS_MIN_VERSIONS }),
+  tlsCiphers: s("string", "OpenSSL cipher suites the server offers, colon-separated, TLS 1.3 (TLS_*) and 1.2 alike; the default is AEAD suites with forward secrecy only", {
+    default: AEAD_CIPHERS,
+  }),
   devTls: s("bool", "generate and use a local dev CA + leaf in the data dir (default when no cert is given)"),
   insecureHttp: s("bool", "serve plain HTTP (only behind a TLS-terminating proxy)"),
   publicUrl: s("string", "the URL people reach the service at, for the links `user invite` prints (default https://HOST:PORT)"),

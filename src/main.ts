@@ -7,6 +7,7 @@ import { createLogger, logsArePretty, type LogFormat } from "./logging.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./server.ts";
 import { checkServerChain } from "./tls/checkServerChain.ts";
 import { ensureDevTls } from "./tls/devTls.ts";
+import { tlsPolicy, type HttpsOptions } from "./tls/tlsPolicy.ts";
 
 /** Thrown for start-up refusals: printed as one line, no stack. */
 export class StartupError extends Error {}
@@ -75,13 +76,18 @@ export async function serve(config: Config, installSignalHandlers = true, runtim
   const format = config.logFormat as LogFormat;
   const log = createLogger({ level: config.logLevel, format });
   const tls = await resolveTls(config, log);
-  const https = tls && { cert: tls.cert, key: tls.key };
+  let https: HttpsOptions | undefined;
+  if (tls) {
+    const policy = tlsPolicy(config);
+    if (typeof policy === "string") throw new StartupError(`refusing to start: ${policy}`);
+    https = { cert: tls.cert, key: tls.key, ...policy };
+  }
   // --workers N: this process becomes the cluster primary (src/cluster.ts) and never returns; its workers come
   // back through here and serve, with the primary's shared rate-limit buckets
   if (config.workers > 1 && cluster.isPrimary) return runPrimary(config, log);
   const runtime = await createRuntime(config, { ...runtimeOptions, logger: log, ...(https ? { https } : {}), ...(await workerRuntimeOptions(config, log)) });
   const address = await runtime.app.listen({ host: config.host, port: config.port });
-  log.info({ address, tls: https ? "on" : "off", store: config.store, ...(tls?.devCaFile ? { caFile: tls.devCaFile } : {}) }, "attestd listening");
+  log.info({ address, tls: https ? "on" : "off", ...(https ? { tlsMinVersion: https.minVersion } : {}), store: config.store, ...(tls?.devCaFile ? { caFile: tls.devCaFile } : {}) }, "attestd listening");
   // one banner per service, not per cluster worker; a collector reading JSON has the same facts in the line above
   if (logsArePretty(format) && (!cluster.isWorker || cluster.worker?.id === 1)) {
     const tenants = (await runtime.stores.durable.listTenants()).length;

@@ -15,6 +15,7 @@ import { AttestationService } from "./services/attestationService.ts";
 import { RateLimiter } from "./services/rateLimiter.ts";
 import { openStores, walCheckpointFailed } from "./store/openStores.ts";
 import type { Stores } from "./store/types.ts";
+import type { HttpsOptions } from "./tls/tlsPolicy.ts";
 import { openTrust } from "./trust/openTrust.ts";
 import { registerPortal } from "./http/portal/index.ts";
 import { PortalAccounts } from "./portal/accounts.ts";
@@ -41,7 +42,7 @@ export interface RuntimeOptions {
   rng?: Rng;
   /** open stores already (tests); otherwise opened from the config */
   stores?: Stores;
-  https?: { cert: string; key: string };
+  https?: HttpsOptions;
   /** the network the trust sources use (tests inject one, so that no test reaches Google's status list) */
   fetch?: typeof fetch;
   /**

@@ -8,6 +8,7 @@ import type { AttestationService } from "../services/attestationService.ts";
 import type { RateLimiter } from "../services/rateLimiter.ts";
 import type { Metrics } from "./metrics.ts";
 import type { MediaFormat } from "./negotiate.ts";
+import type { HttpsOptions } from "../tls/tlsPolicy.ts";
 
 /**
  * What a route is given: the app type, the services and limits buildApp is built from, the readiness contract,
@@ -76,7 +77,7 @@ export interface AppDeps {
   /** registers the portal (/portal/, /portal/api/), when present */
   portal?: (app: AppInstance) => void | Promise<void>;
   /** TLS options for Fastify's https server; undefined = plain HTTP (tests use inject) */
-  https?: { cert: string; key: string } | undefined;
+  https?: HttpsOptions | undefined;
 }
 
 export type AppInstance = FastifyInstance<any, any, any, FastifyBaseLogger, TypeBoxTypeProvider>;
