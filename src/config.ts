@@ -30,7 +30,8 @@ function s<K extends Kind, E extends Omit<Setting<K>, "kind" | "help"> = {}>(
 export const settings = {
   host: s("string", "address to listen on", { default: "127.0.0.1" }),
   port: s("int", "port to listen on", { default: 8443, min: 0, max: 65535 }),
-  dataDir: s("string", "directory for the SQLite file, dev TLS material and trust caches", { default: "./data" }),
+  dataDir: s("string", "directory for the SQLite file, the secrets key, dev TLS material and trust caches (made 0700)", { default: "./data" }),
+  secretsKeyFile: s("string", "file of the AES-256-GCM key that seals secrets in the store (tenants' private keys); every instance and store command on one store needs the same. Default: secrets.key in the data dir, made 0600 on first start"),
   store: s("string", "durable store backend", { default: "sqlite", choices: ["sqlite", "postgres"] }),
   databaseUrl: s("string", "PostgreSQL URL (with --store postgres)"),
   redisUrl: s("string", "Redis URL for shared nonces, rate limits and jti replay"),

@@ -17,6 +17,7 @@ import { openStores, walCheckpointFailed } from "./store/openStores.ts";
 import type { Stores } from "./store/types.ts";
 import type { HttpsOptions } from "./tls/tlsPolicy.ts";
 import { openTrust } from "./trust/openTrust.ts";
+import { logSecrets, openSecrets, type OpenedSecrets } from "./secrets/openSecrets.ts";
 import { registerPortal } from "./http/portal/index.ts";
 import { PortalAccounts } from "./portal/accounts.ts";
 import { PortalHistory } from "./portal/history.ts";
@@ -58,6 +59,15 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const clock = opts.clock ?? systemClock;
   const rng = opts.rng ?? cryptoRng;
   const stores = opts.stores ?? (await openStores(config, { serving: true, onBackgroundError: walCheckpointFailed(log) }));
+  // before anything is served: a missing or wrong key stops start-up here, and plaintext secrets are sealed now
+  let secrets: OpenedSecrets;
+  try {
+    secrets = await openSecrets(stores.secrets, config, rng);
+  } catch (err) {
+    await stores.close();
+    throw err;
+  }
+  logSecrets(log, secrets);
   const trust = await openTrust(config, {
     log,
     clock,
@@ -91,6 +101,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     log,
     maxDevices: config.maxDevices,
     tokenAudiences: config.tokenAudience,
+    secrets: secrets.box,
     ...(opts.enrollment?.worker ? { worker: opts.enrollment.worker } : {}),
     ...(opts.enrollment?.tenantKeyBits ? { tenantKeyBits: opts.enrollment.tenantKeyBits } : {}),
   });

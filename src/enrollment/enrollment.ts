@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import { restrictionCheck } from "../auth/restrictions.ts";
 import type { Clock, Rng } from "../clock.ts";
+import type { SecretBox } from "../secrets/secretBox.ts";
 import type { EnrollmentStore, JtiStore, TenantStore } from "../store/types.ts";
 import { ClientAdmin } from "./clients.ts";
 import { DeviceService } from "./devices.ts";
@@ -23,6 +24,8 @@ export interface EnrollmentDeps {
   worker?: WorkerOptions;
   /** accepted `aud` values of client JWTs (config.tokenAudience) */
   tokenAudiences: readonly string[];
+  /** seals the tenants' private keys at rest (src/secrets/openSecrets.ts) */
+  secrets: SecretBox;
   /** RSA modulus of new tenant encryption keys */
   tenantKeyBits?: number;
 }
@@ -47,7 +50,7 @@ export interface Enrollment {
 
 /** Builds the Part B services over the stores; the composition root (server.ts) and the tests call it. */
 export function createEnrollment(d: EnrollmentDeps): Enrollment {
-  const tenantKeys = new TenantKeyService(d.store, d.clock, d.tenantKeyBits);
+  const tenantKeys = new TenantKeyService(d.store, d.clock, d.secrets, d.tenantKeyBits);
   const worker = new DeviceJobWorker(d.store, d.clock, d.rng, d.log, d.worker ?? {});
   let purge: NodeJS.Timeout | undefined;
   return {

@@ -4,6 +4,7 @@ import { pingHealth } from "./health.ts";
 import { MemoryRateLimitStore } from "./memory/memoryRateLimitStore.ts";
 import { SqliteStore } from "./sqlite/sqliteStore.ts";
 import { SqliteEnrollmentStore, SqliteJtiStore } from "./sqlite/sqliteEnrollmentStore.ts";
+import { SqliteSecretsStore } from "./sqlite/sqliteSecretsStore.ts";
 import type { Stores } from "./types.ts";
 
 export type StoreConfig = Pick<
@@ -61,6 +62,7 @@ export async function openStores(c: StoreConfig, opts: OpenStoresOptions = {}): 
     rateLimits: new MemoryRateLimitStore(),
     enrollment: new SqliteEnrollmentStore(sqlite.db),
     jti: new SqliteJtiStore(sqlite.db),
+    secrets: new SqliteSecretsStore(sqlite.db),
     health: async () => [await pingHealth("sqlite", () => sqlite.ping())],
     close: () => sqlite.close(),
   };

@@ -3,6 +3,7 @@ import { MemoryRateLimitStore } from "../memory/memoryRateLimitStore.ts";
 import { RedisStore } from "../redis/redisStore.ts";
 import type { Stores } from "../types.ts";
 import { PgEnrollmentStore } from "./pgEnrollmentStore.ts";
+import { PgSecretsStore } from "./pgSecretsStore.ts";
 import { PgStore } from "./pgStore.ts";
 
 export interface NetworkStoreConfig {
@@ -44,6 +45,7 @@ export async function openPostgresStores(c: NetworkStoreConfig): Promise<Stores>
     nonces: redis ?? pgStore,
     rateLimits: redis ?? new MemoryRateLimitStore(),
     jti: redis ?? pgStore,
+    secrets: new PgSecretsStore(pgStore.pool),
     health: async () => {
       const checks = [pingHealth("postgres", () => pgStore.ping())];
       if (redis) checks.push(pingHealth("redis", () => redis.ping()));

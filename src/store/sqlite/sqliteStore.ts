@@ -1,8 +1,8 @@
 import Database from "better-sqlite3";
-import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ReferenceValue } from "../../attestation/types.ts";
+import { ensurePrivateFile } from "../../secrets/privateFiles.ts";
 import { loadMigrations } from "../migrations.ts";
 import { sqliteRows, type Row } from "../rows.ts";
 import { GroupCommit, groupCommitFor } from "./groupCommit.ts";
@@ -47,7 +47,8 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
 
   constructor(opts: SqliteOptions) {
     this.file = opts.file;
-    if (opts.file !== ":memory:") mkdirSync(path.dirname(opts.file), { recursive: true });
+    // 0600 before SQLite opens it, so its -wal and -shm (made with the database file's mode) are private too
+    if (opts.file !== ":memory:") ensurePrivateFile(opts.file);
     this.db = new Database(opts.file);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma(`synchronous = ${opts.synchronous ?? "NORMAL"}`);
