@@ -88,7 +88,13 @@ export class TenantKeyService {
     if (!key) {
       const rec = await this.store.getTenantKey(tenantId);
       if (!rec) return undefined;
-      const pkcs8 = this.secrets.open(rec.privateKey, sealContext(TENANT_PRIVATE_KEY_PURPOSE, tenantId));
+      let pkcs8: string;
+      try {
+        pkcs8 = this.secrets.open(rec.privateKey, sealContext(TENANT_PRIVATE_KEY_PURPOSE, tenantId));
+      } catch (e) {
+        // the operator's problem (a row altered or copied from another tenant), told to the activity log only
+        throw new AppError(catalog.INTERNAL_SERVER_ERROR, "The tenant's encryption key cannot be used", {}, (e as Error).message);
+      }
       key = createPrivateKey({ key: Buffer.from(pkcs8, "base64"), format: "der", type: "pkcs8" });
       if (this.privateKeys.size >= 10_000) this.privateKeys.clear();
       this.privateKeys.set(tenantId, key);

@@ -4,6 +4,7 @@ import { after, before, describe, it } from "node:test";
 import { SignJWT } from "jose";
 import { accessTokenRequest, apiToken, signClientJwt } from "../../src/enrollment/clientJwt.ts";
 import { catalog } from "../../src/errors/catalog.ts";
+import { attestdCli } from "../helpers/serverProcess.ts";
 import { assertPartBError, Harness } from "./harness.ts";
 
 const BAD = catalog.ACCESS_TOKEN_BAD_REQUEST;
@@ -176,6 +177,9 @@ describe("Part B token flow", () => {
 
     const reasons = await Promise.all(responses.map(loggedReason));
     assert.match(reasons[0]!, /signature does not verify/, "the operator sees why");
+    const cli = attestdCli(["activity", `--error-id=${responses[0]!.json().errorId}`, "--data-dir", h.dataDir]);
+    assert.equal(cli.status, 0, cli.stderr);
+    assert.equal(JSON.parse(cli.stdout).reason, reasons[0], "attestd activity --error-id shows it");
     assert.equal(new Set(reasons).size, reasons.length, `each refusal logs its own reason: ${reasons.join(" | ")}`);
     assert.ok(!reasons.includes(answers[0]!.data!), "the log has more than the client got");
   });

@@ -8,6 +8,8 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { systemClock } from "../../src/clock.ts";
 import { encryptForTenant, TenantKeyService } from "../../src/enrollment/tenantKeys.ts";
+import { AppError } from "../../src/errors/AppError.ts";
+import { catalog } from "../../src/errors/catalog.ts";
 import { loadMigrations } from "../../src/store/migrations.ts";
 import { openStores, sqliteFile, type StoreConfig } from "../../src/store/openStores.ts";
 import { openSecrets } from "../../src/secrets/openSecrets.ts";
@@ -230,7 +232,10 @@ function sealedStoreSuite(name: string, make: (keys: PlainTenantKey[]) => Promis
         await stores.durable.createTenant({ tenantId: "t_thief", name: "t_thief", customerId: "3000000", kind: "customer", createdAt: CREATED });
         await stores.enrollment.putTenantKeyIfAbsent({ ...one!, tenantId: "t_thief" });
         const keys = new TenantKeyService(stores.enrollment, systemClock, box);
-        await assert.rejects(keys.decrypt("t_thief", ciphertexts.get("t_one")!), SecretsError);
+        await assert.rejects(
+          keys.decrypt("t_thief", ciphertexts.get("t_one")!),
+          (e: unknown) => e instanceof AppError && e.entry === catalog.INTERNAL_SERVER_ERROR && /t_thief value does not open/.test(e.loggedReason),
+        );
       }, { secretsKeyFile: ring });
     });
   });
