@@ -252,7 +252,8 @@ describe("sealing leaves no plaintext in the SQLite files", () => {
       const file = sqliteFile(old.dir);
       const contents = () => [file, `${file}-wal`].filter(existsSync).map((f) => readFileSync(f).toString("latin1")).join("");
       assert.ok(contents().includes(fragments(keys[0]!.privateKey)[1]!), "the starting point: plaintext on disk");
-      const stores = await openStores(old.config);
+      // as `serve` opens it: the WAL checkpoint thread running beside the connection that seals
+      const stores = await openStores(old.config, { serving: true });
       try {
         const opened = await openSecrets(stores.secrets, { dataDir: old.dir });
         assert.equal(opened.resealed, 3);
