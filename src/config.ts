@@ -1,6 +1,8 @@
 import { readFileSync } from "node:fs";
+import { AUDIENCE } from "./enrollment/clientJwt.ts";
 import { LOG_FORMATS } from "./logging.ts";
 import { EAR_ALGORITHMS } from "./domain/signingKeys.ts";
+import { AEAD_CIPHERS, TLS_MIN_VERSIONS } from "./tls/tlsPolicy.ts";
 
 /**
  * One table of settings. Each becomes a CLI flag (`--nonce-ttl`), an environment variable (`ATTESTD_NONCE_TTL`) and
@@ -29,7 +31,8 @@ function s<K extends Kind, E extends Omit<Setting<K>, "kind" | "help"> = {}>(
 export const settings = {
   host: s("string", "address to listen on", { default: "127.0.0.1" }),
   port: s("int", "port to listen on", { default: 8443, min: 0, max: 65535 }),
-  dataDir: s("string", "directory for the SQLite file, dev TLS material and trust caches", { default: "./data" }),
+  dataDir: s("string", "directory for the SQLite file, the secrets key, dev TLS material and trust caches (made 0700)", { default: "./data" }),
+  secretsKeyFile: s("string", "file of the AES-256-GCM key that seals secrets in the store (tenants' private keys); every instance and store command on one store needs the same. Default: secrets.key in the data dir, made 0600 on first start"),
   store: s("string", "durable store backend", { default: "sqlite", choices: ["sqlite", "postgres"] }),
   databaseUrl: s("string", "PostgreSQL URL (with --store postgres)"),
   redisUrl: s("string", "Redis URL for shared nonces, rate limits and jti replay"),
@@ -46,6 +49,10 @@ export const settings = {
   workers: s("int", "worker processes (node:cluster); 1 runs in-process", { default: 1, min: 1, max: 64 }),
   tlsCert: s("string", "PEM file with the server certificate and its intermediates (leaf first)"),
   tlsKey: s("string", "PEM file with the server private key"),
+  tlsMinVersion: s("string", "lowest TLS version the server accepts", { default: "TLSv1.2", choices: TLS_MIN_VERSIONS }),
+  tlsCiphers: s("string", "OpenSSL cipher suites the server offers, colon-separated, TLS 1.3 (TLS_*) and 1.2 alike; the default is AEAD suites with forward secrecy only", {
+    default: AEAD_CIPHERS,
+  }),
   devTls: s("bool", "generate and use a local dev CA + leaf in the data dir (default when no cert is given)"),
   insecureHttp: s("bool", "serve plain HTTP (only behind a TLS-terminating proxy)"),
   publicUrl: s("string", "the URL people reach the service at, for the links `user invite` prints (default https://HOST:PORT)"),
@@ -97,6 +104,9 @@ export const settings = {
   rps: s("number", "default requests/s per API key", { default: 50, min: 0.001 }),
   burst: s("int", "default burst per API key", { default: 100, min: 1 }),
   maxDevices: s("int", "largest device list in one enrollment request", { default: 1000, min: 1 }),
+  tokenAudience: s("list", "accepted `aud` values of Part B's client JWTs (comma-separated); add KnoxWSM to admit clients built on Samsung's Knox token libraries unchanged", {
+    default: [AUDIENCE],
+  }),
   logLevel: s("string", "pino log level", {
     default: "info",
     choices: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
@@ -132,6 +142,8 @@ export function envName(name: string): string {
 }
 
 export class ConfigError extends Error {}
+
+const MAX_AUDIENCE_LENGTH = 128;
 
 function coerce(name: string, setting: Setting, raw: unknown, source: string): unknown {
   const fail = (why: string) => new ConfigError(`${source}: ${flagName(name)} ${why}`);
@@ -203,6 +215,9 @@ export function loadConfig(
   if (Boolean(c.tlsCert) !== Boolean(c.tlsKey)) throw new ConfigError("--tls-cert and --tls-key go together");
   if (c.requestTimeoutMs > 0 && c.headersTimeoutMs > c.requestTimeoutMs) {
     throw new ConfigError("--headers-timeout-ms must not exceed --request-timeout-ms: the headers are part of the request");
+  }
+  if (c.tokenAudience.length === 0 || c.tokenAudience.some((a) => a.length > MAX_AUDIENCE_LENGTH)) {
+    throw new ConfigError(`--token-audience needs at least one audience of 1..${MAX_AUDIENCE_LENGTH} characters`);
   }
   return c;
 }

@@ -1,12 +1,17 @@
 import cluster from "node:cluster";
 import { readFileSync } from "node:fs";
+import path from "node:path";
 import { runPrimary, workerRuntimeOptions } from "./cluster.ts";
 import type { FastifyBaseLogger } from "fastify";
 import type { Config } from "./config.ts";
 import { createLogger, logsArePretty, type LogFormat } from "./logging.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./server.ts";
+import { secretsKeyFileOf } from "./secrets/keyFile.ts";
+import { ensurePrivateDir, looseModes, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./secrets/privateFiles.ts";
+import { sqliteFile } from "./store/openStores.ts";
 import { checkServerChain } from "./tls/checkServerChain.ts";
 import { ensureDevTls } from "./tls/devTls.ts";
+import { tlsPolicy, type HttpsOptions } from "./tls/tlsPolicy.ts";
 
 /** Thrown for start-up refusals: printed as one line, no stack. */
 export class StartupError extends Error {}
@@ -14,8 +19,9 @@ export class StartupError extends Error {}
 interface ServerTls {
   cert: string;
   key: string;
-  /** the dev CA a client must trust; undefined when the operator brought a certificate */
+  /** the dev CA a client must trust and the dev key; undefined when the operator brought a certificate */
   devCaFile?: string;
+  devKeyFile?: string;
 }
 
 async function resolveTls(config: Config, log: FastifyBaseLogger): Promise<ServerTls | undefined> {
@@ -36,7 +42,26 @@ async function resolveTls(config: Config, log: FastifyBaseLogger): Promise<Serve
   }
   const dev = await ensureDevTls(config.dataDir);
   log.info({ caFile: dev.caFile }, dev.created ? "dev TLS created" : "dev TLS in use");
-  return { cert: readFileSync(dev.certFile, "utf8"), key: readFileSync(dev.keyFile, "utf8"), devCaFile: dev.caFile };
+  return { cert: readFileSync(dev.certFile, "utf8"), key: readFileSync(dev.keyFile, "utf8"), devCaFile: dev.caFile, devKeyFile: dev.keyFile };
+}
+
+/**
+ * What in the data directory (and the secrets key, wherever it is) must be the service user's alone. attestd makes
+ * them so; these are checked at start because an operator may have made them, or loosened them, before.
+ */
+function privatePaths(config: Config, tls: ServerTls | undefined): { path: string; max: number }[] {
+  const paths = [
+    { path: path.resolve(config.dataDir), max: PRIVATE_DIR_MODE },
+    { path: secretsKeyFileOf(config), max: PRIVATE_FILE_MODE },
+  ];
+  if (config.store === "sqlite") {
+    const db = sqliteFile(config.dataDir);
+    paths.push(...[db, `${db}-wal`, `${db}-shm`].map((p) => ({ path: p, max: PRIVATE_FILE_MODE })));
+  }
+  if (tls?.devKeyFile) {
+    paths.push({ path: path.dirname(tls.devKeyFile), max: PRIVATE_DIR_MODE }, { path: tls.devKeyFile, max: PRIVATE_FILE_MODE });
+  }
+  return paths;
 }
 
 /**
@@ -74,14 +99,26 @@ export function startupBanner(o: { address: string; caFile?: string | undefined;
 export async function serve(config: Config, installSignalHandlers = true, runtimeOptions: RuntimeOptions = {}): Promise<Runtime> {
   const format = config.logFormat as LogFormat;
   const log = createLogger({ level: config.logLevel, format });
+  ensurePrivateDir(config.dataDir);
   const tls = await resolveTls(config, log);
-  const https = tls && { cert: tls.cert, key: tls.key };
+  let https: HttpsOptions | undefined;
+  if (tls) {
+    const policy = tlsPolicy(config);
+    if (typeof policy === "string") throw new StartupError(`refusing to start: ${policy}`);
+    https = { cert: tls.cert, key: tls.key, ...policy };
+  }
   // --workers N: this process becomes the cluster primary (src/cluster.ts) and never returns; its workers come
   // back through here and serve, with the primary's shared rate-limit buckets
   if (config.workers > 1 && cluster.isPrimary) return runPrimary(config, log);
   const runtime = await createRuntime(config, { ...runtimeOptions, logger: log, ...(https ? { https } : {}), ...(await workerRuntimeOptions(config, log)) });
+  // one service, one set of warnings (not one per cluster worker)
+  if (!cluster.isWorker || cluster.worker?.id === 1) {
+    for (const loose of looseModes(privatePaths(config, tls))) {
+      log.warn(loose, `${loose.path} has mode ${loose.mode}: other users may read it; chmod ${loose.expected.slice(1)} it`);
+    }
+  }
   const address = await runtime.app.listen({ host: config.host, port: config.port });
-  log.info({ address, tls: https ? "on" : "off", store: config.store, ...(tls?.devCaFile ? { caFile: tls.devCaFile } : {}) }, "attestd listening");
+  log.info({ address, tls: https ? "on" : "off", ...(https ? { tlsMinVersion: https.minVersion } : {}), store: config.store, ...(tls?.devCaFile ? { caFile: tls.devCaFile } : {}) }, "attestd listening");
   // one banner per service, not per cluster worker; a collector reading JSON has the same facts in the line above
   if (logsArePretty(format) && (!cluster.isWorker || cluster.worker?.id === 1)) {
     const tenants = (await runtime.stores.durable.listTenants()).length;

@@ -15,7 +15,9 @@ import { AttestationService } from "./services/attestationService.ts";
 import { RateLimiter } from "./services/rateLimiter.ts";
 import { openStores, walCheckpointFailed } from "./store/openStores.ts";
 import type { Stores } from "./store/types.ts";
+import type { HttpsOptions } from "./tls/tlsPolicy.ts";
 import { openTrust } from "./trust/openTrust.ts";
+import { logSecrets, openSecrets, type OpenedSecrets } from "./secrets/openSecrets.ts";
 import { registerPortal } from "./http/portal/index.ts";
 import { PortalAccounts } from "./portal/accounts.ts";
 import { PortalHistory } from "./portal/history.ts";
@@ -45,7 +47,7 @@ export interface RuntimeOptions {
   rng?: Rng;
   /** open stores already (tests); otherwise opened from the config */
   stores?: Stores;
-  https?: { cert: string; key: string };
+  https?: HttpsOptions;
   /** the network the trust sources use (tests inject one, so that no test reaches Google's status list) */
   fetch?: typeof fetch;
   /**
@@ -61,6 +63,15 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const clock = opts.clock ?? systemClock;
   const rng = opts.rng ?? cryptoRng;
   const stores = opts.stores ?? (await openStores(config, { serving: true, onBackgroundError: walCheckpointFailed(log) }));
+  // before anything is served: a missing or wrong key stops start-up here, and plaintext secrets are sealed now
+  let secrets: OpenedSecrets;
+  try {
+    secrets = await openSecrets(stores.secrets, config, rng);
+  } catch (err) {
+    await stores.close();
+    throw err;
+  }
+  logSecrets(log, secrets);
   const trust = await openTrust(config, {
     log,
     clock,
@@ -104,6 +115,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     rng,
     log,
     maxDevices: config.maxDevices,
+    tokenAudiences: config.tokenAudience,
+    secrets: secrets.box,
     ...(opts.enrollment?.worker ? { worker: opts.enrollment.worker } : {}),
     ...(opts.enrollment?.tenantKeyBits ? { tenantKeyBits: opts.enrollment.tenantKeyBits } : {}),
   });

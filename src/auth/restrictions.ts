@@ -1,22 +1,20 @@
 import { BlockList, isIP } from "node:net";
 import type { ApiKeyRestrictions } from "../domain/tenants.ts";
+import { parseReferer, parseRefererPattern, refererMatches, type RefererPattern } from "./refererPattern.ts";
 
 /**
  * IP-address and HTTP-referer restrictions of an API key (Part A keys and Part B clients alike).
  *
  * - `ipAddresses`: IPv4/IPv6 addresses or CIDR blocks; when non-empty the caller's address must fall in one.
  *   An IPv4-mapped IPv6 caller (`::ffff:203.0.113.5`, a dual-stack socket) is matched as the IPv4 address.
- * - `referers`: patterns where `*` matches any run of characters (`https://*.example.com/*`), compared
- *   case-insensitively with the whole Referer header; when non-empty a Referer is required and must match one.
+ * - `referers`: URL patterns (`https://*.example.com/*`) matched part by part against the parsed Referer
+ *   (`refererPattern.ts`); when non-empty a Referer is required and must match one.
  * Both lists non-empty: both must admit the caller. A Referer is client-supplied, so it restricts honest
  * browsers' use of a leaked key; the IP list is the control that holds against a determined caller.
  */
 
 export const MAX_RESTRICTION_ENTRIES = 100;
 export const MAX_IP_ENTRY_LENGTH = 64;
-export const MAX_REFERER_PATTERN_LENGTH = 512;
-/** longer Referer headers are refused outright rather than matched */
-export const MAX_REFERER_LENGTH = 2048;
 
 export interface RestrictionInput {
   ipAddresses?: readonly string[] | undefined;
@@ -52,15 +50,6 @@ function parseCidr(entry: string): Cidr | undefined {
   return { address, prefix, family: version === 4 ? "ipv4" : "ipv6" };
 }
 
-const REFERER_PATTERN_RE = /^(?:https?:\/\/|\*)[\x21-\x7e]*$/;
-
-function refererPatternProblem(p: string): string | undefined {
-  if (p.length === 0 || p.length > MAX_REFERER_PATTERN_LENGTH) return `must be 1-${MAX_REFERER_PATTERN_LENGTH} characters`;
-  if (!REFERER_PATTERN_RE.test(p)) return "must start with http://, https:// or * and contain no spaces or control characters";
-  if (/^\*+$/.test(p)) return "must name something besides *";
-  return undefined;
-}
-
 /** Validates a restriction request; the result is what gets stored (entries trimmed of nothing, duplicates dropped). */
 export function parseRestrictions(input: RestrictionInput): ParsedRestrictions {
   const ips = input.ipAddresses;
@@ -82,43 +71,16 @@ export function parseRestrictions(input: RestrictionInput): ParsedRestrictions {
   }
   const referers: string[] = [];
   for (const [i, p] of (refs ?? []).entries()) {
-    const problem = refererPatternProblem(p);
-    if (problem) return { ok: false, reason: `referers[${i}] ${problem}` };
+    const parsed = parseRefererPattern(p);
+    if (typeof parsed === "string") return { ok: false, reason: `referers[${i}] ${parsed}` };
     if (!referers.includes(p)) referers.push(p);
   }
   return { ok: true, restrictions: { ipAddresses, referers } };
 }
 
-/**
- * `*` wildcard match without regular expressions, so no pattern can backtrack catastrophically: the classic greedy
- * scan that remembers only the last star is O(pattern × text) at worst, and both are length-bounded.
- */
-export function wildcardMatch(pattern: string, text: string): boolean {
-  let p = 0;
-  let t = 0;
-  let star = -1;
-  let mark = 0;
-  while (t < text.length) {
-    if (p < pattern.length && pattern[p] !== "*" && pattern[p] === text[t]) {
-      p++;
-      t++;
-    } else if (p < pattern.length && pattern[p] === "*") {
-      star = p++;
-      mark = t;
-    } else if (star !== -1) {
-      p = star + 1;
-      t = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.length && pattern[p] === "*") p++;
-  return p === pattern.length;
-}
-
 interface Compiled {
   ips: BlockList | undefined;
-  referers: string[];
+  referers: RefererPattern[] | undefined;
 }
 
 const compiledCache = new Map<string, Compiled>();
@@ -136,7 +98,9 @@ function compile(r: ApiKeyRestrictions): Compiled {
       if (c) ips.addSubnet(c.address, c.prefix, c.family);
     }
   }
-  const compiled = { ips, referers: r.referers.map((p) => p.toLowerCase()) };
+  // a stored pattern that no longer parses (one saved before patterns were URL-checked) admits nobody
+  const referers = r.referers.length > 0 ? r.referers.map(parseRefererPattern).filter((p): p is RefererPattern => typeof p !== "string") : undefined;
+  const compiled = { ips, referers };
   if (compiledCache.size >= 1000) compiledCache.clear();
   compiledCache.set(cacheKey, compiled);
   return compiled;
@@ -155,13 +119,10 @@ export function restrictionRefusal(r: ApiKeyRestrictions | null, caller: Caller)
   if (!r) return undefined;
   const c = compile(r);
   if (c.ips && !ipAllowed(c.ips, caller.ip)) return `Requests from ${caller.ip} are not allowed for this key`;
-  if (c.referers.length > 0) {
-    const referer = caller.referer;
-    if (!referer) return "This key requires a Referer header";
-    const lower = referer.toLowerCase();
-    if (referer.length > MAX_REFERER_LENGTH || !c.referers.some((p) => wildcardMatch(p, lower))) {
-      return "The Referer is not allowed for this key";
-    }
+  if (c.referers) {
+    if (!caller.referer) return "This key requires a Referer header";
+    const referer = parseReferer(caller.referer);
+    if (!referer || !c.referers.some((p) => refererMatches(p, referer))) return "The Referer is not allowed for this key";
   }
   return undefined;
 }

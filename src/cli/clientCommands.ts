@@ -10,6 +10,7 @@ import { PortalAccounts } from "../portal/accounts.ts";
 import { RateLimiter } from "../services/rateLimiter.ts";
 import type { Stores } from "../store/types.ts";
 import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
+import { openSecrets } from "../secrets/openSecrets.ts";
 
 export async function tenantNamed(stores: Stores, name: string): Promise<Tenant> {
   const t = await stores.durable.getTenantByName(name);
@@ -284,9 +285,11 @@ export function registerClientCommands(program: Command): void {
       .requiredOption("--tenant <name>", "tenant name"),
     STORAGE_SETTINGS,
   ).action(async (text: string, o: { tenant: string }, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
+    await withStores(cmd, async (stores, config) => {
       const tenant = await tenantNamed(stores, o.tenant);
-      const publicKey = await new TenantKeyService(stores.enrollment, systemClock).publicKey(tenant.tenantId);
+      // the first use makes the tenant's key pair, whose private key is sealed with the same key `serve` uses
+      const { box } = await openSecrets(stores.secrets, config);
+      const publicKey = await new TenantKeyService(stores.enrollment, systemClock, box).publicKey(tenant.tenantId);
       process.stdout.write(encryptForTenant(publicKey, text) + "\n");
     });
   });

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { ConfigError, settings, type SettingName } from "../config.ts";
 import { serve, StartupError } from "../main.ts";
+import { SecretsError } from "../secrets/secretBox.ts";
 import { addSettings, CliError, configFrom } from "./options.ts";
 import { registerTenantCommands } from "./tenantCommands.ts";
 import { registerAttestationCommands } from "./attestationCommands.ts";
@@ -29,7 +30,7 @@ try {
   await program.parseAsync(process.argv);
 } catch (err) {
   if (err instanceof CommanderError) process.exit(err.exitCode);
-  const known = err instanceof CliError || err instanceof ConfigError || err instanceof StartupError;
+  const known = err instanceof CliError || err instanceof ConfigError || err instanceof StartupError || err instanceof SecretsError;
   process.stderr.write(`attestd: ${(err as Error).message}\n`);
   if (!known && process.env.ATTESTD_DEBUG) process.stderr.write(`${(err as Error).stack}\n`);
   process.exit(1);

@@ -5,6 +5,7 @@ import type { Stores } from "../store/types.ts";
 
 export const STORAGE_SETTINGS: SettingName[] = [
   "dataDir",
+  "secretsKeyFile",
   "store",
   "databaseUrl",
   "redisUrl",

@@ -11,4 +11,9 @@ export interface ActivityEntry {
   code: string | null;
   latencyMs: number;
   remoteAddress: string;
+  /**
+   * for an error answer, its real reason: the catalog error's reason, or the one behind a deliberately vague
+   * answer (AppError.privateReason). For the operator only (`attestd activity`), never a client or tenant.
+   */
+  reason: string | null;
 }

@@ -119,7 +119,10 @@ export interface TenantKeyRecord {
   tenantId: string;
   /** base64 SPKI DER */
   publicKey: string;
-  /** base64 PKCS#8 DER (see src/enrollment/README.md, "Tenant encryption keys") */
+  /**
+   * base64 PKCS#8 DER, sealed (`sealed:v1:…`, src/secrets/secretBox.ts) with the operator's secrets key: the store
+   * never holds it in the clear (see src/enrollment/README.md, "Tenant encryption keys")
+   */
   privateKey: string;
   createdAt: string;
 }

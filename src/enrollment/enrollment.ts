@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import { restrictionCheck } from "../auth/restrictions.ts";
 import type { Clock, Rng } from "../clock.ts";
+import type { SecretBox } from "../secrets/secretBox.ts";
 import type { EnrollmentStore, JtiStore, TenantStore } from "../store/types.ts";
 import { ClientAdmin } from "./clients.ts";
 import { DeviceService } from "./devices.ts";
@@ -21,6 +22,10 @@ export interface EnrollmentDeps {
   /** largest device list in one request (config.maxDevices) */
   maxDevices: number;
   worker?: WorkerOptions;
+  /** accepted `aud` values of client JWTs (config.tokenAudience) */
+  tokenAudiences: readonly string[];
+  /** seals the tenants' private keys at rest (src/secrets/openSecrets.ts) */
+  secrets: SecretBox;
   /** RSA modulus of new tenant encryption keys */
   tenantKeyBits?: number;
 }
@@ -45,13 +50,13 @@ export interface Enrollment {
 
 /** Builds the Part B services over the stores; the composition root (server.ts) and the tests call it. */
 export function createEnrollment(d: EnrollmentDeps): Enrollment {
-  const tenantKeys = new TenantKeyService(d.store, d.clock, d.tenantKeyBits);
+  const tenantKeys = new TenantKeyService(d.store, d.clock, d.secrets, d.tenantKeyBits);
   const worker = new DeviceJobWorker(d.store, d.clock, d.rng, d.log, d.worker ?? {});
   let purge: NodeJS.Timeout | undefined;
   return {
     tenants: d.tenants,
     store: d.store,
-    tokens: new TokenService(d.tenants, d.store, d.jti, d.clock, d.rng),
+    tokens: new TokenService(d.tenants, d.store, d.jti, d.clock, d.rng, d.tokenAudiences),
     profiles: new ProfileService(d.store, d.clock, d.rng),
     devices: new DeviceService(d.tenants, d.store, tenantKeys, d.clock, d.rng, d.maxDevices),
     resellers: new ResellerService(d.tenants, d.store, d.clock),

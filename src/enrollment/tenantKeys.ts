@@ -4,6 +4,8 @@ import type { Clock } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
 import type { TenantKeyRecord } from "../domain/enrollment.ts";
+import { sealContext, type SecretBox } from "../secrets/secretBox.ts";
+import { TENANT_PRIVATE_KEY_PURPOSE } from "../store/sealedColumns.ts";
 import type { EnrollmentStore } from "../store/types.ts";
 
 const generateRsa = promisify(generateKeyPair);
@@ -22,8 +24,9 @@ export function encryptForTenant(publicKeyB64: string, plaintext: string): strin
 
 /**
  * One RSA key pair per tenant for fields clients encrypt (userPassword). Made on first use and kept in the
- * enrollment store; the private key never leaves the server. Two instances racing to make a tenant's first key
- * both end up with whichever the store kept (putTenantKeyIfAbsent).
+ * enrollment store, the private key sealed with the operator's secrets key (src/secrets/); it never leaves the
+ * server. Two instances racing to make a tenant's first key both end up with whichever the store kept
+ * (putTenantKeyIfAbsent).
  */
 export class TenantKeyService {
   private readonly privateKeys = new Map<string, KeyObject>();
@@ -32,6 +35,7 @@ export class TenantKeyService {
   constructor(
     private readonly store: EnrollmentStore,
     private readonly clock: Clock,
+    private readonly secrets: SecretBox,
     private readonly modulusLength = 3072,
   ) {}
 
@@ -56,7 +60,7 @@ export class TenantKeyService {
     return this.store.putTenantKeyIfAbsent({
       tenantId,
       publicKey: publicKey.toString("base64"),
-      privateKey: privateKey.toString("base64"),
+      privateKey: this.secrets.seal(privateKey.toString("base64"), sealContext(TENANT_PRIVATE_KEY_PURPOSE, tenantId)),
       createdAt: new Date(this.clock.nowMs()).toISOString(),
     });
   }
@@ -84,7 +88,14 @@ export class TenantKeyService {
     if (!key) {
       const rec = await this.store.getTenantKey(tenantId);
       if (!rec) return undefined;
-      key = createPrivateKey({ key: Buffer.from(rec.privateKey, "base64"), format: "der", type: "pkcs8" });
+      let pkcs8: string;
+      try {
+        pkcs8 = this.secrets.open(rec.privateKey, sealContext(TENANT_PRIVATE_KEY_PURPOSE, tenantId));
+      } catch (e) {
+        // the operator's problem (a row altered or copied from another tenant), told to the activity log only
+        throw new AppError(catalog.INTERNAL_SERVER_ERROR, "The tenant's encryption key cannot be used", {}, (e as Error).message);
+      }
+      key = createPrivateKey({ key: Buffer.from(pkcs8, "base64"), format: "der", type: "pkcs8" });
       if (this.privateKeys.size >= 10_000) this.privateKeys.clear();
       this.privateKeys.set(tenantId, key);
     }

@@ -7,7 +7,7 @@ import { AppError } from "../errors/AppError.ts";
 import type { ApiClient, EnrollmentUser } from "../domain/enrollment.ts";
 import type { EnrollmentStore, JtiStore, TenantStore } from "../store/types.ts";
 import type { Tenant } from "../domain/tenants.ts";
-import { ALGORITHM, AUDIENCE } from "./clientJwt.ts";
+import { ALGORITHM } from "./clientJwt.ts";
 import { ACCESS_TOKEN_PREFIX, CLIENT_ID_PREFIX, newSecretToken, parseSecretToken, secretMatches } from "./ids.ts";
 
 /**
@@ -46,9 +46,18 @@ export const MAX_JWT_LENGTH = 8192;
 const MAX_JTI_LENGTH = 256;
 
 const bad = (reason: string) => new AppError(catalog.ACCESS_TOKEN_BAD_REQUEST, reason);
-/** one answer for every identity failure, so a caller cannot tell which part of a stolen credential is wrong */
-const UNRECOGNISED = "Client identifier or key not recognised";
-const TOKEN_UNKNOWN = "The access token is unknown or expired";
+
+/**
+ * One answer per flow for every identity failure, whichever part is wrong: an unknown or forged client identifier or
+ * access token, another key, a signature by another key. So a stolen identifier (or token) cannot be tested with a
+ * key of one's own; the real reason goes to the activity log only (AppError.privateReason). Only a caller whose
+ * JWT verifies with the client's key learns more (expired, audience, jti reused).
+ */
+const UNRECOGNISED_CLIENT = "Client identifier or key not recognised";
+const UNRECOGNISED_TOKEN = "The access token is unknown or expired, or the JWT is not signed with its client's key";
+type Unrecognised = typeof UNRECOGNISED_CLIENT | typeof UNRECOGNISED_TOKEN;
+const unrecognised = (answer: Unrecognised, realReason: string) =>
+  new AppError(catalog.ACCESS_TOKEN_BAD_REQUEST, answer, {}, realReason);
 
 function decodeB64(s: string): Buffer | undefined {
   return /^[A-Za-z0-9+/]*={0,2}$/.test(s) && s.length % 4 === 0 ? Buffer.from(s, "base64") : undefined;
@@ -65,16 +74,22 @@ function claimEmpty(v: unknown): boolean {
   return v === undefined || v === null || v === "";
 }
 
-function verifyFailure(e: unknown): AppError {
+/**
+ * jose checks the algorithm and the signature before the claims, so a claim failure means the caller holds the
+ * client's key and may be told which claim; anything earlier answers as an unknown credential would.
+ */
+function verifyFailure(e: unknown, audiences: readonly string[], answer: Unrecognised, clientId: string): AppError {
   if (e instanceof joseErrors.JWTExpired) return bad("The JWT has expired");
   if (e instanceof joseErrors.JWTClaimValidationFailed) {
-    if (e.claim === "aud") return bad(`The JWT audience must be ${AUDIENCE}`);
+    if (e.claim === "aud") return bad(`The JWT audience must be ${audiences.join(" or ")}`);
     if (e.claim === "iat" && e.reason === "check_failed") return bad("The JWT is too old or issued in the future");
     return bad(`The JWT ${e.claim} claim is missing or invalid`);
   }
-  if (e instanceof joseErrors.JOSEAlgNotAllowed) return bad(`The JWT must be signed with ${ALGORITHM}`);
-  if (e instanceof joseErrors.JWSSignatureVerificationFailed) return bad("The JWT signature does not verify with the client's key");
-  return bad("The JWT cannot be parsed");
+  if (e instanceof joseErrors.JOSEAlgNotAllowed) return unrecognised(answer, `The JWT must be signed with ${ALGORITHM} (client ${clientId})`);
+  if (e instanceof joseErrors.JWSSignatureVerificationFailed) {
+    return unrecognised(answer, `The JWT signature does not verify with the key of client ${clientId}`);
+  }
+  return unrecognised(answer, `The JWT cannot be verified (client ${clientId}): ${(e as Error)?.message ?? "unknown failure"}`);
 }
 
 /**
@@ -91,6 +106,8 @@ export class TokenService {
     private readonly jti: JtiStore,
     private readonly clock: Clock,
     private readonly rng: Rng,
+    /** the accepted `aud` values (--token-audience): VendorWSM, and KnoxWSM for Knox token-library clients */
+    private readonly audiences: readonly string[],
   ) {}
 
   /** Checks a POST /svc/v1/auth/accesstoken body; answers the client it proves, admitted (see `admit`). */
@@ -105,14 +122,21 @@ export class TokenService {
       throw new AppError(catalog.BAD_REQUEST_CLIENTIDENTIFIER_CLAIM_NOT_POPULATED, "The clientIdentifier claim is null or empty");
     }
     const parsed = typeof identifier === "string" ? parseSecretToken(identifier, CLIENT_ID_PREFIX) : undefined;
-    const client = parsed && (await this.store.getClient(parsed.id));
-    if (!parsed || !client || !secretMatches(parsed.secret, client.identifierHash) || client.revokedAt !== null) throw bad(UNRECOGNISED);
+    if (!parsed) throw unrecognised(UNRECOGNISED_CLIENT, "The clientIdentifier claim is not a client identifier");
+    const client = await this.store.getClient(parsed.id);
+    if (!client) throw unrecognised(UNRECOGNISED_CLIENT, `No client ${parsed.id}`);
+    if (!secretMatches(parsed.secret, client.identifierHash)) {
+      throw unrecognised(UNRECOGNISED_CLIENT, `The clientIdentifier's secret is not client ${client.clientId}'s`);
+    }
+    if (client.revokedAt !== null) throw unrecognised(UNRECOGNISED_CLIENT, `Client ${client.clientId} is revoked`);
     seen.clientId = client.clientId;
     seen.tenantId = client.tenantId;
-    if (!sameKey(body.base64EncodedStringPublicKey, client.publicKey)) throw bad(UNRECOGNISED);
+    if (!sameKey(body.base64EncodedStringPublicKey, client.publicKey)) {
+      throw unrecognised(UNRECOGNISED_CLIENT, `base64EncodedStringPublicKey is not client ${client.clientId}'s key`);
+    }
 
     const nowMs = this.clock.nowMs();
-    const claims = await this.verify(body.clientIdentifierJwt, client, nowMs, ["jti", "iat", "exp"], TOKEN_REQUEST_MAX_LIFETIME_SEC);
+    const claims = await this.verify(body.clientIdentifierJwt, client, nowMs, ["jti", "iat", "exp"], TOKEN_REQUEST_MAX_LIFETIME_SEC, UNRECOGNISED_CLIENT);
     if (claims.exp! > nowMs / 1000 + TOKEN_REQUEST_MAX_LIFETIME_SEC + CLOCK_TOLERANCE_SEC) {
       throw bad(`The JWT exp may be at most ${TOKEN_REQUEST_MAX_LIFETIME_SEC} s ahead`);
     }
@@ -149,17 +173,23 @@ export class TokenService {
     }
     const nowMs = this.clock.nowMs();
     const parsed = typeof accessToken === "string" ? parseSecretToken(accessToken, ACCESS_TOKEN_PREFIX) : undefined;
-    const record = parsed && (await this.store.getAccessToken(parsed.id));
-    if (!parsed || !record || !secretMatches(parsed.secret, record.tokenHash) || record.expiresAtMs <= nowMs) {
-      throw bad(TOKEN_UNKNOWN);
+    if (!parsed) throw unrecognised(UNRECOGNISED_TOKEN, "The accessToken claim is not an access token");
+    const record = await this.store.getAccessToken(parsed.id);
+    if (!record) throw unrecognised(UNRECOGNISED_TOKEN, `No access token ${parsed.id}`);
+    if (!secretMatches(parsed.secret, record.tokenHash)) {
+      throw unrecognised(UNRECOGNISED_TOKEN, `The accessToken's secret is not that of token ${record.tokenId}`);
+    }
+    if (record.expiresAtMs <= nowMs) {
+      throw unrecognised(UNRECOGNISED_TOKEN, `Access token ${record.tokenId} expired at ${new Date(record.expiresAtMs).toISOString()}`);
     }
     // revoking deletes a client's tokens; the check covers a token minted while the revocation committed
     const client = await this.store.getClient(record.clientId);
-    if (!client || client.revokedAt !== null) throw bad(TOKEN_UNKNOWN);
+    if (!client) throw unrecognised(UNRECOGNISED_TOKEN, `Access token ${record.tokenId}'s client ${record.clientId} no longer exists`);
+    if (client.revokedAt !== null) throw unrecognised(UNRECOGNISED_TOKEN, `Access token ${record.tokenId}'s client ${client.clientId} is revoked`);
     seen.clientId = client.clientId;
     seen.tenantId = client.tenantId;
 
-    const claims = await this.verify(header, client, nowMs, ["jti", "iat"], API_TOKEN_MAX_AGE_SEC);
+    const claims = await this.verify(header, client, nowMs, ["jti", "iat"], API_TOKEN_MAX_AGE_SEC, UNRECOGNISED_TOKEN);
     await this.rememberJti(client, claims.jti!, (claims.iat! + API_TOKEN_MAX_AGE_SEC + CLOCK_TOLERANCE_SEC) * 1000, nowMs);
     return this.admit(client, caller);
   }
@@ -173,22 +203,22 @@ export class TokenService {
     }
   }
 
-  private async verify(jwt: string, client: ApiClient, nowMs: number, required: string[], maxAgeSec: number) {
+  private async verify(jwt: string, client: ApiClient, nowMs: number, required: string[], maxAgeSec: number, answer: Unrecognised) {
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(jwt, this.publicKey(client), {
         algorithms: [ALGORITHM],
-        audience: AUDIENCE,
+        audience: [...this.audiences],
         currentDate: new Date(nowMs),
         clockTolerance: CLOCK_TOLERANCE_SEC,
         maxTokenAge: maxAgeSec,
         requiredClaims: required,
       }));
     } catch (e) {
-      throw verifyFailure(e);
+      throw verifyFailure(e, this.audiences, answer, client.clientId);
     }
     if (payload.iat! > nowMs / 1000 + CLOCK_TOLERANCE_SEC) throw bad("The JWT is too old or issued in the future");
-    if (!sameKey(payload.publicKey, client.publicKey)) throw bad(UNRECOGNISED);
+    if (!sameKey(payload.publicKey, client.publicKey)) throw unrecognised(answer, `The JWT publicKey claim is not client ${client.clientId}'s key`);
     if (typeof payload.jti !== "string" || payload.jti === "" || payload.jti.length > MAX_JTI_LENGTH) {
       throw bad(`The JWT jti must be a string of 1..${MAX_JTI_LENGTH} characters`);
     }
@@ -212,7 +242,7 @@ export class TokenService {
       throw new AppError(catalog.USER_AUTHENTICATION_FAIL, "The client's user is not registered");
     }
     const tenant = await this.tenants.getTenant(client.tenantId);
-    if (!tenant) throw bad(UNRECOGNISED);
+    if (!tenant) throw unrecognised(UNRECOGNISED_CLIENT, `Client ${client.clientId}'s tenant ${client.tenantId} no longer exists`);
     const refusal = tenantRefusal(tenant);
     if (refusal) throw refusal;
     return { tenant, client, user };

@@ -86,6 +86,7 @@ export function clientErrorHandler(deps: ClientErrorDeps) {
       code: refusal.entry.code,
       latencyMs: 0,
       remoteAddress: socket.remoteAddress ?? UNKNOWN_ADDRESS,
+      reason: refusal.loggedReason,
     });
   };
 }

@@ -13,6 +13,9 @@ import type { AppInstance } from "./types.ts";
  * 500 with an error id, logged with its stack and never sent. The bodies themselves are in render.ts.
  */
 
+/** bounds what one activity-log entry keeps of a reason (an exception message may be long) */
+const MAX_LOGGED_REASON = 500;
+
 /** Part B and the portal answer errors with Part B's body (errorId, code, message, data). */
 export function isPartB(url: string): boolean {
   return url === "/svc" || url.startsWith("/svc/") || isPortal(url);
@@ -39,6 +42,7 @@ function sendError(request: FastifyRequest, reply: FastifyReply, err: AppError, 
   const errorId = newErrorId(rng);
   request.errorId = errorId;
   request.errorCode = err.entry.code;
+  request.errorReason = err.loggedReason.slice(0, MAX_LOGGED_REASON);
   reply.code(err.entry.status).headers(err.headers);
   const body = errorBody(request.url, err, errorId);
   if ("result" in body && request.mediaFormat === "xml") {

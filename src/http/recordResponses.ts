@@ -55,6 +55,7 @@ export function recordResponses(app: AppInstance, deps: Pick<AppDeps, "clock" | 
       code: request.errorCode ?? null,
       latencyMs: Math.round(reply.elapsedTime * 1000) / 1000,
       remoteAddress: request.arrivalAddress,
+      reason: request.errorReason ?? null,
     });
   };
   // callback form, not async: it runs on every request and awaits nothing, so a promise would be pure cost

@@ -10,6 +10,7 @@ import type { RateLimiter } from "../services/rateLimiter.ts";
 import type { ConnectionLimits } from "./connectionLimits.ts";
 import type { Metrics } from "./metrics.ts";
 import type { MediaFormat } from "./negotiate.ts";
+import type { HttpsOptions } from "../tls/tlsPolicy.ts";
 
 /**
  * What a route is given: the app type, the services and limits buildApp is built from, the readiness contract,
@@ -31,6 +32,8 @@ declare module "fastify" {
     /** set when an error response is sent; written to the activity log */
     errorId?: string;
     errorCode?: string;
+    /** the error's real reason (AppError.loggedReason), for the activity log only */
+    errorReason?: string;
   }
   interface FastifyContextConfig {
     /** catalog entry for schema-validation failures on this route (default INVALID_REQUEST / RESOURCE_INVALID_PARAM) */
@@ -84,7 +87,7 @@ export interface AppDeps {
   /** registers the portal (/portal/, /portal/api/), when present */
   portal?: (app: AppInstance) => void | Promise<void>;
   /** TLS options for Fastify's https server; undefined = plain HTTP (tests use inject) */
-  https?: { cert: string; key: string } | undefined;
+  https?: HttpsOptions | undefined;
 }
 
 export type AppInstance = FastifyInstance<any, any, any, FastifyBaseLogger, TypeBoxTypeProvider>;

@@ -5,6 +5,7 @@ import { MemoryRateLimitStore } from "./memory/memoryRateLimitStore.ts";
 import { SqliteStore } from "./sqlite/sqliteStore.ts";
 import { SqliteEnrollmentStore, SqliteJtiStore } from "./sqlite/sqliteEnrollmentStore.ts";
 import { SqliteSigningKeyStore } from "./sqlite/sqliteSigningKeyStore.ts";
+import { SqliteSecretsStore } from "./sqlite/sqliteSecretsStore.ts";
 import type { Stores } from "./types.ts";
 
 export type StoreConfig = Pick<
@@ -66,6 +67,7 @@ export async function openStores(c: StoreConfig, opts: OpenStoresOptions = {}): 
     enrollment: new SqliteEnrollmentStore(sqlite.db),
     jti: new SqliteJtiStore(sqlite.db),
     signingKeys: new SqliteSigningKeyStore(sqlite.db),
+    secrets: new SqliteSecretsStore(sqlite.db),
     health: async () => [await pingHealth("sqlite", () => sqlite.ping())],
     close: () => sqlite.close(),
   };

@@ -111,6 +111,7 @@ export function rowMappers(d: Dialect) {
       code: str(r.code),
       latencyMs: r.latency_ms as number,
       remoteAddress: r.remote_address as string,
+      reason: str(r.reason),
     }),
 
     // record, detail and measurements are NOT NULL columns

@@ -396,6 +396,36 @@ export interface DurableStore extends TenantStore, VerdictStore, ActivityStore, 
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Sealed secrets at rest (src/secrets/): the columns of SEALED_COLUMNS (sealedColumns.ts) hold values sealed with
+// the operator's key; services seal and open them, the store keeps them and knows which key they are sealed with.
+
+export type SealAllOutcome = { outcome: "sealed"; resealed: number } | { outcome: "conflict"; recordedKeyId: string };
+
+export interface SealAllRequest {
+  /** the key to record as the one everything is sealed with */
+  keyId: string;
+  /** how a value sealed with that key begins; a value that does not begin so is resealed */
+  sealedPrefix: string;
+  /** the value under the current key (a sealed column's purpose and the row's id make its context) */
+  reseal(value: string, purpose: string, recordId: string): string;
+  /** whether a key another process recorded is one the caller can open (else: conflict) */
+  accepts(recordedKeyId: string): boolean;
+}
+
+export interface SecretsStore {
+  /** the id of the key the store's sealed values are sealed with; undefined until a first start recorded one */
+  sealingKeyId(): Promise<string | undefined>;
+  /**
+   * In one transaction, serialised across processes: when the recorded key is one `accepts` refuses, changes nothing
+   * and answers `conflict`. Otherwise replaces every value of every sealed column that does not begin with
+   * `sealedPrefix` (plaintext from before sealing, or an older key's) by `reseal(...)`, records `keyId`, and answers
+   * how many it replaced. When it replaced any, it leaves no copy of the old values in the database's files where
+   * the backend allows it (SQLite: secure delete and a truncated WAL; PostgreSQL: the tables rewritten).
+   */
+  sealAll(r: SealAllRequest): Promise<SealAllOutcome>;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // What a running service holds
 
 /** The set of stores a running service uses; nonces and rate limits may come from a different backend. */
@@ -411,6 +441,8 @@ export interface Stores {
   jti: JtiStore;
   /** the keys results (EARs) are signed with; on the durable backend */
   signingKeys: SigningKeyStore;
+  /** which key the durable backend's sealed columns are sealed with; src/secrets/openSecrets.ts opens them */
+  secrets: SecretsStore;
   /** every backend in use, for /readyz */
   health(): Promise<{ name: string; ok: boolean; error?: string }[]>;
   close(): Promise<void>;

@@ -1,8 +1,9 @@
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { webcrypto } from "node:crypto";
 import path from "node:path";
+import { ensurePrivateDir, writePrivateFile } from "../secrets/privateFiles.ts";
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -37,7 +38,7 @@ export async function ensureDevTls(dataDir: string, now = new Date()): Promise<D
     // Renew a week before expiry so a long-running dev setup doesn't start failing.
     if (leaf.notAfter.getTime() - now.getTime() > 7 * 86_400_000) return { ...files, created: false };
   }
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  ensurePrivateDir(dir);
   const day = 86_400_000;
   const gen = async () => (await webcrypto.subtle.generateKey(EC, true, ["sign", "verify"])) as webcrypto.CryptoKeyPair;
   const [rootKeys, interKeys, leafKeys] = await Promise.all([gen(), gen(), gen()]);
@@ -95,6 +96,6 @@ export async function ensureDevTls(dataDir: string, now = new Date()): Promise<D
   });
   writeFileSync(files.caFile, root.toString("pem") + "\n");
   writeFileSync(files.certFile, leaf.toString("pem") + "\n" + inter.toString("pem") + "\n");
-  writeFileSync(files.keyFile, await exportKeyPem(leafKeys.privateKey), { mode: 0o600 });
+  writePrivateFile(files.keyFile, await exportKeyPem(leafKeys.privateKey));
   return { ...files, created: true };
 }

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { PRIVATE_DIR_MODE } from "../secrets/privateFiles.ts";
 
 /**
  * One trust document kept current from its source, a file or an http(s) URL: read with a bounded body, a timeout
@@ -374,7 +375,8 @@ export class RefreshingSource<T> {
     const tmp = `${file}.${process.pid}.tmp`;
     const doc: CacheFile = { source: this.source, fetchedAt: fetchedAt.toISOString(), body: body.toString("base64") };
     try {
-      await mkdir(this.opts.cacheDir, { recursive: true });
+      // it sits in (and may create) the data directory, which only the service user may enter
+      await mkdir(this.opts.cacheDir, { recursive: true, mode: PRIVATE_DIR_MODE });
       await writeFile(tmp, JSON.stringify(doc));
       await rename(tmp, file);
     } catch (e) {

@@ -58,6 +58,11 @@ export class Harness {
     return this.test.close();
   }
 
+  /** the runtime's data directory, for operator commands run beside it */
+  get dataDir(): string {
+    return this.test.dir;
+  }
+
   async tenant(o: { name?: string; kind?: TenantKind; customerId?: string; enrollment?: boolean } = {}): Promise<Tenant> {
     const n = ++this.tenantCount;
     const name = o.name ?? `tenant${n}`;

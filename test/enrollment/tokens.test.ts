@@ -4,6 +4,7 @@ import { after, before, describe, it } from "node:test";
 import { SignJWT } from "jose";
 import { accessTokenRequest, apiToken, signClientJwt } from "../../src/enrollment/clientJwt.ts";
 import { catalog } from "../../src/errors/catalog.ts";
+import { attestdCli } from "../helpers/serverProcess.ts";
 import { assertPartBError, Harness } from "./harness.ts";
 
 const BAD = catalog.ACCESS_TOKEN_BAD_REQUEST;
@@ -151,6 +152,58 @@ describe("Part B token flow", () => {
       BAD,
       "not JSON",
     );
+  });
+
+  /** what a caller learns of a refusal: everything but the errorId */
+  const answer = (res: Awaited<ReturnType<typeof get>>) => {
+    const { errorId: _id, ...rest } = assertPartBError(res, BAD);
+    return { status: res.statusCode, ...rest };
+  };
+  const loggedReason = async (res: Awaited<ReturnType<typeof get>>) => (await h.activityFor(res.json().errorId))?.reason;
+  /** the same id shape with another secret (the last characters changed) */
+  const otherSecret = (token: string) => token.slice(0, -4) + (token.endsWith("AAAA") ? "BBBB" : "AAAA");
+
+  it("answers a JWT signed by a foreign key alike for a real and a wrong client identifier; the real reason is logged", async () => {
+    const { keys } = await h.client(await h.tenant());
+    const thief = await h.client(await h.tenant()); // a key of the thief's own, not the client's
+    const nowMs = h.clock.nowMs();
+    const forged = (clientIdentifier: string) =>
+      signClientJwt(thief.keys.Private, { clientIdentifier, publicKey: keys.Public }, { nowMs, expiresInSec: 60 });
+    const identifiers = [keys.Identifier, otherSecret(keys.Identifier), `cl_${"a".repeat(16)}.${"A".repeat(43)}`, "cl_not-an-identifier"];
+    const responses = [];
+    for (const id of identifiers) {
+      responses.push(await h.requestToken({ clientIdentifierJwt: await forged(id), base64EncodedStringPublicKey: keys.Public }));
+    }
+    const answers = responses.map(answer);
+    for (const [i, a] of answers.entries()) assert.deepEqual(a, answers[0], `identifier ${i} answers as the real one`);
+
+    const reasons = await Promise.all(responses.map(loggedReason));
+    assert.match(reasons[0]!, /signature does not verify/, "the operator sees why");
+    const cli = attestdCli(["activity", `--error-id=${responses[0]!.json().errorId}`, "--data-dir", h.dataDir]);
+    assert.equal(cli.status, 0, cli.stderr);
+    assert.equal(JSON.parse(cli.stdout).reason, reasons[0], "attestd activity --error-id shows it");
+    assert.equal(new Set(reasons).size, reasons.length, `each refusal logs its own reason: ${reasons.join(" | ")}`);
+    assert.ok(!reasons.includes(answers[0]!.data!), "the log has more than the client got");
+  });
+
+  it("answers a JWT signed by a foreign key alike for a real, a wrong and an expired access token; the real reason is logged", async () => {
+    const s = await h.session();
+    const expiring = await h.accessToken(s.keys, 1);
+    const thief = await h.client(await h.tenant());
+    const nowMs = h.clock.nowMs();
+    const forged = (accessToken: string, now = nowMs) => signClientJwt(thief.keys.Private, { accessToken, publicKey: s.keys.Public }, { nowMs: now });
+    h.clock.advance(61_000); // `expiring` is past its minute now
+    const tokens = [s.token, otherSecret(s.token), `at_${"b".repeat(16)}.${"A".repeat(43)}`, expiring];
+    const responses = [];
+    for (const t of tokens) responses.push(await get(await forged(t, h.clock.nowMs())));
+    const answers = responses.map(answer);
+    for (const [i, a] of answers.entries()) assert.deepEqual(a, answers[0], `token ${i} answers as the real one`);
+    // and the holder of the key with an expired token gets the same answer too
+    assert.deepEqual(answer(await get(await apiToken(s.keys, expiring, { nowMs: h.clock.nowMs() }))), answers[0]);
+
+    const reasons = await Promise.all(responses.map(loggedReason));
+    assert.match(reasons[0]!, /signature does not verify/);
+    assert.equal(new Set(reasons).size, reasons.length, `each refusal logs its own reason: ${reasons.join(" | ")}`);
   });
 
   it("kills a client's tokens with the client", async () => {

@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createTestDatabase, createTestRedisPrefix, type TestDatabase, type TestRedisPrefix } from "../store/backends.ts";
 import { issueNonce, KEY, postBlob, request, tenantWithKeys, type Res } from "./harness.ts";
-import { startInstance, type Instance } from "../helpers/serverProcess.ts";
+import { attestdCli, startInstance, type Instance } from "../helpers/serverProcess.ts";
 
 /**
  * Two real attestd processes on one PostgreSQL database and one Redis (each run: a fresh database and its own key
@@ -19,14 +20,18 @@ describe("several instances on PostgreSQL + Redis", () => {
   let b: Instance;
   let key: string; // generous limits
   let limited: string; // burst 6, practically no refill
+  let storeFlags: string[];
 
   before(async () => {
     [db, redis] = await Promise.all([createTestDatabase("scale"), createTestRedisPrefix("scale")]);
     const redisUrl = `${redis.url}?keyPrefix=${encodeURIComponent(redis.prefix)}`;
-    const storeFlags = ["--store", "postgres", "--database-url", db.url, "--redis-url", redisUrl];
+    storeFlags = ["--store", "postgres", "--database-url", db.url, "--redis-url", redisUrl];
     dirs = [0, 1].map(() => mkdtempSync(path.join(tmpdir(), "attestd-scale-")));
+    // every instance seals the store's secrets with the same key, as docs/deployment.md has the operator give it
+    const keyFile = path.join(dirs[0]!, "shared-secrets.key");
+    writeFileSync(keyFile, randomBytes(32).toString("base64") + "\n", { mode: 0o600 });
     // both instances start at once: the migration advisory lock serialises them on the empty database
-    const started = await Promise.all(dirs.map((d) => startInstance([...storeFlags, "--data-dir", d])));
+    const started = await Promise.all(dirs.map((d) => startInstance([...storeFlags, "--data-dir", d, "--secrets-key-file", keyFile])));
     [a, b] = [started[0]!, started[1]!];
     const keys = await tenantWithKeys(storeFlags, "scale", [{ rps: 10_000, burst: 10_000 }, { rps: 0.001, burst: 6 }]);
     [key, limited] = [keys[0]!, keys[1]!];
@@ -51,6 +56,15 @@ describe("several instances on PostgreSQL + Redis", () => {
         [true, true],
       );
     }
+  });
+
+  it("refuses, in one line, an instance with a secrets key of its own", () => {
+    const own = mkdtempSync(path.join(tmpdir(), "attestd-scale-"));
+    dirs.push(own);
+    const r = attestdCli(["serve", "--insecure-http", "--port", "0", ...storeFlags, "--data-dir", own]);
+    assert.equal(r.status, 1);
+    assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+    assert.match(r.stderr, /^attestd: the store's secrets are sealed with key [0-9a-f]{16} and there is no key file at /);
   });
 
   it("consumes on one instance a nonce issued by the other", async () => {

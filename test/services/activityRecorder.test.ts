@@ -26,6 +26,7 @@ function entry(over: Partial<ActivityEntry> = {}): ActivityEntry {
     code: "4010000",
     latencyMs: 1,
     remoteAddress: "127.0.0.1",
+    reason: null,
     ...over,
   };
 }

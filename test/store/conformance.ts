@@ -69,6 +69,7 @@ function activity(over: Partial<ActivityEntry>): ActivityEntry {
     code: null,
     latencyMs: 1.25,
     remoteAddress: "127.0.0.1",
+    reason: null,
     ...over,
   };
 }
@@ -214,7 +215,7 @@ export function storeConformance(name: string, provides: readonly Section[], fac
         const e1 = uid("e");
         const entries = [
           activity({ tenantId: tenant, time: iso(T0 + 1), route: "/a" }),
-          activity({ tenantId: tenant, time: iso(T0 + 3), errorId: e1, status: 400, code: "4000002", clientId: "k1" }),
+          activity({ tenantId: tenant, time: iso(T0 + 3), errorId: e1, status: 400, code: "4000002", clientId: "k1", reason: "the real reason ✓" }),
           activity({ tenantId: tenant, time: iso(T0 + 2), latencyMs: 0.001, remoteAddress: "::1" }),
           activity({ tenantId: tenant, time: iso(T0 + 2), route: "/same-time-later-id" }),
           activity({ tenantId: null, time: iso(T0 + 4), method: "GET", route: "unmatched", status: 404 }),

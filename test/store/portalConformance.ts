@@ -257,6 +257,7 @@ export function portalConformance(name: string, withPartB: boolean, factory: () 
         code: i % 4 === 3 ? "AUTHORIZATION_FAIL" : null,
         latencyMs: 1,
         remoteAddress: "127.0.0.1",
+        reason: null,
         ...o,
       });
       await b.durable.appendActivity(Array.from({ length: 10 }, (_, i) => entry(i)));

@@ -5,8 +5,8 @@ import path from "node:path";
 import { after, describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { verdictHistorySql, sqlitePlaceholder } from "../../src/store/historyQueries.ts";
-import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { loadMigrations } from "../../src/store/migrations.ts";
+import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { REPO } from "../helpers/serverProcess.ts";
 
 const MIGRATIONS = path.join(REPO, "src/store/sqlite/migrations");

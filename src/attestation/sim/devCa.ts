@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { normalizeSerial } from "../chain/statusList.ts";
 import { parsePemBundle, toPem } from "../encoding/pem.ts";
+import { PRIVATE_DIR_MODE } from "../../secrets/privateFiles.ts";
 
 /**
  * A demo vendor PKI for the device simulator and the tests: a root and an intermediate like a vendor's, and device
@@ -316,7 +317,8 @@ export type CaFile = readonly [name: string, text: string, mode: number];
  * configured trust flag that names it.
  */
 export async function writeCaFiles(dir: string, files: readonly CaFile[], opts: { overwrite?: boolean } = {}): Promise<string[]> {
-  await mkdir(dir, { recursive: true });
+  // it holds private keys, and may be made inside (or make) the data directory: the service user's alone
+  await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const refuse = (path: string) => new Error(`${path} exists; refusing to replace a CA`);
   if (!opts.overwrite) {
     for (const [name] of files) {

@@ -1,5 +1,6 @@
 import { Type } from "typebox";
-import { MAX_IP_ENTRY_LENGTH, MAX_REFERER_PATTERN_LENGTH, MAX_RESTRICTION_ENTRIES } from "../../auth/restrictions.ts";
+import { MAX_REFERER_PATTERN_LENGTH } from "../../auth/refererPattern.ts";
+import { MAX_IP_ENTRY_LENGTH, MAX_RESTRICTION_ENTRIES } from "../../auth/restrictions.ts";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_NUM, MAX_PAGE_SIZE } from "../../enrollment/paging.ts";
 import { PROFILE_LIMITS } from "../../enrollment/profiles.ts";
 import { MAX_JWT_LENGTH, MAX_VALIDITY_MINUTES, MIN_VALIDITY_MINUTES } from "../../enrollment/tokens.ts";

@@ -4,6 +4,7 @@ import { RedisStore } from "../redis/redisStore.ts";
 import type { Stores } from "../types.ts";
 import { PgEnrollmentStore } from "./pgEnrollmentStore.ts";
 import { PgSigningKeyStore } from "./pgSigningKeyStore.ts";
+import { PgSecretsStore } from "./pgSecretsStore.ts";
 import { PgStore } from "./pgStore.ts";
 
 export interface NetworkStoreConfig {
@@ -46,6 +47,7 @@ export async function openPostgresStores(c: NetworkStoreConfig): Promise<Stores>
     rateLimits: redis ?? new MemoryRateLimitStore(),
     jti: redis ?? pgStore,
     signingKeys: new PgSigningKeyStore(pgStore.pool),
+    secrets: new PgSecretsStore(pgStore.pool),
     health: async () => {
       const checks = [pingHealth("postgres", () => pgStore.ping())];
       if (redis) checks.push(pingHealth("redis", () => redis.ping()));

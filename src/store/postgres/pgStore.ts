@@ -40,7 +40,7 @@ export interface PgOptions {
 
 const TENANT_COLS = "tenant_id, name, customer_id, kind, state, enrollment_enabled, created_at";
 const KEY_COLS = "key_id, tenant_id, secret_hash, rps, burst, created_at, revoked_at, restrictions, label, last_used_at";
-const ACTIVITY_COLS = "id, time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address";
+const ACTIVITY_COLS = "id, time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address, reason";
 const VERDICT_COLS = "object_id, tenant_id, format, record, reason, detail, created_at";
 const PERSON_COLS = "user_id, tenant_id, email, created_at, updated_at, portal_role, portal_state, password_hash";
 
@@ -327,9 +327,9 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     try {
       await this.q(
         "insertActivity",
-        `INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address)
+        `INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address, reason)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],
-                              $8::text[], $9::float8[], $10::text[])
+                              $8::text[], $9::float8[], $10::text[], $11::text[])
          ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING`,
         [
           col("time"),
@@ -342,6 +342,7 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
           col("code"),
           col("latencyMs"),
           col("remoteAddress"),
+          col("reason"),
         ],
       );
       return { refused: [] };
@@ -357,9 +358,9 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
             await query(
               c,
               "insertActivityOne",
-              `INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING`,
-              [e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress],
+              `INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address, reason)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING`,
+              [e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress, e.reason],
             );
             await query(c, undefined, "RELEASE SAVEPOINT activity_entry");
           } catch (error) {

@@ -1,8 +1,8 @@
 import Database from "better-sqlite3";
-import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ReferenceValue } from "../../attestation/types.ts";
+import { ensurePrivateFile } from "../../secrets/privateFiles.ts";
 import { loadMigrations } from "../migrations.ts";
 import { sqliteRows, type Row } from "../rows.ts";
 import { GroupCommit, groupCommitFor } from "./groupCommit.ts";
@@ -57,7 +57,8 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
 
   constructor(opts: SqliteOptions) {
     this.file = opts.file;
-    if (opts.file !== ":memory:") mkdirSync(path.dirname(opts.file), { recursive: true });
+    // 0600 before SQLite opens it, so its -wal and -shm (made with the database file's mode) are private too
+    if (opts.file !== ":memory:") ensurePrivateFile(opts.file);
     this.db = new Database(opts.file);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma(`synchronous = ${opts.synchronous ?? "NORMAL"}`);
@@ -151,7 +152,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
       deleteRefval: db.prepare("DELETE FROM reference_values WHERE model = ? AND firmware_version = ?"),
       deleteTenantRefval: db.prepare("DELETE FROM tenant_reference_values WHERE tenant_id = ? AND model = ? AND firmware_version = ?"),
       insertActivity: db.prepare(
-        "INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING",
+        "INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING",
       ),
     };
   }
@@ -350,7 +351,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
         for (const e of rows) {
           try {
             this.stmt.insertActivity.run(
-              e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress,
+              e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress, e.reason,
             );
           } catch (error) {
             // SQLite ended the whole transaction (SQLITE_FULL, SQLITE_IOERR): the batch is lost, the writer says so

@@ -1,0 +1,20 @@
+/**
+ * Every column that holds a sealed secret (src/secrets/secretBox.ts), on every SQL backend. The service that owns a
+ * secret seals it with `sealContext(purpose, <the row's id>)` before storing it and opens it with the same context;
+ * the stores' `sealAll` walks this list at start-up to seal plaintext from before sealing and to reseal after a key
+ * rotation. A new secret column: add it here and seal it in its service; nothing else changes.
+ */
+export interface SealedColumn {
+  table: string;
+  /** the column identifying the row; its value is the record id in the seal context */
+  idColumn: string;
+  column: string;
+  /** what the value is, the first part of its seal context */
+  purpose: string;
+}
+
+export const TENANT_PRIVATE_KEY_PURPOSE = "tenant-private-key";
+
+export const SEALED_COLUMNS: readonly SealedColumn[] = [
+  { table: "tenant_encryption_keys", idColumn: "tenant_id", column: "private_key", purpose: TENANT_PRIVATE_KEY_PURPOSE },
+];
