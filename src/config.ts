@@ -42,7 +42,9 @@ export const settings = {
   tlsKey: s("string", "PEM file with the server private key"),
   devTls: s("bool", "generate and use a local dev CA + leaf in the data dir (default when no cert is given)"),
   insecureHttp: s("bool", "serve plain HTTP (only behind a TLS-terminating proxy)"),
-  publicUrl: s("string", "the URL people reach the service at, for the links `user invite` prints (default https://HOST:PORT)"),
+  publicUrl: s("string", "the URL people reach the service at: the links `user invite` prints, and the origin passkeys are bound to (default https://HOST:PORT, with localhost for a loopback or wildcard HOST)"),
+  portalIdleTimeout: s("int", "seconds a portal session lives without a request", { default: 1800, min: 1, max: 86_400 }),
+  portalSessionLifetime: s("int", "seconds a portal session lives at most after sign-in, however busy", { default: 43_200, min: 1, max: 30 * 86_400 }),
   trustedProxies: s("list", "proxy addresses/CIDRs whose X-Forwarded-For is trusted (comma-separated)", {
     default: [],
   }),
@@ -97,6 +99,19 @@ export type Config = {
     ? ValueOf<(typeof settings)[N]["kind"]>
     : ValueOf<(typeof settings)[N]["kind"]> | undefined;
 };
+
+/**
+ * Where people reach the service (--public-url, without a trailing slash): the base of the links `user invite`
+ * prints and, as an origin, what passkeys are bound to. Without one, this host and port over HTTPS; a loopback or
+ * wildcard listen address becomes `localhost`, which the dev certificate names and which, unlike an IP address, a
+ * browser accepts as a WebAuthn relying party.
+ */
+export function publicBaseUrl(c: Pick<Config, "publicUrl" | "host" | "port">): string {
+  if (c.publicUrl) return c.publicUrl.replace(/\/+$/, "");
+  const local = ["127.0.0.1", "::1", "0.0.0.0", "::", "localhost"].includes(c.host);
+  const host = local ? "localhost" : c.host.includes(":") ? `[${c.host}]` : c.host;
+  return new URL(`https://${host}:${c.port}`).origin;
+}
 
 export function flagName(name: string): string {
   return name.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase());
@@ -176,5 +191,17 @@ export function loadConfig(
     throw new ConfigError("--insecure-http cannot be combined with --tls-cert or --dev-tls");
   }
   if (Boolean(c.tlsCert) !== Boolean(c.tlsKey)) throw new ConfigError("--tls-cert and --tls-key go together");
+  if (c.publicUrl !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(c.publicUrl);
+    } catch {
+      url = undefined;
+    }
+    if (!url || !["https:", "http:"].includes(url.protocol)) throw new ConfigError(`--public-url ${c.publicUrl} is not an http(s) URL`);
+  }
+  if (c.portalIdleTimeout > c.portalSessionLifetime) {
+    throw new ConfigError("--portal-idle-timeout cannot be longer than --portal-session-lifetime");
+  }
   return c;
 }

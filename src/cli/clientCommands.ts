@@ -9,6 +9,7 @@ import { isAppError } from "../errors/AppError.ts";
 import { PortalAccounts } from "../portal/accounts.ts";
 import { RateLimiter } from "../services/rateLimiter.ts";
 import type { Stores } from "../store/types.ts";
+import { publicBaseUrl } from "../config.ts";
 import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
 
 async function tenantNamed(stores: Stores, name: string): Promise<Tenant> {
@@ -207,8 +208,7 @@ export function registerClientCommands(program: Command): void {
       const inv = await portalErrors(() =>
         portalAccounts(stores).invite({ email: o.email, role: o.operator ? "operator" : o.role, ...(o.tenant !== undefined ? { tenant: o.tenant } : {}) }),
       );
-      const base = (config.publicUrl ?? `https://${config.host}:${config.port}`).replace(/\/+$/, "");
-      process.stdout.write(`${base}/portal/invite#${inv.token}\n`);
+      process.stdout.write(`${publicBaseUrl(config)}/portal/invite#${inv.token}\n`);
       process.stderr.write(`${inv.user.email} (${inv.user.role}) may set a password with that link until ${inv.expiresAt}; it works once\n`);
     });
   });
