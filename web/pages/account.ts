@@ -1,15 +1,23 @@
-import { layout } from "../layout.ts";
+import type { PortalPasskey } from "../../src/domain/portal.ts";
 import { html } from "../html.ts";
+import { layout, table, type PageContext } from "../layout.ts";
+
+/** A stored ISO time as people read it: minutes, UTC. */
+export const minutes = (iso: string) => html`<time datetime="${iso}">${iso.slice(0, 16).replace("T", " ")} UTC</time>`;
 
 export function signInPage(next: string): string {
   return layout(
     "Sign in",
     {},
     html`<form data-api="/portal/api/session" data-method="POST" data-then="${next}" class="narrow">
-  <label>Email <input type="email" name="email" autocomplete="username" required maxlength="320"></label>
+  <label>Email <input type="email" name="email" autocomplete="username webauthn" required maxlength="320"></label>
   <label>Password <input type="password" name="password" autocomplete="current-password" required maxlength="1024"></label>
   <button type="submit">Sign in</button>
-</form>`,
+</form>
+<div class="narrow" data-passkey-only hidden>
+  <p class="or">or, without a password:</p>
+  <button type="button" class="secondary" data-passkey-signin data-then="${next}">Sign in with a passkey</button>
+</div>`,
   );
 }
 
@@ -22,5 +30,50 @@ export function invitePage(): string {
   <label>New password <input type="password" name="password" autocomplete="new-password" required minlength="12" maxlength="1024"></label>
   <button type="submit">Set password</button>
 </form>`,
+  );
+}
+
+/** Who you are, and your passkeys: add one, rename, delete. */
+export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin: string): string {
+  const actor = ctx.actor!;
+  const rows = passkeys.map((p) => {
+    const api = `/portal/api/passkeys/${encodeURIComponent(p.credentialId)}`;
+    return html`<tr>
+  <td>${p.name}</td><td>${minutes(p.createdAt)}</td><td>${p.lastUsedAt ? minutes(p.lastUsedAt) : "never"}</td>
+  <td>${p.backedUp ? "synced" : "this device only"}</td>
+  <td class="actions">
+    <details>
+      <summary role="button" class="secondary outline">Rename</summary>
+      <form data-api="${api}" data-method="PATCH" aria-label="Rename the passkey ${p.name}">
+        <label>New name <input name="name" required maxlength="60" value="${p.name}"></label>
+        <button type="submit">Save</button>
+      </form>
+    </details>
+    <button type="button" class="secondary" data-api="${api}" data-method="DELETE"
+      data-confirm="Delete the passkey “${p.name}”? You can still sign in with your password and any other passkey.">Delete</button>
+  </td>
+</tr>`;
+  });
+  return layout(
+    "Account",
+    ctx,
+    html`<section aria-labelledby="you-h">
+  <h2 id="you-h">You</h2>
+  <dl class="facts">
+    <dt>Email</dt><dd>${actor.email}</dd>
+    <dt>Role</dt><dd>${actor.role}</dd>
+  </dl>
+</section>
+<section aria-labelledby="passkeys-h">
+  <h2 id="passkeys-h">Passkeys</h2>
+  <p>A passkey signs you in with your device's screen lock or a security key instead of your password, and cannot be
+  phished: it works only at <code>${origin}</code>.</p>
+  <form data-passkey-register aria-label="Add a passkey" class="inline">
+    <label>Name (optional) <input name="name" maxlength="60" placeholder="laptop, phone, security key"></label>
+    <button type="submit">Add a passkey</button>
+  </form>
+  ${table("Your passkeys", ["Name", "Added", "Last used", "Kind", "Actions"], rows)}
+</section>`,
+    "/portal/account",
   );
 }

@@ -7,6 +7,8 @@ import type { FastifyRequest } from "fastify";
 import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { SESSION_COOKIE } from "../../portal/sessions.ts";
+import { registerPasskeyRoutes } from "./passkeys.ts";
+import { registerUserRoutes } from "./users.ts";
 import type { AppInstance } from "../types.ts";
 import { registerAccountRoutes } from "./account.ts";
 import { allowed, type PortalDeps, type PortalRoutes } from "./context.ts";
@@ -37,6 +39,11 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   "portal.js": { file: path.join(WEB, "portal.js"), type: "text/javascript; charset=utf-8" },
   "portal.css": { file: path.join(WEB, "portal.css"), type: "text/css; charset=utf-8" },
   "vendor/pico.min.css": { file: require.resolve("@picocss/pico/css/pico.min.css"), type: "text/css; charset=utf-8" },
+  // the package's single-file build (its ESM entry imports a tree of files); it sets window.SimpleWebAuthnBrowser
+  "vendor/simplewebauthn-browser.js": {
+    file: path.join(path.dirname(require.resolve("@simplewebauthn/browser")), "../dist/bundle/index.umd.min.js"),
+    type: "text/javascript; charset=utf-8",
+  },
 };
 
 const isApi = (url: string) => url.startsWith("/portal/api/");
@@ -72,8 +79,9 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
       done();
     });
 
-    // Who is asking, what they may do, and that a state change carries its CSRF token: before every portal route.
-    app.addHook("preHandler", async (request, reply) => {
+    // Who is asking, what they may do, and that a state change carries its CSRF token: before every portal route,
+    // and before its input is validated, so a person without the right learns nothing of what a valid request is.
+    app.addHook("preValidation", async (request, reply) => {
       const need = request.routeOptions.config?.portal;
       if (!need) return;
       const isWrite = !["GET", "HEAD"].includes(request.method);
@@ -130,9 +138,22 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
         return { actor: request.actor!, csrf: request.csrfToken!, ...(request.actor!.tenantId === null && tenant ? { tenant } : {}) };
       },
       html: (reply, body) => reply.type("text/html; charset=utf-8").send(body),
+      async startSession(reply, user, method) {
+        const { sessionId } = await deps.sessions.open(user, method);
+        // the cookie outlives no session: its Max-Age is the session's absolute lifetime
+        reply.setCookie(SESSION_COOKIE, sessionId, {
+          path: "/",
+          secure: true,
+          httpOnly: true,
+          sameSite: "strict",
+          maxAge: Math.floor(deps.sessions.lifetimes.absoluteMs / 1000),
+        });
+      },
     };
     registerAccountRoutes(app, routes);
     registerHistoryRoutes(app, routes);
     registerKeyRoutes(app, routes);
+    registerPasskeyRoutes(app, routes);
+    registerUserRoutes(app, routes);
   };
 }
