@@ -39,9 +39,10 @@ export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin:
   const rows = passkeys.map((p) => {
     const api = `/portal/api/passkeys/${encodeURIComponent(p.credentialId)}`;
     return html`<tr>
-  <td>${p.name}</td><td>${minutes(p.createdAt)}</td><td>${p.lastUsedAt ? minutes(p.lastUsedAt) : "never"}</td>
-  <td>${p.backedUp ? "synced" : "this device only"}</td>
-  <td class="actions">
+  <td data-label="Name">${p.name}</td><td data-label="Added">${minutes(p.createdAt)}</td>
+  <td data-label="Last used">${p.lastUsedAt ? minutes(p.lastUsedAt) : "never"}</td>
+  <td data-label="Kind">${p.backedUp ? "synced" : "this device only"}</td>
+  <td data-label="Actions" class="actions"><div>
     <details>
       <summary role="button" class="secondary outline">Rename</summary>
       <form data-api="${api}" data-method="PATCH" aria-label="Rename the passkey ${p.name}">
@@ -51,7 +52,7 @@ export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin:
     </details>
     <button type="button" class="secondary" data-api="${api}" data-method="DELETE"
       data-confirm="Delete the passkey “${p.name}”? You can still sign in with your password and any other passkey.">Delete</button>
-  </td>
+  </div></td>
 </tr>`;
   });
   return layout(
@@ -72,7 +73,7 @@ export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin:
     <label>Name (optional) <input name="name" maxlength="60" placeholder="laptop, phone, security key"></label>
     <button type="submit">Add a passkey</button>
   </form>
-  ${table("Your passkeys", ["Name", "Added", "Last used", "Kind", "Actions"], rows)}
+  <div class="stack">${table("Your passkeys", ["Name", "Added", "Last used", "Kind", "Actions"], rows)}</div>
 </section>`,
     "/portal/account",
   );

@@ -25,7 +25,8 @@ export function usersPage(ctx: PageContext, people: PersonSummary[], f: PeopleFi
           : html`<button type="button" class="secondary" data-api="${api}/disable" data-method="POST"
           data-confirm="Disable ${p.email}? Every session of theirs ends at once.">Disable</button>`;
     return html`<tr>
-  <td>${p.email}</td><td>${p.tenant ?? "—"}</td><td>${role}</td><td>${p.state}</td><td>${minutes(p.createdAt)}</td><td class="actions">${action}</td>
+  <td data-label="Email">${p.email}</td><td data-label="Tenant">${p.tenant ?? "—"}</td><td data-label="Role">${role}</td>
+  <td data-label="State">${p.state}</td><td data-label="Since">${minutes(p.createdAt)}</td><td data-label="Action" class="actions">${action}</td>
 </tr>`;
   });
   const caption = f.operators ? "Operators" : f.tenant ? `People of ${f.tenant}` : "Everyone";
@@ -40,19 +41,21 @@ export function usersPage(ctx: PageContext, people: PersonSummary[], f: PeopleFi
 </form>
 <section aria-labelledby="invite-h">
   <h2 id="invite-h">Invite someone</h2>
-  <form data-api="/portal/api/users" data-method="POST" data-omit-empty data-reveal="new-link:link" aria-label="Invite someone">
+  <form data-api="/portal/api/users" data-method="POST" data-omit-empty data-reveal="new-link:link"
+    data-done="Invited. Copy the link below now: it is shown once." aria-label="Invite someone">
     <div class="grid">
       <label>Email <input type="email" name="email" required maxlength="320"></label>
-      <label>Role
-        <select name="role">
-          <option value="admin">admin (everything of the tenant)</option>
+      <div>
+        <label for="invite-role">Role</label>
+        <select id="invite-role" name="role">
+          <option value="admin">admin</option>
           <option value="viewer">viewer (reads only)</option>
-          <option value="operator">operator (every tenant; no tenant)</option>
+          <option value="operator">operator (all tenants)</option>
         </select>
-      </label>
+      </div>
       <label>Tenant (not for operators) <input name="tenant" maxlength="100" value="${f.tenant ?? ""}"></label>
     </div>
-    <button type="submit">Invite</button>
+    <button type="submit" class="auto">Invite</button>
   </form>
   <div id="new-link" hidden>
     <p><strong>The sign-in link, shown once.</strong> Send it to the person: it works once, for 24 hours, and sets
@@ -60,10 +63,7 @@ export function usersPage(ctx: PageContext, people: PersonSummary[], f: PeopleFi
     <p><code id="new-link-value"></code> <button type="button" class="secondary" data-copy="new-link-value">Copy</button></p>
   </div>
 </section>
-<section aria-labelledby="people-h">
-  <h2 id="people-h">${caption}</h2>
-  ${table(caption, ["Email", "Tenant", "Role", "State", "Since", "Action"], rows)}
-</section>`,
+<div class="stack">${table(caption, ["Email", "Tenant", "Role", "State", "Since", "Action"], rows)}</div>`,
     "/portal/users",
   );
 }

@@ -43,7 +43,8 @@ function formBody(form) {
   return body;
 }
 
-// data-reveal="ID:field": a secret shown once (an invitation link) goes into #ID-value and #ID is shown
+// data-reveal="ID:field": a secret shown once (an invitation link) goes into #ID-value and #ID is shown;
+// data-done is what the notice line then says
 function reveal(spec, result) {
   const [id, field] = spec.split(":");
   document.getElementById(`${id}-value`).textContent = result[field];
@@ -64,7 +65,7 @@ for (const form of document.querySelectorAll("form[data-api]")) {
         form.reset();
       } else if (form.dataset.reveal) {
         reveal(form.dataset.reveal, result);
-        say("Done. Reload the page to see the list.");
+        say(form.dataset.done ?? "Done.");
         form.reset();
       } else if (form.dataset.then) {
         location.assign(form.dataset.then);
