@@ -35,6 +35,11 @@ function coseOf(key: KeyObject): Uint8Array {
   );
 }
 
+/** A PublicKeyCredential as @simplewebauthn/browser serialises it, around an authenticator's response. */
+function envelope<R>(cred: Credential, response: R) {
+  return { id: b64u(cred.id), rawId: b64u(cred.id), type: "public-key" as const, authenticatorAttachment: "platform" as const, clientExtensionResults: {}, response };
+}
+
 export class SoftAuthenticator {
   private readonly credentials = new Map<string, Credential>();
 
@@ -66,14 +71,7 @@ export class SoftAuthenticator {
     const clientDataJSON = JSON.stringify({ type: "webauthn.create", challenge: options.challenge, origin, crossOrigin: false });
     const authData = this.authData(rpId, this.flags(true), cred.counter, cred);
     const attestationObject = isoCBOR.encode(new Map<string, unknown>([["fmt", "none"], ["attStmt", new Map()], ["authData", new Uint8Array(authData)]]) as never);
-    return {
-      id: b64u(cred.id),
-      rawId: b64u(cred.id),
-      type: "public-key",
-      authenticatorAttachment: "platform",
-      clientExtensionResults: {},
-      response: { clientDataJSON: b64u(clientDataJSON), attestationObject: b64u(attestationObject), transports: ["internal"] },
-    };
+    return envelope(cred, { clientDataJSON: b64u(clientDataJSON), attestationObject: b64u(attestationObject), transports: ["internal"] });
   }
 
   /** navigator.credentials.get(): signs with `credentialId`, or the one credential held for the RP. */
@@ -85,14 +83,7 @@ export class SoftAuthenticator {
     const clientDataJSON = JSON.stringify({ type: "webauthn.get", challenge: options.challenge, origin, crossOrigin: false });
     const authenticatorData = this.authData(rpId, this.flags(false), cred.counter);
     const signature = sign("sha256", Buffer.concat([authenticatorData, sha256(clientDataJSON)]), cred.key);
-    return {
-      id: b64u(cred.id),
-      rawId: b64u(cred.id),
-      type: "public-key",
-      authenticatorAttachment: "platform",
-      clientExtensionResults: {},
-      response: { clientDataJSON: b64u(clientDataJSON), authenticatorData: b64u(authenticatorData), signature: b64u(signature), userHandle: cred.userHandle },
-    };
+    return envelope(cred, { clientDataJSON: b64u(clientDataJSON), authenticatorData: b64u(authenticatorData), signature: b64u(signature), userHandle: cred.userHandle });
   }
 
   /** Another authenticator holding a copy of this one's credential as it was (its counter frozen at the copy). */
