@@ -193,7 +193,8 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
       // longer than the idle timeout without a request
       await new Promise((r) => setTimeout(r, 6500));
       await page.goto(`${idleBase}/portal/verdicts`);
-      await page.waitForURL(`${idleBase}/portal/signin?next=%2Fportal%2Fverdicts`);
+      await page.waitForURL(`${idleBase}/portal/signin?next=%2Fportal%2Fverdicts&ended=1`);
+      await page.getByText("Your session has ended").waitFor();
       await visit(page, "12-idle-signed-out");
     } finally {
       await idle.stop();

@@ -345,7 +345,10 @@ describe("portal sign-in over HTTP: rate limits, one answer for every failure, s
     assert.equal((await h.inject({ url: "/portal/api/me", who: idle })).statusCode, 401, "10 minutes without one");
     const page = await h.inject({ url: "/portal/keys", who: idle });
     assert.equal(page.statusCode, 302);
-    assert.match(String(page.headers.location), /^\/portal\/signin\?next=/);
+    assert.equal(page.headers.location, "/portal/signin?next=%2Fportal%2Fkeys&ended=1", "the sign-in page will say the session ended");
+    const signInPage = await h.inject({ url: String(page.headers.location) });
+    assert.match(signInPage.body, /Your session has ended/);
+    assert.doesNotMatch((await h.inject({ url: "/portal/signin?next=%2Fportal%2Fkeys" })).body, /Your session has ended/);
   });
 
   it("sign-out ends the session in the store; the cookie is cleared and worth nothing if kept", async () => {

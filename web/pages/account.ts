@@ -5,11 +5,13 @@ import { layout, table, type PageContext } from "../layout.ts";
 /** A stored ISO time as people read it: minutes, UTC. */
 export const minutes = (iso: string) => html`<time datetime="${iso}">${iso.slice(0, 16).replace("T", " ")} UTC</time>`;
 
-export function signInPage(next: string): string {
+/** `ended`: the browser came back with a session that is over (signed out elsewhere, idle too long, disabled). */
+export function signInPage(next: string, ended = false): string {
   return layout(
     "Sign in",
     {},
-    html`<form data-api="/portal/api/session" data-method="POST" data-then="${next}" class="narrow">
+    html`${ended ? html`<p class="ended">Your session has ended: it was idle too long, reached its time limit, or was signed out. Sign in again.</p>` : ""}
+<form data-api="/portal/api/session" data-method="POST" data-then="${next}" class="narrow">
   <label>Email <input type="email" name="email" autocomplete="username webauthn" required maxlength="320"></label>
   <label>Password <input type="password" name="password" autocomplete="current-password" required maxlength="1024"></label>
   <button type="submit">Sign in</button>

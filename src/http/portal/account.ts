@@ -15,9 +15,9 @@ function safeNext(next: string | undefined): string {
 
 /** Signing in and out, and setting a password through an invitation. */
 export function registerAccountRoutes(app: AppInstance, { deps, html, tags, startSession }: PortalRoutes): void {
-  const SignInQuery = Type.Object({ next: Type.Optional(Type.String({ maxLength: 500 })) });
+  const SignInQuery = Type.Object({ next: Type.Optional(Type.String({ maxLength: 500 })), ended: Type.Optional(Type.String({ maxLength: 8 })) });
   app.get("/portal/signin", { schema: { hide: true, querystring: SignInQuery }, config: { portal: "public" } }, (request, reply) =>
-    html(reply, signInPage(safeNext(request.query.next))),
+    html(reply, signInPage(safeNext(request.query.next), request.query.ended !== undefined)),
   );
   app.get("/portal/invite", { schema: { hide: true }, config: { portal: "public" } }, (_request, reply) => html(reply, invitePage()));
 

@@ -91,7 +91,9 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
       }
       const resolved = await deps.sessions.resolve(request.cookies[SESSION_COOKIE]);
       if (!resolved) {
-        if (!isApi(request.url)) return reply.redirect(`/portal/signin?next=${encodeURIComponent(request.url)}`, 302);
+        // a cookie that names no live session: the person was signed in, and the sign-in page says why they are back
+        const ended = request.cookies[SESSION_COOKIE] ? "&ended=1" : "";
+        if (!isApi(request.url)) return reply.redirect(`/portal/signin?next=${encodeURIComponent(request.url)}${ended}`, 302);
         throw new AppError(catalog.PORTAL_SIGNED_OUT, "Sign in first");
       }
       request.actor = resolved.actor;
