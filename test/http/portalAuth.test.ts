@@ -113,6 +113,17 @@ describe("portal passkeys over HTTP", () => {
     assert.equal((await h.inject({ method: "POST", url: "/portal/api/keys", who: back, payload: { label: "by passkey" } })).statusCode, 200);
   });
 
+  it("the WebAuthn browser library is served from node_modules by this service, under the same CSP", async () => {
+    const res = await h.inject({ url: "/portal/assets/vendor/simplewebauthn-browser.js" });
+    assert.equal(res.statusCode, 200);
+    assert.match(String(res.headers["content-type"]), /javascript/);
+    assert.match(res.body, /SimpleWebAuthnBrowser/);
+    assert.match(String(res.headers["content-security-policy"]), /script-src 'self'/);
+    const signin = await h.inject({ url: "/portal/signin" });
+    assert.match(signin.body, /data-passkey-signin/);
+    assert.doesNotMatch(signin.body, /<script(?![^>]*\bsrc=)[^>]*>/, "no inline script");
+  });
+
   it("a challenge is single use, bound to its user and ceremony, and void after two minutes", async () => {
     const bo = await h.person("bo@acme.example", "admin", "acme");
     const cy = await h.person("cy@acme.example", "admin", "acme");
