@@ -1,13 +1,11 @@
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type AuthenticatorTransportFuture,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
+import type {
+  AuthenticationResponseJSON,
+  AuthenticatorTransportFuture,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
+  VerifiedAuthenticationResponse,
+  VerifiedRegistrationResponse,
 } from "@simplewebauthn/server";
 import type { Clock, Rng } from "../clock.ts";
 import type { PasskeyChallenge, PortalPasskey, PortalUser } from "../domain/portal.ts";
@@ -31,6 +29,13 @@ export interface RelyingParty {
   origin: string;
   name: string;
 }
+
+/**
+ * The library and its own ASN.1 and CBOR dependencies are loaded at the first ceremony rather than at start-up:
+ * they add a noticeable share to every `serve` start, and most starts see no passkey for a while.
+ */
+let library: Promise<typeof import("@simplewebauthn/server")> | undefined;
+const webauthn = () => (library ??= import("@simplewebauthn/server"));
 
 /** The user handle a passkey carries: the user's id, which is random and names no one. */
 const userHandle = (userId: string): Uint8Array<ArrayBuffer> => new Uint8Array(Buffer.from(userId, "utf8"));
@@ -95,7 +100,7 @@ export class PortalPasskeys {
   /** Options for navigator.credentials.create(): a resident key with user verification, none already registered. */
   async registrationOptions(actor: Actor): Promise<PublicKeyCredentialCreationOptionsJSON> {
     const existing = await this.store.listPasskeys(actor.userId);
-    return generateRegistrationOptions({
+    return (await webauthn()).generateRegistrationOptions({
       rpName: this.rp.name,
       rpID: this.rpId,
       userName: actor.email,
@@ -115,9 +120,9 @@ export class PortalPasskeys {
     if (!taken || taken.ceremony.userId !== actor.userId) {
       throw new AppError(catalog.PORTAL_PASSKEY_REJECTED, "this passkey ceremony expired or was already used: start again");
     }
-    let verified: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
+    let verified: VerifiedRegistrationResponse;
     try {
-      verified = await verifyRegistrationResponse({
+      verified = await (await webauthn()).verifyRegistrationResponse({
         response,
         expectedChallenge: taken.challenge,
         expectedOrigin: this.rp.origin,
@@ -155,7 +160,7 @@ export class PortalPasskeys {
   async signInOptions(remoteAddress: string): Promise<PublicKeyCredentialRequestOptionsJSON> {
     const limit = await this.limiter.forSignInAddress(remoteAddress);
     if (!limit.allowed) throw new AppError(catalog.TOO_MANY_REQUESTS, "Too many sign-in attempts; wait and try again", retryAfter(limit));
-    return generateAuthenticationOptions({
+    return (await webauthn()).generateAuthenticationOptions({
       rpID: this.rpId,
       challenge: await this.newChallenge("signin", null),
       timeout: CHALLENGE_TTL_MS,
@@ -177,9 +182,9 @@ export class PortalPasskeys {
     if (!passkey || !user || user.state !== "active") throw failed();
     const handle = response.response.userHandle;
     if (handle !== undefined && handle !== Buffer.from(userHandle(user.userId)).toString("base64url")) throw failed();
-    let verified: Awaited<ReturnType<typeof verifyAuthenticationResponse>>;
+    let verified: VerifiedAuthenticationResponse;
     try {
-      verified = await verifyAuthenticationResponse({
+      verified = await (await webauthn()).verifyAuthenticationResponse({
         response,
         expectedChallenge: taken.challenge,
         expectedOrigin: this.rp.origin,

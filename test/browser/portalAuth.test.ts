@@ -57,7 +57,7 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
     await page.waitForURL(`${serverBase}/portal/signin`);
     await page.getByLabel("Email").fill(email);
     await page.getByLabel("Password").fill(PASSWORD);
-    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForURL(`${serverBase}/portal/`);
   }
 
@@ -95,7 +95,7 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.waitForURL(`${base}/portal/signin`);
     await visit(page, "3-signin");
-    await page.getByRole("button", { name: "Sign in with a passkey" }).click();
+    await page.getByRole("button", { name: "Use a passkey" }).click();
     await page.waitForURL(`${base}/portal/`);
     await page.goto(`${base}/portal/keys`);
     await page.getByRole("button", { name: "Create key" }).waitFor();
@@ -114,7 +114,7 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
     await visit(page, "6-account-deleted");
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.waitForURL(`${base}/portal/signin`);
-    await page.getByRole("button", { name: "Sign in with a passkey" }).click();
+    await page.getByRole("button", { name: "Use a passkey" }).click();
     await page.locator("#notice.error").getByText("The passkey was not accepted").waitFor();
     await visit(page, "7-signin-deleted-passkey");
     assert.equal(page.url(), `${base}/portal/signin`);

@@ -17,8 +17,8 @@ export function signInPage(next: string, ended = false): string {
   <button type="submit">Sign in</button>
 </form>
 <div class="narrow" data-passkey-only hidden>
-  <p class="or">or, without a password:</p>
-  <button type="button" class="secondary" data-passkey-signin data-then="${next}">Sign in with a passkey</button>
+  <p class="or">Or sign in without a password:</p>
+  <button type="button" class="secondary" data-passkey-signin data-then="${next}">Use a passkey</button>
 </div>`,
   );
 }
