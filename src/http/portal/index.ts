@@ -7,13 +7,13 @@ import type { FastifyRequest } from "fastify";
 import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { SESSION_COOKIE } from "../../portal/sessions.ts";
-import { registerPasskeyRoutes } from "./passkeys.ts";
-import { registerUserRoutes } from "./users.ts";
 import type { AppInstance } from "../types.ts";
 import { registerAccountRoutes } from "./account.ts";
 import { allowed, type PortalDeps, type PortalRoutes } from "./context.ts";
 import { registerHistoryRoutes } from "./history.ts";
 import { registerKeyRoutes } from "./keys.ts";
+import { registerPasskeyRoutes } from "./passkeys.ts";
+import { registerUserRoutes } from "./users.ts";
 
 /**
  * Strict: nothing inline, nothing from another origin, never framed. web/static/portal.js is the only script;
