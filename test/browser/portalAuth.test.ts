@@ -51,7 +51,9 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
   async function signedIn(page: Page, email: string, invite: string[], serverBase = base, dataDir = data): Promise<void> {
     const made = attestdCli(["user", "invite", "--email", email, ...invite, "--public-url", serverBase, ...dataDir]);
     assert.equal(made.status, 0, made.stderr);
+    const who = email.split("@")[0]!;
     await page.goto(made.stdout.trim());
+    await visit(page, `${who}-invite`);
     await page.getByLabel("New password").fill(PASSWORD);
     await page.getByRole("button", { name: "Set password" }).click();
     await page.waitForURL(`${serverBase}/portal/signin`);
@@ -59,6 +61,7 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
     await page.getByLabel("Password").fill(PASSWORD);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForURL(`${serverBase}/portal/`);
+    await visit(page, `${who}-overview`);
   }
 
   before(async () => {
@@ -102,6 +105,7 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
     await visit(page, "4-keys-after-passkey");
     await page.goto(`${base}/portal/account`);
     assert.doesNotMatch((await page.locator("tbody tr").first().textContent())!, /never/, "its last use is shown");
+    await visit(page, "4-account-used");
 
     // rename, then delete with a confirmation: the session goes on, the passkey no longer opens one
     await page.getByText("Rename").click();
@@ -139,6 +143,8 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
     assert.deepEqual([forced.status, forced.body.code], [403, "4038000"]);
     const users = await page.goto(`${base}/portal/users`);
     assert.equal(users?.status(), 403);
+    await page.getByRole("heading", { name: "Not allowed" }).waitFor();
+    await visit(page, "8-users-as-viewer-403");
   });
 
   it("an operator invites, changes a role and disables someone on the Users page", async () => {

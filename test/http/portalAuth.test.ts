@@ -406,6 +406,13 @@ describe("operators' Users admin API", () => {
     }
     const page = await h.inject({ url: "/portal/users", who: ada });
     assert.equal(page.statusCode, 403);
+    // a page says so as a page, with the code and error id; the API keeps its JSON body
+    assert.match(String(page.headers["content-type"]), /^text\/html/);
+    assert.match(page.body, /<h1>Not allowed<\/h1>/);
+    assert.match(page.body, /<code>4038000<\/code>.*error id <code>[0-9a-f]{24}<\/code>/s);
+    assert.match(page.body, /name="csrf-token"/, "with the signed-in layout");
+    const missing = await h.inject({ url: "/portal/no-such-page", who: ada });
+    assert.deepEqual([missing.statusCode, /<h1>Not found<\/h1>/.test(missing.body)], [404, true]);
     const adaHome = await h.inject({ url: "/portal/account", who: ada });
     assert.ok(!adaHome.body.includes('href="/portal/users"'), "no Users link for a tenant user");
     const rootHome = await h.inject({ url: "/portal/account", who: root });

@@ -7,6 +7,7 @@ import type { FastifyRequest } from "fastify";
 import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { SESSION_COOKIE } from "../../portal/sessions.ts";
+import { errorPage, type ErrorBody } from "../../../web/pages/error.ts";
 import type { AppInstance } from "../types.ts";
 import { registerAccountRoutes } from "./account.ts";
 import { allowed, type PortalDeps, type PortalRoutes } from "./context.ts";
@@ -108,6 +109,17 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
       }
       if (!allowed(resolved.actor, need)) throw new AppError(catalog.PORTAL_FORBIDDEN, `this needs the ${need} role`);
       return undefined;
+    });
+
+    // A page (not the API) that fails answers with a page saying why, for a person; the API keeps its JSON body.
+    app.addHook("onSend", async (request, reply, payload) => {
+      const page = request.method === "GET" && request.url.startsWith("/portal/") && !isApi(request.url) && !request.url.startsWith("/portal/assets/");
+      if (!page || reply.statusCode < 400 || typeof payload !== "string" || !String(reply.getHeader("content-type")).startsWith("application/json")) {
+        return payload;
+      }
+      reply.type("text/html; charset=utf-8");
+      const ctx = request.actor && request.csrfToken ? { actor: request.actor, csrf: request.csrfToken } : {};
+      return errorPage(ctx, reply.statusCode, JSON.parse(payload) as ErrorBody);
     });
 
     app.get("/portal/assets/*", { schema: { hide: true } }, (request, reply) => {
