@@ -10,7 +10,7 @@ export function signInPage(next: string, ended = false): string {
   return layout(
     "Sign in",
     {},
-    html`${ended ? html`<p class="ended">Your session has ended: it was idle too long, reached its time limit, or was signed out. Sign in again.</p>` : ""}
+    html`${ended ? html`<p class="ended narrow">Your session has ended: it was idle too long, reached its time limit, or was signed out. Sign in again.</p>` : ""}
 <form data-api="/portal/api/session" data-method="POST" data-then="${next}" class="narrow">
   <label>Email <input type="email" name="email" autocomplete="username webauthn" required maxlength="320"></label>
   <label>Password <input type="password" name="password" autocomplete="current-password" required maxlength="1024"></label>
