@@ -55,7 +55,9 @@ export const settings = {
   }),
   devTls: s("bool", "generate and use a local dev CA + leaf in the data dir (default when no cert is given)"),
   insecureHttp: s("bool", "serve plain HTTP (only behind a TLS-terminating proxy)"),
-  publicUrl: s("string", "the URL people reach the service at, for the links `user invite` prints (default https://HOST:PORT)"),
+  publicUrl: s("string", "the URL people reach the service at: the links `user invite` prints, and the origin passkeys are bound to (default https://HOST:PORT, with localhost for a loopback or wildcard HOST)"),
+  portalIdleTimeout: s("int", "seconds a portal session lives without a request", { default: 1800, min: 1, max: 86_400 }),
+  portalSessionLifetime: s("int", "seconds a portal session lives at most after sign-in, however busy", { default: 43_200, min: 1, max: 30 * 86_400 }),
   trustedProxies: s("list", "proxy addresses/CIDRs whose X-Forwarded-For is trusted (comma-separated)", {
     default: [],
   }),
@@ -132,6 +134,19 @@ export type Config = {
     ? ValueOf<(typeof settings)[N]["kind"]>
     : ValueOf<(typeof settings)[N]["kind"]> | undefined;
 };
+
+/**
+ * Where people reach the service (--public-url, without a trailing slash): the base of the links `user invite`
+ * prints and, as an origin, what passkeys are bound to. Without one, this host and port over HTTPS; a loopback or
+ * wildcard listen address becomes `localhost`, which the dev certificate names and which, unlike an IP address, a
+ * browser accepts as a WebAuthn relying party.
+ */
+export function publicBaseUrl(c: Pick<Config, "publicUrl" | "host" | "port">): string {
+  if (c.publicUrl) return c.publicUrl.replace(/\/+$/, "");
+  const local = ["127.0.0.1", "::1", "0.0.0.0", "::", "localhost"].includes(c.host);
+  const host = local ? "localhost" : c.host.includes(":") ? `[${c.host}]` : c.host;
+  return new URL(`https://${host}:${c.port}`).origin;
+}
 
 export function flagName(name: string): string {
   return name.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase());
@@ -218,6 +233,18 @@ export function loadConfig(
   }
   if (c.tokenAudience.length === 0 || c.tokenAudience.some((a) => a.length > MAX_AUDIENCE_LENGTH)) {
     throw new ConfigError(`--token-audience needs at least one audience of 1..${MAX_AUDIENCE_LENGTH} characters`);
+  }
+  if (c.publicUrl !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(c.publicUrl);
+    } catch {
+      url = undefined;
+    }
+    if (!url || !["https:", "http:"].includes(url.protocol)) throw new ConfigError(`--public-url ${c.publicUrl} is not an http(s) URL`);
+  }
+  if (c.portalIdleTimeout > c.portalSessionLifetime) {
+    throw new ConfigError("--portal-idle-timeout cannot be longer than --portal-session-lifetime");
   }
   return c;
 }

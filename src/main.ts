@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { runPrimary, workerRuntimeOptions } from "./cluster.ts";
 import type { FastifyBaseLogger } from "fastify";
-import type { Config } from "./config.ts";
+import { loadConfig, publicBaseUrl, type Config } from "./config.ts";
 import { createLogger, logsArePretty, type LogFormat } from "./logging.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./server.ts";
 import { secretsKeyFileOf } from "./secrets/keyFile.ts";
@@ -65,17 +65,27 @@ function privatePaths(config: Config, tls: ServerTls | undefined): { path: strin
 }
 
 /**
- * What a person who just ran `npm start` needs next: where the service is, which CA to trust, and what to run.
- * The commands are the README's walk-through's, so the two never disagree.
+ * What a person who just ran `npm start` needs next: where the service is, which CA to trust, where the portal is
+ * and how to make its first operator account, and what to run. The commands are the README's walk-through's, so
+ * the two never disagree.
  */
-export function startupBanner(o: { address: string; caFile?: string | undefined; tenants: number }): string {
+export function startupBanner(o: { address: string; caFile?: string | undefined; tenants: number; portal: string; operators: number }): string {
   const trust = o.caFile ? `--cacert ${o.caFile} ` : "";
+  // the CLI builds the invitation link from its own settings: name the portal when it is not the CLI's default
+  const where = o.portal === publicBaseUrl(loadConfig({}, {})) ? "" : ` --public-url ${o.portal}`;
   const lines = [
     "",
     `  attestd is serving ${o.address}`,
     ...(o.caFile ? [`  Its dev CA (trust it):  ${o.caFile}`] : []),
     `  Check it:               curl ${trust}${o.address}/healthz`,
+    `  The portal:             ${o.portal}/portal/`,
   ];
+  if (o.operators === 0) {
+    lines.push(
+      "  Its first operator account (prints a one-time sign-in link):",
+      `                          npm run --silent attestd -- user invite --operator --email you@example.com${where}`,
+    );
+  }
   if (o.tenants === 0) {
     lines.push(
       "  Next, in another terminal: a tenant and its API key",
@@ -122,7 +132,10 @@ export async function serve(config: Config, installSignalHandlers = true, runtim
   // one banner per service, not per cluster worker; a collector reading JSON has the same facts in the line above
   if (logsArePretty(format) && (!cluster.isWorker || cluster.worker?.id === 1)) {
     const tenants = (await runtime.stores.durable.listTenants()).length;
-    process.stdout.write(startupBanner({ address, caFile: tls?.devCaFile, tenants }));
+    const operators = (await runtime.portal.accounts.list({ operators: true })).length;
+    // the port actually bound (--port 0 picks one)
+    const portal = publicBaseUrl({ ...config, port: Number(new URL(address).port) || config.port });
+    process.stdout.write(startupBanner({ address, caFile: tls?.devCaFile, tenants, portal, operators }));
   }
   if (installSignalHandlers) {
     const stop = (signal: string) => {

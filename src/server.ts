@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
 import { cryptoRng, systemClock, type Clock, type Rng } from "./clock.ts";
-import type { Config } from "./config.ts";
+import { publicBaseUrl, type Config } from "./config.ts";
 import { createLogger, type LogFormat } from "./logging.ts";
 import { buildApp } from "./http/app.ts";
 import { Metrics } from "./http/metrics.ts";
@@ -21,6 +21,7 @@ import { logSecrets, openSecrets, type OpenedSecrets } from "./secrets/openSecre
 import { registerPortal } from "./http/portal/index.ts";
 import { PortalAccounts } from "./portal/accounts.ts";
 import { PortalHistory } from "./portal/history.ts";
+import { PortalPasskeys } from "./portal/passkeys.ts";
 import { PortalSessions } from "./portal/sessions.ts";
 import { ApiKeyAdmin } from "./services/apiKeyAdmin.ts";
 import { ReferenceValueAdmin } from "./services/referenceValueAdmin.ts";
@@ -37,6 +38,8 @@ export interface Runtime {
   enrollment: Enrollment;
   /** the write-behind activity log (flush() before reading it back) */
   activity: ActivityRecorder;
+  /** the portal's account services its routes use, for tests that drive them directly */
+  portal: { accounts: PortalAccounts; sessions: PortalSessions; passkeys: PortalPasskeys };
   /** stops accepting, lets in-flight requests finish, flushes the activity log, closes the stores */
   close(): Promise<void>;
 }
@@ -121,7 +124,12 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     ...(opts.enrollment?.tenantKeyBits ? { tenantKeyBits: opts.enrollment.tenantKeyBits } : {}),
   });
   const auth = new ApiKeyAuthenticator(stores.durable, clock, enrollment.restrictionCheck);
-  const portalSessions = new PortalSessions(stores.durable, clock, rng);
+  const publicUrl = publicBaseUrl(config);
+  const portal = {
+    accounts: new PortalAccounts(stores.durable, clock, rng, rateLimiter, publicUrl),
+    sessions: new PortalSessions(stores.durable, clock, rng, { idleMs: config.portalIdleTimeout * 1000, absoluteMs: config.portalSessionLifetime * 1000 }),
+    passkeys: new PortalPasskeys(stores.durable, clock, rng, rateLimiter, { origin: new URL(publicUrl).origin, name: "attestd" }),
+  };
 
   const readiness = async (): Promise<ReadinessReport> => {
     const critical = (await stores.health()).map((h) => ({
@@ -162,8 +170,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     },
     partB: registerPartB({ enrollment, rateLimiter, maxDevices: config.maxDevices }),
     portal: registerPortal({
-      accounts: new PortalAccounts(stores.durable, clock, rng, rateLimiter),
-      sessions: portalSessions,
+      ...portal,
       history: new PortalHistory(stores.durable),
       keys: new ApiKeyAdmin(stores.durable, clock, rng),
       tenants: new TenantDirectory(stores.durable),
@@ -179,10 +186,11 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   });
 
   const stopPurge = startNoncePurge(stores.nonces, clock, config.nonceRetain * 1000, log);
-  // housekeeping off the request path: keys' last use in batches, ended portal sessions removed
+  // housekeeping off the request path: keys' last use in batches, ended portal sessions and passkey ceremonies removed
   const housekeeping = setInterval(() => {
     auth.flushLastUsed().catch((err: unknown) => log.warn({ err }, "recording API keys' last use failed"));
-    portalSessions.purge().catch((err: unknown) => log.warn({ err }, "portal session purge failed"));
+    portal.sessions.purge().catch((err: unknown) => log.warn({ err }, "portal session purge failed"));
+    portal.passkeys.purge().catch((err: unknown) => log.warn({ err }, "passkey challenge purge failed"));
   }, 30_000);
   housekeeping.unref();
   if (opts.enrollment?.startWorker !== false) enrollment.start();
@@ -201,5 +209,5 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await stores.close();
     })());
 
-  return { app, stores, log, enrollment, activity, close };
+  return { app, stores, log, enrollment, activity, portal, close };
 }

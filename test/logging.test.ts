@@ -62,16 +62,22 @@ describe("logs a person can read, and logs a machine can read", () => {
     assert.equal(resolveLogFormat("pretty", false), "pretty");
   });
 
-  it("the banner names the URL, the CA to trust and the commands to run next", () => {
-    const fresh = startupBanner({ address: "https://127.0.0.1:8443", caFile: "data/tls/ca.pem", tenants: 0 });
+  it("the banner names the URL, the CA to trust, the portal and the commands to run next", () => {
+    const fresh = startupBanner({ address: "https://127.0.0.1:8443", caFile: "data/tls/ca.pem", tenants: 0, portal: "https://localhost:8443", operators: 0 });
     assert.match(fresh, /attestd is serving https:\/\/127\.0\.0\.1:8443\n/);
     assert.match(fresh, /curl --cacert data\/tls\/ca\.pem https:\/\/127\.0\.0\.1:8443\/healthz/);
     assert.match(fresh, /attestd -- tenant create acme/);
     assert.match(fresh, /attestd -- key create --tenant acme/);
-    // with tenants in place the set-up commands are noise; an operator certificate has no dev CA to point at
-    const running = startupBanner({ address: "https://attest.example:443", tenants: 3 });
-    assert.doesNotMatch(running, /tenant create|--cacert|dev CA/);
+    assert.match(fresh, /The portal: +https:\/\/localhost:8443\/portal\/\n/);
+    assert.match(fresh, /npm run --silent attestd -- user invite --operator --email you@example\.com\n/, "the CLI's default public URL is the portal's");
+    // with tenants and an operator in place the set-up commands are noise; an operator certificate has no dev CA
+    const running = startupBanner({ address: "https://attest.example:443", tenants: 3, portal: "https://attest.example", operators: 1 });
+    assert.doesNotMatch(running, /tenant create|--cacert|dev CA|user invite/);
     assert.match(running, /curl https:\/\/attest\.example:443\/healthz/);
+    assert.match(running, /The portal: +https:\/\/attest\.example\/portal\//);
+    // a portal elsewhere than the CLI's default: the invitation command says where, so its link is right
+    const elsewhere = startupBanner({ address: "https://0.0.0.0:9443", tenants: 1, portal: "https://localhost:9443", operators: 0 });
+    assert.match(elsewhere, /user invite --operator --email you@example\.com --public-url https:\/\/localhost:9443\n/);
   });
 
   it("npm start in a terminal: pretty lines, then the URL, the dev CA and what to do next", async () => {
@@ -81,6 +87,10 @@ describe("logs a person can read, and logs a machine can read", () => {
     assert.match(out, /attestd is serving https:\/\/127\.0\.0\.1:\d+/);
     assert.ok(out.includes(`Its dev CA (trust it):  ${path.join(dir, "tls/ca.pem")}`), out);
     assert.match(out, /tenant create acme/);
+    // a fresh data directory has no operator yet: how to make the first one, with this server's portal URL
+    const port = /attestd is serving https:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1];
+    assert.ok(out.includes(`The portal:             https://localhost:${port}/portal/`), out);
+    assert.ok(out.includes(`user invite --operator --email you@example.com --public-url https://localhost:${port}`), out);
     assert.ok(!out.split(/\r?\n/).some((l) => l.startsWith('{"level"')), "no JSON line on a terminal");
   });
 

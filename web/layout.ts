@@ -16,7 +16,8 @@ export interface PageContext {
   tenant?: string;
 }
 
-const NAV = [
+/** The navigation; an entry with `only` is shown to that role alone (the routes check the role regardless). */
+const NAV: { href: string; label: string; only?: "operator" }[] = [
   { href: "/portal/", label: "Overview" },
   { href: "/portal/verdicts", label: "Verdicts" },
   { href: "/portal/activity", label: "Activity log" },
@@ -24,6 +25,8 @@ const NAV = [
   { href: "/portal/clients", label: "Enrollment clients" },
   { href: "/portal/reference-values", label: "Reference values" },
   { href: "/portal/enrollment", label: "Enrollment" },
+  { href: "/portal/users", label: "Users", only: "operator" },
+  { href: "/portal/account", label: "Account" },
 ];
 
 /** The same path with these query parameters (empty ones left out): filters live in the URL. */
@@ -37,7 +40,7 @@ export function withQuery(path: string, q: Record<string, string | number | unde
 export function layout(title: string, ctx: PageContext, body: Html, active?: string): string {
   const nav = ctx.actor
     ? html`<ul>
-        ${NAV.map(
+        ${NAV.filter((n) => !n.only || n.only === ctx.actor!.role).map(
           (n) => html`<li><a href="${withQuery(n.href, { tenant: ctx.tenant })}" ${n.href === active ? html`aria-current="page"` : ""}>${n.label}</a></li>`,
         )}
         <li><button type="button" class="secondary outline" data-signout>Sign out</button></li>

@@ -1,5 +1,5 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
-import { Command, Option } from "commander";
+import { Argument, Command, Option } from "commander";
 import { cryptoRng, systemClock } from "../clock.ts";
 import { accessTokenRequest, apiToken, formatClientKeys, parseClientKeys, type ClientKeys } from "../enrollment/clientJwt.ts";
 import { ClientAdmin, ClientAdminError, summarise } from "../enrollment/clients.ts";
@@ -9,6 +9,7 @@ import { isAppError } from "../errors/AppError.ts";
 import { PortalAccounts } from "../portal/accounts.ts";
 import { RateLimiter } from "../services/rateLimiter.ts";
 import type { Stores } from "../store/types.ts";
+import { publicBaseUrl, type Config } from "../config.ts";
 import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
 import { openSecrets } from "../secrets/openSecrets.ts";
 
@@ -18,8 +19,8 @@ export async function tenantNamed(stores: Stores, name: string): Promise<Tenant>
   return t;
 }
 
-function portalAccounts(stores: Stores): PortalAccounts {
-  return new PortalAccounts(stores.durable, systemClock, cryptoRng, new RateLimiter(stores.rateLimits, systemClock, { rps: 1, burst: 1 }));
+function portalAccounts(stores: Stores, config: Config): PortalAccounts {
+  return new PortalAccounts(stores.durable, systemClock, cryptoRng, new RateLimiter(stores.rateLimits, systemClock, { rps: 1, burst: 1 }), publicBaseUrl(config));
 }
 
 /** The portal's refusals (a taken email, no such tenant) are the operator's to fix too. */
@@ -214,7 +215,8 @@ export function registerClientCommands(program: Command): void {
       process.stderr.write(`user ${email} deregistered\n`);
     });
   });
-  // Portal accounts are the same people (one email, one record): invited to the portal, they sign in there.
+  // Portal accounts are the same people (one email, one record): invited to the portal, they sign in there. These
+  // commands and the portal's Users page are two views of PortalAccounts (src/portal/accounts.ts).
   addSettings(
     user
       .command("invite")
@@ -228,10 +230,9 @@ export function registerClientCommands(program: Command): void {
     if (Boolean(o.operator) === (o.tenant !== undefined)) throw new CliError("give --tenant NAME, or --operator (not both)");
     await withStores(cmd, async (stores, config) => {
       const inv = await portalErrors(() =>
-        portalAccounts(stores).invite({ email: o.email, role: o.operator ? "operator" : o.role, ...(o.tenant !== undefined ? { tenant: o.tenant } : {}) }),
+        portalAccounts(stores, config).invite({ email: o.email, role: o.operator ? "operator" : o.role, ...(o.tenant !== undefined ? { tenant: o.tenant } : {}) }),
       );
-      const base = (config.publicUrl ?? `https://${config.host}:${config.port}`).replace(/\/+$/, "");
-      process.stdout.write(`${base}/portal/invite#${inv.token}\n`);
+      process.stdout.write(`${inv.link}\n`);
       process.stderr.write(`${inv.user.email} (${inv.user.role}) may set a password with that link until ${inv.expiresAt}; it works once\n`);
     });
   });
@@ -239,13 +240,47 @@ export function registerClientCommands(program: Command): void {
     user.command("disable <email>").description("disable a person's portal account and end all of their sessions at once"),
     STORAGE_SETTINGS,
   ).action(async (email: string, _o: unknown, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
-      const ended = await portalErrors(() => portalAccounts(stores).disable(email));
+    await withStores(cmd, async (stores, config) => {
+      const ended = await portalErrors(() => portalAccounts(stores, config).disable({ email }));
       process.stderr.write(`${email} disabled; ${ended} session(s) ended\n`);
     });
   });
   addSettings(
-    user.command("list").description("list a tenant's users").requiredOption("--tenant <name>", "tenant name"),
+    user.command("enable <email>").description("let a disabled person sign in to the portal again (with the password and passkeys they had)"),
+    STORAGE_SETTINGS,
+  ).action(async (email: string, _o: unknown, cmd: Command) => {
+    await withStores(cmd, async (stores, config) => {
+      const user = await portalErrors(() => portalAccounts(stores, config).enable({ email }));
+      process.stderr.write(`${user.email} is ${user.state}\n`);
+    });
+  });
+  addSettings(
+    user
+      .command("set-role <email>")
+      .description("change a tenant user's portal role; it applies to their open sessions at their next request")
+      .addArgument(new Argument("<role>", "admin (everything of the tenant) or viewer (reads only)").choices(["admin", "viewer"])),
+    STORAGE_SETTINGS,
+  ).action(async (email: string, role: "admin" | "viewer", _o: unknown, cmd: Command) => {
+    await withStores(cmd, async (stores, config) => {
+      const user = await portalErrors(() => portalAccounts(stores, config).setRole({ email }, role));
+      process.stderr.write(`${user.email} is now ${user.role}\n`);
+    });
+  });
+  addSettings(
+    user
+      .command("list-portal")
+      .description("list the people who sign in to the portal, as JSON (the Users page's list)")
+      .option("--tenant <name>", "only this tenant's people")
+      .option("--operators", "only the operators"),
+    STORAGE_SETTINGS,
+  ).action(async (o: { tenant?: string; operators?: boolean }, cmd: Command) => {
+    await withStores(cmd, async (stores, config) => {
+      const people = await portalErrors(() => portalAccounts(stores, config).list({ tenant: o.tenant, operators: o.operators }));
+      process.stdout.write(JSON.stringify(people, null, 2) + "\n");
+    });
+  });
+  addSettings(
+    user.command("list").description("list a tenant's enrollment users (portal accounts: user list-portal)").requiredOption("--tenant <name>", "tenant name"),
     STORAGE_SETTINGS,
   ).action(async (o: { tenant: string }, cmd: Command) => {
     await withStores(cmd, async (stores) => {

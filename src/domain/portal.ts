@@ -41,8 +41,39 @@ export interface PortalSession {
   csrfToken: string;
   createdAtMs: number;
   lastSeenAtMs: number;
-  /** absolute end (created + 12 h); idle expiry is lastSeenAtMs + 30 min */
+  /** absolute end (created + --portal-session-lifetime); idle expiry is lastSeenAtMs + --portal-idle-timeout */
   expiresAtMs: number;
   /** how the session was opened */
-  method: "password";
+  method: "password" | "passkey";
+}
+
+/**
+ * A passkey (WebAuthn credential) of a portal user. The public key is all attestd keeps of it; the counter is the
+ * authenticator's signature counter as last seen, so a copy of the credential that lags behind is refused.
+ */
+export interface PortalPasskey {
+  /** base64url credential id, as the authenticator made it (unique across users) */
+  credentialId: string;
+  userId: string;
+  /** COSE public key, base64url */
+  publicKey: string;
+  counter: number;
+  /** the transports the browser reported at registration (usb, nfc, ble, internal, hybrid, ...) */
+  transports: string[];
+  /** true for a passkey that may be synced between devices (a password manager's), false for one bound to a device */
+  backedUp: boolean;
+  /** the person's name for it ("laptop", "phone") */
+  name: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+}
+
+/** One WebAuthn ceremony begun: the challenge (only its SHA-256 is the key), single use, short-lived. */
+export interface PasskeyChallenge {
+  challengeHash: string;
+  /** `register`: a signed-in user adds a passkey; `signin`: anyone signs in with one */
+  purpose: "register" | "signin";
+  /** the user registering; null for a sign-in (the passkey names its user) */
+  userId: string | null;
+  expiresAtMs: number;
 }

@@ -82,12 +82,17 @@ const table = {
   // ---- the portal's admin API (docs/portal.md); Part B's error body ----
   PORTAL_INVALID_REQUEST: entry("P", 400, "4008000", "PORTAL_INVALID_REQUEST", "Request body or parameters invalid"),
   PORTAL_WEAK_PASSWORD: entry("P", 400, "4008001", "PORTAL_WEAK_PASSWORD", "Password too short, too long, too common or the email itself"),
+  PORTAL_WRONG_HOST: entry("P", 400, "4008002", "PORTAL_WRONG_HOST", "Passkeys belong to the public URL (--public-url); this page was reached at another address"),
+  PORTAL_PASSKEY_REJECTED: entry("P", 400, "4008003", "PORTAL_PASSKEY_REJECTED", "A new passkey did not verify: its ceremony expired or was used, or origin, RP ID or user verification is wrong"),
   PORTAL_SIGNIN_FAILED: entry("P", 401, "4018000", "PORTAL_SIGNIN_FAILED", "Email or password incorrect (the same answer for an unknown email)"),
   PORTAL_SIGNED_OUT: entry("P", 401, "4018001", "PORTAL_SIGNED_OUT", "No session, or it ended, expired or was idle too long"),
+  PORTAL_PASSKEY_SIGNIN_FAILED: entry("P", 401, "4018002", "PORTAL_PASSKEY_SIGNIN_FAILED", "Passkey unknown, signature invalid, its user not active, or the sign-in ceremony expired (one answer for all)"),
+  PORTAL_PASSKEY_CLONED: entry("P", 401, "4018003", "PORTAL_PASSKEY_CLONED", "The passkey's signature counter did not move forward: a copy of it may be in use"),
   PORTAL_FORBIDDEN: entry("P", 403, "4038000", "PORTAL_FORBIDDEN", "The role does not allow this"),
   PORTAL_CSRF: entry("P", 403, "4038001", "PORTAL_CSRF", "Missing or wrong CSRF token (or a foreign Origin); nothing changed"),
   PORTAL_NOT_FOUND: entry("P", 404, "4048000", "PORTAL_NOT_FOUND", "No such record for this tenant"),
   PORTAL_EMAIL_TAKEN: entry("P", 409, "4098000", "PORTAL_EMAIL_TAKEN", "Another portal user has this email"),
+  PORTAL_PASSKEY_EXISTS: entry("P", 409, "4098001", "PORTAL_PASSKEY_EXISTS", "This passkey is registered already"),
   PORTAL_INVITE_INVALID: entry("P", 410, "4108000", "PORTAL_INVITE_INVALID", "The sign-in link is unknown, used or expired"),
   RSA_DECRYPTION_FAIL: entry("B", 500, "5000006", "RSA_DECRYPTION_FAIL", "Text could not be decrypted"),
 } as const;

@@ -1,12 +1,12 @@
 import type { Clock, Rng } from "../clock.ts";
-import type { PortalRole, PortalUser } from "../domain/portal.ts";
+import type { PortalRole, PortalUser, TenantRole } from "../domain/portal.ts";
 import { randomId } from "../enrollment/ids.ts";
 import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
-import type { RateLimiter } from "../services/rateLimiter.ts";
+import type { RateLimitDecision, RateLimiter } from "../services/rateLimiter.ts";
 import type { PortalStore, TenantStore } from "../store/types.ts";
 import { hashPassword, passwordProblem, verifyAgainstNothing, verifyPassword } from "./passwords.ts";
-import { sha256 } from "./sessions.ts";
+import { sha256, type Actor } from "./sessions.ts";
 
 /** A sign-in link is good for a day, once. */
 export const INVITE_TTL_MS = 24 * 3600_000;
@@ -15,19 +15,50 @@ export interface Invitation {
   user: PortalUser;
   /** shown once (in the link); only its SHA-256 is stored */
   token: string;
+  /** the one-time sign-in link: the public URL's /portal/invite#TOKEN (the fragment never reaches a server log) */
+  link: string;
   expiresAt: string;
+}
+
+/** A person named the way the caller knows them: the CLI by email, the admin API by id. */
+export type PersonRef = { email: string } | { userId: string };
+
+/** Whom to list: a tenant's people (by name), the operators, or (neither) everyone. */
+export interface PeopleFilter {
+  tenant?: string | undefined;
+  operators?: boolean | undefined;
+}
+
+/** A person as the Users page and `attestd user list-portal` show them (never their password hash). */
+export interface PersonSummary {
+  userId: string;
+  email: string;
+  /** the tenant's name; null for operators */
+  tenant: string | null;
+  role: PortalRole;
+  state: PortalUser["state"];
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** The Retry-After header of a refused attempt, in whole seconds (at least 1). */
+export function retryAfter(limit: RateLimitDecision): Record<string, string> {
+  return { "Retry-After": String(Math.max(1, Math.ceil(limit.retryAfterMs / 1000))) };
 }
 
 /**
  * Portal accounts, for the CLI (`attestd user ...`) and the portal's operator pages alike: invitations, setting
- * a password through one, signing in, roles, disabling. Every refusal is a catalog error.
+ * a password through one, signing in, roles, disabling and enabling, listing. The two are views of these
+ * operations and hold no logic of their own. Every refusal is a catalog error.
  */
 export class PortalAccounts {
   constructor(
-    private readonly store: PortalStore & Pick<TenantStore, "getTenantByName">,
+    private readonly store: PortalStore & Pick<TenantStore, "getTenantByName" | "listTenants">,
     private readonly clock: Clock,
     private readonly rng: Rng,
     private readonly limiter: RateLimiter,
+    /** where people reach the portal (config.ts publicBaseUrl), for the links invitations carry */
+    private readonly publicBaseUrl: string,
   ) {}
 
   private at(): string {
@@ -66,7 +97,7 @@ export class PortalAccounts {
     const token = this.rng.bytes(32).toString("base64url");
     const now = this.clock.nowMs();
     await this.store.createInvite({ tokenHash: sha256(token), userId: user.userId, createdAtMs: now, expiresAtMs: now + INVITE_TTL_MS, usedAtMs: null });
-    return { user, token, expiresAt: new Date(now + INVITE_TTL_MS).toISOString() };
+    return { user, token, link: `${this.publicBaseUrl}/portal/invite#${token}`, expiresAt: new Date(now + INVITE_TTL_MS).toISOString() };
   }
 
   /** Sets the password through a link and activates the account; the link is spent only if the password is accepted. */
@@ -99,9 +130,7 @@ export class PortalAccounts {
     const normalized = String(email).trim().toLowerCase();
     const limit = await this.limiter.forSignIn(sha256(normalized), remoteAddress);
     if (!limit.allowed) {
-      throw new AppError(catalog.TOO_MANY_REQUESTS, "Too many sign-in attempts; wait and try again", {
-        "Retry-After": String(Math.max(1, Math.ceil(limit.retryAfterMs / 1000))),
-      });
+      throw new AppError(catalog.TOO_MANY_REQUESTS, "Too many sign-in attempts; wait and try again", retryAfter(limit));
     }
     const user = normalized.length <= 320 ? await this.store.getPortalUserByEmail(normalized) : undefined;
     const ok =
@@ -112,18 +141,58 @@ export class PortalAccounts {
     return user;
   }
 
-  /** Disables the person and ends every session of theirs at once; returns how many ended. */
-  async disable(email: string): Promise<number> {
-    const user = await this.store.getPortalUserByEmail(email.trim().toLowerCase());
-    if (!user) throw new AppError(catalog.PORTAL_NOT_FOUND, `no portal user ${email}`);
+  /** The person, or PORTAL_NOT_FOUND. */
+  async find(ref: PersonRef): Promise<PortalUser> {
+    const user = "email" in ref ? await this.store.getPortalUserByEmail(ref.email.trim().toLowerCase()) : await this.store.getPortalUser(ref.userId);
+    if (!user) throw new AppError(catalog.PORTAL_NOT_FOUND, `no portal user ${"email" in ref ? ref.email : ref.userId}`);
+    return user;
+  }
+
+  /**
+   * Disables the person and ends every session of theirs at once; returns how many ended. `by`, when the portal
+   * asks, is the operator doing it: nobody disables themselves (another operator, or the CLI, can).
+   */
+  async disable(ref: PersonRef, by?: Actor): Promise<number> {
+    const user = await this.find(ref);
+    if (by && by.userId === user.userId) throw new AppError(catalog.PORTAL_INVALID_REQUEST, "you cannot disable your own account; another operator can");
     await this.store.updatePortalUser(user.userId, { state: "disabled" }, this.at());
     return this.store.deleteUserSessions(user.userId);
   }
 
-  async list(tenantName?: string | null): Promise<PortalUser[]> {
-    if (tenantName === undefined || tenantName === null) return this.store.listPortalUsers(tenantName);
-    const tenant = await this.store.getTenantByName(tenantName);
-    if (!tenant) throw new AppError(catalog.PORTAL_NOT_FOUND, `no tenant "${tenantName}"`);
-    return this.store.listPortalUsers(tenant.tenantId);
+  /** Lets a disabled person sign in again: active with the password they had, or invited if they never set one. */
+  async enable(ref: PersonRef): Promise<PortalUser> {
+    const user = await this.find(ref);
+    if (user.state !== "disabled") return user;
+    const state = user.passwordHash ? "active" : "invited";
+    await this.store.updatePortalUser(user.userId, { state }, this.at());
+    return { ...user, state };
   }
+
+  /** A tenant user's role, admin or viewer; it applies to their open sessions at their next request. */
+  async setRole(ref: PersonRef, role: TenantRole): Promise<PortalUser> {
+    if (role !== "admin" && role !== "viewer") throw new AppError(catalog.PORTAL_INVALID_REQUEST, "a role is admin or viewer");
+    const user = await this.find(ref);
+    if (user.role === "operator") throw new AppError(catalog.PORTAL_INVALID_REQUEST, `${user.email} is an operator, who belongs to no tenant; roles are for tenant users`);
+    if (user.role !== role) await this.store.updatePortalUser(user.userId, { role }, this.at());
+    return { ...user, role };
+  }
+
+  /** People by email: a tenant's, the operators, or everyone. */
+  async list(filter: PeopleFilter = {}): Promise<PersonSummary[]> {
+    let users: PortalUser[];
+    if (filter.tenant !== undefined && filter.operators) throw new AppError(catalog.PORTAL_INVALID_REQUEST, "operators belong to no tenant: name a tenant or ask for operators");
+    if (filter.operators) users = await this.store.listPortalUsers(null);
+    else if (filter.tenant === undefined) users = await this.store.listPortalUsers();
+    else {
+      const tenant = await this.store.getTenantByName(filter.tenant);
+      if (!tenant) throw new AppError(catalog.PORTAL_NOT_FOUND, `no tenant "${filter.tenant}"`);
+      users = await this.store.listPortalUsers(tenant.tenantId);
+    }
+    const names = new Map((await this.store.listTenants()).map((t) => [t.tenantId, t.name]));
+    return users.map((u) => summarisePerson(u, u.tenantId === null ? null : (names.get(u.tenantId) ?? u.tenantId)));
+  }
+}
+
+export function summarisePerson(u: PortalUser, tenant: string | null): PersonSummary {
+  return { userId: u.userId, email: u.email, tenant, role: u.role, state: u.state, createdAt: u.createdAt, updatedAt: u.updatedAt };
 }

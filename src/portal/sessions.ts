@@ -5,8 +5,12 @@ import type { PortalStore } from "../store/types.ts";
 
 /** `__Host-`: the browser sends it only over HTTPS, only to this host, for every path; no Domain can widen it. */
 export const SESSION_COOKIE = "__Host-attestd_session";
-export const IDLE_MS = 30 * 60_000;
-export const ABSOLUTE_MS = 12 * 3600_000;
+
+/** How long a session lives: --portal-idle-timeout and --portal-session-lifetime (src/config.ts), in ms. */
+export interface SessionLifetimes {
+  idleMs: number;
+  absoluteMs: number;
+}
 
 /** Who is asking, as every portal route sees it. */
 export interface Actor {
@@ -26,14 +30,16 @@ export function actorOf(u: PortalUser): Actor {
 /**
  * Portal sessions kept in the durable store, so every instance of a scaled-out deployment knows them. The cookie
  * carries 32 random bytes; the store keeps only their SHA-256, so reading the store does not hand out sessions.
- * A session ends when signed out, after 30 minutes without a request, 12 hours after it began, or at once when its
- * user is disabled (resolve checks the user on every request).
+ * A session ends when signed out, after --portal-idle-timeout without a request (30 minutes), --portal-session-
+ * lifetime after it began (12 hours), or at once when its user is disabled (resolve checks the user on every
+ * request, so a role change applies at the next one too).
  */
 export class PortalSessions {
   constructor(
     private readonly store: PortalStore,
     private readonly clock: Clock,
     private readonly rng: Rng,
+    readonly lifetimes: SessionLifetimes,
   ) {}
 
   async open(user: PortalUser, method: PortalSession["method"]): Promise<{ sessionId: string; session: PortalSession }> {
@@ -45,7 +51,7 @@ export class PortalSessions {
       csrfToken: this.rng.bytes(32).toString("base64url"),
       createdAtMs: now,
       lastSeenAtMs: now,
-      expiresAtMs: now + ABSOLUTE_MS,
+      expiresAtMs: now + this.lifetimes.absoluteMs,
       method,
     };
     await this.store.createSession(session);
@@ -60,7 +66,7 @@ export class PortalSessions {
     if (!session) return undefined;
     const now = this.clock.nowMs();
     const user = await this.store.getPortalUser(session.userId);
-    if (now >= session.expiresAtMs || now - session.lastSeenAtMs >= IDLE_MS || !user || user.state !== "active") {
+    if (now >= session.expiresAtMs || now - session.lastSeenAtMs >= this.lifetimes.idleMs || !user || user.state !== "active") {
       await this.store.deleteSession(hash);
       return undefined;
     }
@@ -81,6 +87,6 @@ export class PortalSessions {
   }
 
   purge(): Promise<number> {
-    return this.store.purgeSessions(this.clock.nowMs(), IDLE_MS);
+    return this.store.purgeSessions(this.clock.nowMs(), this.lifetimes.idleMs);
   }
 }

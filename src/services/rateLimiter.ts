@@ -50,8 +50,13 @@ export class RateLimiter {
    */
   async forSignIn(emailHash: string, remoteAddress: string): Promise<RateLimitDecision> {
     const perAccount = await this.take(`signin:acct:${emailHash}`, 1 / 6, 10);
-    const perAddress = await this.take(`signin:addr:${remoteAddress}`, 1, 30);
+    const perAddress = await this.forSignInAddress(remoteAddress);
     return perAccount.allowed ? perAddress : perAccount;
+  }
+
+  /** A sign-in attempt that names no account yet (a passkey's): the address's bucket of forSignIn alone. */
+  forSignInAddress(remoteAddress: string): Promise<RateLimitDecision> {
+    return this.take(`signin:addr:${remoteAddress}`, 1, 30);
   }
 
   private async take(bucket: string, rps: number, burst: number): Promise<RateLimitDecision> {

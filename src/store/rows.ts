@@ -12,7 +12,7 @@ import type {
   TenantKeyRecord,
 } from "../domain/enrollment.ts";
 import type { JobItem, StoredActivityEntry } from "./types.ts";
-import type { PortalInvite, PortalSession, PortalUser } from "../domain/portal.ts";
+import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalSession, PortalUser } from "../domain/portal.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, Tenant } from "../domain/tenants.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
@@ -174,6 +174,23 @@ export function rowMappers(d: Dialect) {
       lastSeenAtMs: num(r.last_seen_at_ms),
       expiresAtMs: num(r.expires_at_ms),
       method: r.method as PortalSession["method"],
+    }),
+    passkey: (r: Row): PortalPasskey => ({
+      credentialId: r.credential_id as string,
+      userId: r.user_id as string,
+      publicKey: r.public_key as string,
+      counter: num(r.counter),
+      transports: d.json<string[]>(r.transports) ?? [],
+      backedUp: d.bool(r.backed_up),
+      name: r.name as string,
+      createdAt: r.created_at as string,
+      lastUsedAt: str(r.last_used_at),
+    }),
+    passkeyChallenge: (r: Row): PasskeyChallenge => ({
+      challengeHash: r.challenge_hash as string,
+      purpose: r.purpose as PasskeyChallenge["purpose"],
+      userId: str(r.user_id),
+      expiresAtMs: num(r.expires_at_ms),
     }),
 
     client: (r: Row): ApiClient => ({

@@ -21,7 +21,7 @@ import type {
 } from "../domain/enrollment.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../domain/tenants.ts";
 import type { StoredVerdict, VerdictValue } from "../domain/verdicts.ts";
-import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../domain/portal.ts";
+import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../domain/portal.ts";
 import type { SigningKeyRecord } from "../domain/signingKeys.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../nonces/types.ts";
 
@@ -363,6 +363,26 @@ export interface PortalStore {
   deleteUserSessions(userId: string): Promise<number>;
   /** sessions past their absolute end or idle longer than idleMs */
   purgeSessions(nowMs: number, idleMs: number): Promise<number>;
+
+  /** `exists` when the credential id is registered already, to this user or another */
+  createPasskey(p: PortalPasskey): Promise<"ok" | "exists">;
+  getPasskey(credentialId: string): Promise<PortalPasskey | undefined>;
+  /** a user's passkeys, oldest first */
+  listPasskeys(userId: string): Promise<PortalPasskey[]>;
+  /**
+   * A sign-in with the passkey: its new signature counter and the time. Refused (false) unless the counter moves
+   * forward, or stays 0 for an authenticator that keeps none; of two concurrent uses of one counter value, one
+   * passes.
+   */
+  recordPasskeyUse(credentialId: string, counter: number, at: string): Promise<boolean>;
+  /** false when the user has no passkey of that id */
+  renamePasskey(userId: string, credentialId: string, name: string): Promise<boolean>;
+  deletePasskey(userId: string, credentialId: string): Promise<boolean>;
+
+  createPasskeyChallenge(c: PasskeyChallenge): Promise<void>;
+  /** removes the challenge, returning it if it had not expired: of two concurrent takes, one gets it */
+  takePasskeyChallenge(challengeHash: string, nowMs: number): Promise<PasskeyChallenge | undefined>;
+  purgePasskeyChallenges(nowMs: number): Promise<number>;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

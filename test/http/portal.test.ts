@@ -1,10 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { cryptoRng } from "../../src/clock.ts";
-import { PortalAccounts } from "../../src/portal/accounts.ts";
 import { SESSION_COOKIE } from "../../src/portal/sessions.ts";
-import { RateLimiter } from "../../src/services/rateLimiter.ts";
-import { MemoryRateLimitStore } from "../../src/store/memory/memoryRateLimitStore.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 
 const PASSWORD = "a long and unusual passphrase";
@@ -19,8 +15,7 @@ describe("portal over HTTP", () => {
   const people: Record<string, { cookie: string; csrf: string }> = {};
 
   async function person(email: string, role: "admin" | "viewer" | "operator", tenant?: string) {
-    const accounts = new PortalAccounts(t.runtime.stores.durable, t.clock, cryptoRng, new RateLimiter(new MemoryRateLimitStore(), t.clock, { rps: 1, burst: 1 }));
-    const inv = await accounts.invite({ email, role, ...(tenant ? { tenant } : {}) });
+    const inv = await t.runtime.portal.accounts.invite({ email, role, ...(tenant ? { tenant } : {}) });
     const set = await t.runtime.app.inject({ method: "POST", url: "/portal/api/invite", headers: { origin }, payload: { token: inv.token, password: PASSWORD } });
     assert.equal(set.statusCode, 200, set.body);
     const res = await t.runtime.app.inject({ method: "POST", url: "/portal/api/session", headers: { origin }, payload: { email, password: PASSWORD } });
@@ -187,9 +182,8 @@ describe("portal over HTTP", () => {
     assert.equal(out.statusCode, 204);
     assert.equal((await t.runtime.app.inject({ method: "GET", url: "/portal/api/me", cookies: { [SESSION_COOKIE]: vic.cookie } })).statusCode, 401);
 
-    const accounts = new PortalAccounts(t.runtime.stores.durable, t.clock, cryptoRng, new RateLimiter(new MemoryRateLimitStore(), t.clock, { rps: 1, burst: 1 }));
     assert.equal((await as("gus@globex.example", { url: "/portal/api/me" })).statusCode, 200);
-    assert.ok((await accounts.disable("gus@globex.example")) >= 1);
+    assert.ok((await t.runtime.portal.accounts.disable({ email: "gus@globex.example" })) >= 1);
     assert.equal((await as("gus@globex.example", { url: "/portal/api/me" })).statusCode, 401);
   });
 
@@ -208,8 +202,17 @@ describe("portal over HTTP", () => {
       "/portal/api/keys",
       "/portal/api/keys/{keyId}",
       "/portal/api/me",
+      "/portal/api/passkeys",
+      "/portal/api/passkeys/options",
+      "/portal/api/passkeys/{credentialId}",
       "/portal/api/reference-values",
       "/portal/api/session",
+      "/portal/api/session/passkey",
+      "/portal/api/session/passkey/options",
+      "/portal/api/users",
+      "/portal/api/users/{userId}",
+      "/portal/api/users/{userId}/disable",
+      "/portal/api/users/{userId}/enable",
       "/portal/api/verdicts",
       "/portal/api/verdicts/{objectId}",
     ]);

@@ -5,13 +5,16 @@ import { isAppError } from "../../src/errors/AppError.ts";
 import { catalog, type CatalogEntry } from "../../src/errors/catalog.ts";
 import { PortalAccounts } from "../../src/portal/accounts.ts";
 import { hashPassword, passwordProblem, verifyPassword } from "../../src/portal/passwords.ts";
-import { ABSOLUTE_MS, IDLE_MS, PortalSessions } from "../../src/portal/sessions.ts";
+import { PortalSessions } from "../../src/portal/sessions.ts";
 import { RateLimiter } from "../../src/services/rateLimiter.ts";
 import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts";
 import { MemoryRateLimitStore } from "../../src/store/memory/memoryRateLimitStore.ts";
 import { T0 } from "../helpers/clock.ts";
 
 const GOOD = "a long and unusual passphrase";
+// the defaults of --portal-idle-timeout and --portal-session-lifetime
+const IDLE_MS = 30 * 60_000;
+const ABSOLUTE_MS = 12 * 3600_000;
 
 async function refused(p: Promise<unknown>, entry: CatalogEntry): Promise<Error> {
   const err = await p.then(
@@ -29,7 +32,12 @@ async function setUp() {
   await store.createTenant({ tenantId: "t_acme", name: "acme", customerId: "1", kind: "customer", createdAt: new Date(T0).toISOString() });
   await store.createTenant({ tenantId: "t_other", name: "other", customerId: "2", kind: "customer", createdAt: new Date(T0).toISOString() });
   const limiter = new RateLimiter(new MemoryRateLimitStore(), clock, { rps: 1, burst: 1 });
-  return { store, clock, accounts: new PortalAccounts(store, clock, cryptoRng, limiter), sessions: new PortalSessions(store, clock, cryptoRng) };
+  return {
+    store,
+    clock,
+    accounts: new PortalAccounts(store, clock, cryptoRng, limiter, "https://attest.example"),
+    sessions: new PortalSessions(store, clock, cryptoRng, { idleMs: IDLE_MS, absoluteMs: ABSOLUTE_MS }),
+  };
 }
 
 describe("portal passwords", () => {
@@ -126,7 +134,7 @@ describe("portal accounts and sessions", () => {
 
     const a = await sessions.open(user, "password");
     const b = await sessions.open(user, "password");
-    assert.equal(await accounts.disable("eve@acme.example"), 2);
+    assert.equal(await accounts.disable({ email: "eve@acme.example" }), 2);
     assert.equal(await sessions.resolve(a.sessionId), undefined);
     assert.equal(await sessions.resolve(b.sessionId), undefined);
     await refused(accounts.signIn("eve@acme.example", GOOD, "10.9.9.9"), catalog.PORTAL_SIGNIN_FAILED);

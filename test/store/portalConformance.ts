@@ -132,6 +132,10 @@ export function portalConformance(name: string, withPartB: boolean, factory: () 
       await mk(s2, u.userId, T0, T0 + 12 * 3600_000);
       await mk(s3, other.userId, T0, T0 + 60_000);
       await mk(s4, other.userId, T0 + 3_000_000, T0 + 12 * 3600_000);
+      const byPasskey = uid("s");
+      await b.durable.createSession({ sessionHash: byPasskey, userId: other.userId, csrfToken: "c", createdAtMs: T0, lastSeenAtMs: T0, expiresAtMs: T0 + 60_000, method: "passkey" });
+      assert.equal((await b.durable.getSession(byPasskey))?.method, "passkey");
+      await b.durable.deleteSession(byPasskey);
       await b.durable.touchSession(s1, T0 + 5000);
       await b.durable.touchSession(s1, T0 + 1000);
       assert.equal((await b.durable.getSession(s1))!.lastSeenAtMs, T0 + 5000);
@@ -145,6 +149,79 @@ export function portalConformance(name: string, withPartB: boolean, factory: () 
       assert.equal((await b.durable.getSession(s4))?.userId, other.userId);
       await b.durable.deleteSession(s4);
       assert.equal(await b.durable.getSession(s4), undefined);
+    });
+
+    it("passkeys: one credential id across users, a user's listed oldest first, renamed and deleted by their owner only", async () => {
+      const u = await person(await tenant());
+      const other = await person(await tenant());
+      const mk = (userId: string, name: string, at: number) => ({
+        credentialId: uid("cred"),
+        userId,
+        publicKey: uid("pk"),
+        counter: 0,
+        transports: ["internal", "hybrid"],
+        backedUp: true,
+        name,
+        createdAt: iso(at),
+        lastUsedAt: null,
+      });
+      const late = mk(u.userId, "phone", T0 + 2000);
+      const early = mk(u.userId, "laptop", T0 + 1000);
+      assert.equal(await b.durable.createPasskey(late), "ok");
+      assert.equal(await b.durable.createPasskey(early), "ok");
+      assert.equal(await b.durable.createPasskey({ ...early, userId: other.userId }), "exists", "a credential id names one passkey");
+      assert.deepEqual(await b.durable.listPasskeys(u.userId), [early, late]);
+      assert.deepEqual(await b.durable.getPasskey(late.credentialId), late);
+      assert.deepEqual(await b.durable.listPasskeys(other.userId), []);
+      assert.equal(await b.durable.getPasskey(uid("cred")), undefined);
+
+      assert.equal(await b.durable.renamePasskey(other.userId, late.credentialId, "mine now"), false, "not the owner");
+      assert.equal(await b.durable.renamePasskey(u.userId, late.credentialId, "work phone"), true);
+      assert.equal((await b.durable.getPasskey(late.credentialId))!.name, "work phone");
+      assert.equal(await b.durable.deletePasskey(other.userId, late.credentialId), false, "not the owner");
+      assert.equal(await b.durable.deletePasskey(u.userId, late.credentialId), true);
+      assert.equal(await b.durable.deletePasskey(u.userId, late.credentialId), false);
+      assert.deepEqual((await b.durable.listPasskeys(u.userId)).map((p) => p.credentialId), [early.credentialId]);
+    });
+
+    it("passkeys: the signature counter only moves forward (or stays 0 where the authenticator keeps none)", async () => {
+      const u = await person(await tenant());
+      const none = { credentialId: uid("cred"), userId: u.userId, publicKey: "pk", counter: 0, transports: [], backedUp: false, name: "key", createdAt: iso(T0), lastUsedAt: null };
+      const counting = { ...none, credentialId: uid("cred"), counter: 5 };
+      await b.durable.createPasskey(none);
+      await b.durable.createPasskey(counting);
+      assert.equal(await b.durable.recordPasskeyUse(none.credentialId, 0, iso(T0 + 1)), true, "0 → 0: no counter kept");
+      assert.equal((await b.durable.getPasskey(none.credentialId))!.lastUsedAt, iso(T0 + 1));
+      assert.equal(await b.durable.recordPasskeyUse(counting.credentialId, 5, iso(T0 + 2)), false, "the same value again: a copy");
+      assert.equal(await b.durable.recordPasskeyUse(counting.credentialId, 4, iso(T0 + 2)), false, "backwards: a copy");
+      assert.equal(await b.durable.recordPasskeyUse(counting.credentialId, 0, iso(T0 + 2)), false, "back to 0");
+      assert.equal((await b.durable.getPasskey(counting.credentialId))!.lastUsedAt, null, "a refused use records nothing");
+      const both = await Promise.all([
+        b.durable.recordPasskeyUse(counting.credentialId, 6, iso(T0 + 3)),
+        b.durable.recordPasskeyUse(counting.credentialId, 6, iso(T0 + 3)),
+      ]);
+      assert.deepEqual(both.sort(), [false, true], "two uses of one counter value: one passes");
+      const after = (await b.durable.getPasskey(counting.credentialId))!;
+      assert.deepEqual([after.counter, after.lastUsedAt], [6, iso(T0 + 3)]);
+      assert.equal(await b.durable.recordPasskeyUse(uid("cred"), 1, iso(T0)), false, "unknown credential");
+    });
+
+    it("passkey challenges: taken once (also concurrently), not after they expire, purged when expired", async () => {
+      const u = await person(await tenant());
+      const reg = { challengeHash: uid("ch"), purpose: "register" as const, userId: u.userId, expiresAtMs: T0 + 60_000 };
+      const signin = { challengeHash: uid("ch"), purpose: "signin" as const, userId: null, expiresAtMs: T0 + 60_000 };
+      const stale = { challengeHash: uid("ch"), purpose: "signin" as const, userId: null, expiresAtMs: T0 + 1000 };
+      for (const c of [reg, signin, stale]) await b.durable.createPasskeyChallenge(c);
+      const taken = await Promise.all([b.durable.takePasskeyChallenge(reg.challengeHash, T0), b.durable.takePasskeyChallenge(reg.challengeHash, T0)]);
+      assert.deepEqual(taken.filter(Boolean), [reg], "one of two concurrent takes gets it");
+      assert.equal(await b.durable.takePasskeyChallenge(reg.challengeHash, T0), undefined, "used");
+      assert.equal(await b.durable.takePasskeyChallenge(stale.challengeHash, T0 + 1000), undefined, "expired");
+      assert.equal(await b.durable.takePasskeyChallenge(stale.challengeHash, T0), undefined, "an expired take still removes it");
+      const another = { challengeHash: uid("ch"), purpose: "signin" as const, userId: null, expiresAtMs: T0 + 500 };
+      await b.durable.createPasskeyChallenge(another);
+      assert.ok((await b.durable.purgePasskeyChallenges(T0 + 2000)) >= 1);
+      assert.equal(await b.durable.takePasskeyChallenge(another.challengeHash, T0), undefined, "purged");
+      assert.deepEqual(await b.durable.takePasskeyChallenge(signin.challengeHash, T0 + 59_999), signin);
     });
 
     function verdictOf(t: Tenant, i: number, o: Partial<StoredVerdict["record"]> & { format?: string; at?: number } = {}): StoredVerdict {

@@ -1,15 +1,25 @@
-import { layout } from "../layout.ts";
+import type { PortalPasskey } from "../../src/domain/portal.ts";
 import { html } from "../html.ts";
+import { layout, table, type PageContext } from "../layout.ts";
 
-export function signInPage(next: string): string {
+/** A stored ISO time as people read it: minutes, UTC. */
+export const minutes = (iso: string) => html`<time datetime="${iso}">${iso.slice(0, 16).replace("T", " ")} UTC</time>`;
+
+/** `ended`: the browser came back with a session that is over (signed out elsewhere, idle too long, disabled). */
+export function signInPage(next: string, ended = false): string {
   return layout(
     "Sign in",
     {},
-    html`<form data-api="/portal/api/session" data-method="POST" data-then="${next}" class="narrow">
-  <label>Email <input type="email" name="email" autocomplete="username" required maxlength="320"></label>
+    html`${ended ? html`<p class="ended narrow">Your session has ended: it was idle too long, reached its time limit, or was signed out. Sign in again.</p>` : ""}
+<form data-api="/portal/api/session" data-method="POST" data-then="${next}" class="narrow">
+  <label>Email <input type="email" name="email" autocomplete="username webauthn" required maxlength="320"></label>
   <label>Password <input type="password" name="password" autocomplete="current-password" required maxlength="1024"></label>
   <button type="submit">Sign in</button>
-</form>`,
+</form>
+<div class="narrow" data-passkey-only hidden>
+  <p class="or">Or sign in without a password:</p>
+  <button type="button" class="secondary" data-passkey-signin data-then="${next}">Use a passkey</button>
+</div>`,
   );
 }
 
@@ -22,5 +32,51 @@ export function invitePage(): string {
   <label>New password <input type="password" name="password" autocomplete="new-password" required minlength="12" maxlength="1024"></label>
   <button type="submit">Set password</button>
 </form>`,
+  );
+}
+
+/** Who you are, and your passkeys: add one, rename, delete. */
+export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin: string): string {
+  const actor = ctx.actor!;
+  const rows = passkeys.map((p) => {
+    const api = `/portal/api/passkeys/${encodeURIComponent(p.credentialId)}`;
+    return html`<tr>
+  <td data-label="Name">${p.name}</td><td data-label="Added">${minutes(p.createdAt)}</td>
+  <td data-label="Last used">${p.lastUsedAt ? minutes(p.lastUsedAt) : "never"}</td>
+  <td data-label="Kind">${p.backedUp ? "synced" : "this device only"}</td>
+  <td data-label="Actions" class="actions"><div>
+    <details>
+      <summary role="button" class="secondary outline">Rename</summary>
+      <form data-api="${api}" data-method="PATCH" aria-label="Rename the passkey ${p.name}">
+        <label>New name <input name="name" required maxlength="60" value="${p.name}"></label>
+        <button type="submit">Save</button>
+      </form>
+    </details>
+    <button type="button" class="secondary" data-api="${api}" data-method="DELETE"
+      data-confirm="Delete the passkey “${p.name}”? You can still sign in with your password and any other passkey.">Delete</button>
+  </div></td>
+</tr>`;
+  });
+  return layout(
+    "Account",
+    ctx,
+    html`<section aria-labelledby="you-h">
+  <h2 id="you-h">You</h2>
+  <dl class="facts">
+    <dt>Email</dt><dd>${actor.email}</dd>
+    <dt>Role</dt><dd>${actor.role}</dd>
+  </dl>
+</section>
+<section aria-labelledby="passkeys-h">
+  <h2 id="passkeys-h">Passkeys</h2>
+  <p>A passkey signs you in with your device's screen lock or a security key instead of your password, and cannot be
+  phished: it works only at <code>${origin}</code>.</p>
+  <form data-passkey-register aria-label="Add a passkey" class="inline">
+    <label>Name (optional) <input name="name" maxlength="60" placeholder="laptop, phone, security key"></label>
+    <button type="submit">Add a passkey</button>
+  </form>
+  <div class="stack">${table("Your passkeys", ["Name", "Added", "Last used", "Kind", "Actions"], rows)}</div>
+</section>`,
+    "/portal/account",
   );
 }

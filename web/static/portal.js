@@ -82,10 +82,13 @@ function download(text, name) {
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
+// data-omit-empty: a field left empty is left out (an optional field the server would otherwise refuse as "")
 function formBody(form) {
   const body = {};
+  const omitEmpty = form.hasAttribute("data-omit-empty");
   for (const el of form.elements) {
     if (!el.name || el.type === "submit") continue;
+    if (omitEmpty && el.value === "") continue;
     if (el.type === "checkbox") body[el.name] = el.checked;
     else if (el.type === "number") {
       if (el.value !== "") body[el.name] = Number(el.value); // empty: the server's default
@@ -93,6 +96,14 @@ function formBody(form) {
   }
   if (form.hasAttribute("data-invite")) body.token = location.hash.slice(1);
   return body;
+}
+
+// data-reveal="ID:field": a secret shown once (an invitation link) goes into #ID-value and #ID is shown;
+// data-done is what the notice line then says
+function reveal(spec, result) {
+  const [id, field] = spec.split(":");
+  document.getElementById(`${id}-value`).textContent = result[field];
+  document.getElementById(id).hidden = false;
 }
 
 for (const form of document.querySelectorAll("form[data-api]")) {
@@ -112,6 +123,10 @@ for (const form of document.querySelectorAll("form[data-api]")) {
         document.getElementById("new-key-value").textContent = result.key;
         document.getElementById("new-key").hidden = false;
         say(`Key ${result.keyId} created. Reload the page to see it in the list.`);
+        form.reset();
+      } else if (form.dataset.reveal) {
+        reveal(form.dataset.reveal, result);
+        say(form.dataset.done ?? "Done.");
         form.reset();
       } else if (form.dataset.then) {
         location.assign(form.dataset.then);
@@ -186,6 +201,71 @@ for (const form of document.querySelectorAll("form[data-upload]")) {
       tell(`Nothing was stored. ${err.message}`, true);
     } finally {
       button?.removeAttribute("aria-busy");
+    }
+  });
+}
+
+// Passkeys, with @simplewebauthn/browser: loaded only on the pages that offer them, from this service (CSP 'self').
+let webauthn;
+function simpleWebAuthn() {
+  webauthn ??= new Promise((resolve, reject) => {
+    const script = document.createElement("script");
+    script.src = "/portal/assets/vendor/simplewebauthn-browser.js";
+    script.onload = () => resolve(window.SimpleWebAuthnBrowser);
+    script.onerror = () => reject(new Error("The passkey script did not load; reload the page."));
+    document.head.append(script);
+  });
+  return webauthn;
+}
+
+const passkeysWork = typeof window.PublicKeyCredential === "function";
+
+// The browser's own errors are about the prompt (cancelled, timed out, no passkey here): say so plainly.
+function passkeyTrouble(err) {
+  if (err && (err.name === "NotAllowedError" || err.name === "AbortError")) return "The passkey prompt was cancelled or timed out.";
+  if (err && err.name === "InvalidStateError") return "This authenticator already holds a passkey for this account.";
+  return err.message;
+}
+
+for (const box of document.querySelectorAll("[data-passkey-only]")) box.hidden = !passkeysWork;
+
+for (const button of document.querySelectorAll("button[data-passkey-signin]")) {
+  button.addEventListener("click", async () => {
+    button.setAttribute("aria-busy", "true");
+    try {
+      const { startAuthentication } = await simpleWebAuthn();
+      const options = await call("POST", "/portal/api/session/passkey/options");
+      const credential = await startAuthentication({ optionsJSON: options });
+      await call("POST", "/portal/api/session/passkey", credential);
+      location.assign(button.dataset.then ?? "/portal/");
+    } catch (err) {
+      say(passkeyTrouble(err), true);
+    } finally {
+      button.removeAttribute("aria-busy");
+    }
+  });
+}
+
+for (const form of document.querySelectorAll("form[data-passkey-register]")) {
+  if (!passkeysWork) {
+    form.querySelector('button[type="submit"]').disabled = true;
+    say("This browser cannot make passkeys.", true);
+  }
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const button = form.querySelector('button[type="submit"]');
+    button.setAttribute("aria-busy", "true");
+    try {
+      const { startRegistration } = await simpleWebAuthn();
+      const options = await call("POST", "/portal/api/passkeys/options");
+      const credential = await startRegistration({ optionsJSON: options });
+      const name = form.elements.name.value.trim();
+      await call("POST", "/portal/api/passkeys", { credential, ...(name ? { name } : {}) });
+      location.reload();
+    } catch (err) {
+      say(passkeyTrouble(err), true);
+    } finally {
+      button.removeAttribute("aria-busy");
     }
   });
 }

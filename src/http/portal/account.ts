@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import { ABSOLUTE_MS, SESSION_COOKIE } from "../../portal/sessions.ts";
+import { SESSION_COOKIE } from "../../portal/sessions.ts";
 import { invitePage, signInPage } from "../../../web/pages/account.ts";
 import { partBErrors } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
@@ -14,10 +14,10 @@ function safeNext(next: string | undefined): string {
 }
 
 /** Signing in and out, and setting a password through an invitation. */
-export function registerAccountRoutes(app: AppInstance, { deps, html, tags }: PortalRoutes): void {
-  const SignInQuery = Type.Object({ next: Type.Optional(Type.String({ maxLength: 500 })) });
+export function registerAccountRoutes(app: AppInstance, { deps, html, tags, startSession }: PortalRoutes): void {
+  const SignInQuery = Type.Object({ next: Type.Optional(Type.String({ maxLength: 500 })), ended: Type.Optional(Type.String({ maxLength: 8 })) });
   app.get("/portal/signin", { schema: { hide: true, querystring: SignInQuery }, config: { portal: "public" } }, (request, reply) =>
-    html(reply, signInPage(safeNext(request.query.next))),
+    html(reply, signInPage(safeNext(request.query.next), request.query.ended !== undefined)),
   );
   app.get("/portal/invite", { schema: { hide: true }, config: { portal: "public" } }, (_request, reply) => html(reply, invitePage()));
 
@@ -34,8 +34,7 @@ export function registerAccountRoutes(app: AppInstance, { deps, html, tags }: Po
     },
     async (request, reply) => {
       const user = await deps.accounts.signIn(request.body.email, request.body.password, request.ip);
-      const { sessionId } = await deps.sessions.open(user, "password");
-      reply.setCookie(SESSION_COOKIE, sessionId, { path: "/", secure: true, httpOnly: true, sameSite: "strict", maxAge: ABSOLUTE_MS / 1000 });
+      await startSession(reply, user, "password");
       return { email: user.email, role: user.role };
     },
   );

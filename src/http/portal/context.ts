@@ -1,9 +1,10 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
-import type { PortalRole } from "../../domain/portal.ts";
+import type { PortalRole, PortalSession, PortalUser } from "../../domain/portal.ts";
 import type { Tenant } from "../../domain/tenants.ts";
 import type { PortalAccounts } from "../../portal/accounts.ts";
 import type { PortalHistory } from "../../portal/history.ts";
+import type { PortalPasskeys } from "../../portal/passkeys.ts";
 import type { Actor, PortalSessions } from "../../portal/sessions.ts";
 import type { ApiKeyAdmin } from "../../services/apiKeyAdmin.ts";
 import type { ReferenceValueAdmin } from "../../services/referenceValueAdmin.ts";
@@ -18,6 +19,7 @@ import type { PageContext } from "../../../web/layout.ts";
 export interface PortalDeps {
   accounts: PortalAccounts;
   sessions: PortalSessions;
+  passkeys: PortalPasskeys;
   history: PortalHistory;
   keys: ApiKeyAdmin;
   tenants: TenantDirectory;
@@ -55,8 +57,16 @@ export interface PortalRoutes {
   /** what a page needs to know of who is looking */
   ctxOf(request: FastifyRequest): PageContext;
   html(reply: FastifyReply, body: string): FastifyReply;
+  /** opens a session for a person who just proved who they are, and sets its cookie */
+  startSession(reply: FastifyReply, user: PortalUser, method: PortalSession["method"]): Promise<void>;
   /** the portal's tag in /openapi.json */
   tags: string[];
+}
+
+/** The origin the browser says it is on (Origin, sent with every fetch that writes), else this host's. */
+export function requestOrigin(request: FastifyRequest): string {
+  const origin = request.headers.origin;
+  return typeof origin === "string" ? origin : `${request.protocol}://${request.headers.host}`;
 }
 
 /** `?tenant=NAME`: the tenant an operator acts on; ignored for tenant users, who only ever see their own. */

@@ -7,6 +7,7 @@ import type { FastifyRequest } from "fastify";
 import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { SESSION_COOKIE } from "../../portal/sessions.ts";
+import { errorPage, type ErrorBody } from "../../../web/pages/error.ts";
 import type { AppInstance } from "../types.ts";
 import { registerAccountRoutes } from "./account.ts";
 import { allowed, type PortalDeps, type PortalRoutes } from "./context.ts";
@@ -15,6 +16,8 @@ import { registerKeyRoutes } from "./keys.ts";
 import { registerClientRoutes } from "./clients.ts";
 import { registerEnrollmentRoutes } from "./enrollment.ts";
 import { registerReferenceValueRoutes } from "./referenceValues.ts";
+import { registerPasskeyRoutes } from "./passkeys.ts";
+import { registerUserRoutes } from "./users.ts";
 
 /**
  * Strict: nothing inline, nothing from another origin, never framed. web/static/portal.js is the only script;
@@ -40,6 +43,11 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   "portal.js": { file: path.join(WEB, "portal.js"), type: "text/javascript; charset=utf-8" },
   "portal.css": { file: path.join(WEB, "portal.css"), type: "text/css; charset=utf-8" },
   "vendor/pico.min.css": { file: require.resolve("@picocss/pico/css/pico.min.css"), type: "text/css; charset=utf-8" },
+  // the package's single-file build (its ESM entry imports a tree of files); it sets window.SimpleWebAuthnBrowser
+  "vendor/simplewebauthn-browser.js": {
+    file: path.join(path.dirname(require.resolve("@simplewebauthn/browser")), "../dist/bundle/index.umd.min.js"),
+    type: "text/javascript; charset=utf-8",
+  },
 };
 
 const isApi = (url: string) => url.startsWith("/portal/api/");
@@ -75,8 +83,9 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
       done();
     });
 
-    // Who is asking, what they may do, and that a state change carries its CSRF token: before every portal route.
-    app.addHook("preHandler", async (request, reply) => {
+    // Who is asking, what they may do, and that a state change carries its CSRF token: before every portal route,
+    // and before its input is validated, so a person without the right learns nothing of what a valid request is.
+    app.addHook("preValidation", async (request, reply) => {
       const need = request.routeOptions.config?.portal;
       if (!need) return;
       const isWrite = !["GET", "HEAD"].includes(request.method);
@@ -86,7 +95,9 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
       }
       const resolved = await deps.sessions.resolve(request.cookies[SESSION_COOKIE]);
       if (!resolved) {
-        if (!isApi(request.url)) return reply.redirect(`/portal/signin?next=${encodeURIComponent(request.url)}`, 302);
+        // a cookie that names no live session: the person was signed in, and the sign-in page says why they are back
+        const ended = request.cookies[SESSION_COOKIE] ? "&ended=1" : "";
+        if (!isApi(request.url)) return reply.redirect(`/portal/signin?next=${encodeURIComponent(request.url)}${ended}`, 302);
         throw new AppError(catalog.PORTAL_SIGNED_OUT, "Sign in first");
       }
       request.actor = resolved.actor;
@@ -101,6 +112,17 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
       }
       if (!allowed(resolved.actor, need)) throw new AppError(catalog.PORTAL_FORBIDDEN, `this needs the ${need} role`);
       return undefined;
+    });
+
+    // A page (not the API) that fails answers with a page saying why, for a person; the API keeps its JSON body.
+    app.addHook("onSend", async (request, reply, payload) => {
+      const page = request.method === "GET" && request.url.startsWith("/portal/") && !isApi(request.url) && !request.url.startsWith("/portal/assets/");
+      if (!page || reply.statusCode < 400 || typeof payload !== "string" || !String(reply.getHeader("content-type")).startsWith("application/json")) {
+        return payload;
+      }
+      reply.type("text/html; charset=utf-8");
+      const ctx = request.actor && request.csrfToken ? { actor: request.actor, csrf: request.csrfToken } : {};
+      return errorPage(ctx, reply.statusCode, JSON.parse(payload) as ErrorBody);
     });
 
     app.get("/portal/assets/*", { schema: { hide: true } }, (request, reply) => {
@@ -133,6 +155,17 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
         return { actor: request.actor!, csrf: request.csrfToken!, ...(request.actor!.tenantId === null && tenant ? { tenant } : {}) };
       },
       html: (reply, body) => reply.type("text/html; charset=utf-8").send(body),
+      async startSession(reply, user, method) {
+        const { sessionId } = await deps.sessions.open(user, method);
+        // the cookie outlives no session: its Max-Age is the session's absolute lifetime
+        reply.setCookie(SESSION_COOKIE, sessionId, {
+          path: "/",
+          secure: true,
+          httpOnly: true,
+          sameSite: "strict",
+          maxAge: Math.floor(deps.sessions.lifetimes.absoluteMs / 1000),
+        });
+      },
     };
     registerAccountRoutes(app, routes);
     registerHistoryRoutes(app, routes);
@@ -140,5 +173,7 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     registerClientRoutes(app, routes);
     registerReferenceValueRoutes(app, routes);
     registerEnrollmentRoutes(app, routes);
+    registerPasskeyRoutes(app, routes);
+    registerUserRoutes(app, routes);
   };
 }

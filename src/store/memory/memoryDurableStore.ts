@@ -4,7 +4,7 @@ import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState }
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { ActivityAppendResult, ActivityFilter, DurableStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
-import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
+import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import { MAX_HISTORY_PAGE } from "../historyQueries.ts";
 
 /** A unique or foreign-key rule broken: the memory backend's counterpart of a SQL constraint violation. */
@@ -315,6 +315,59 @@ export class MemoryDurableStore implements DurableStore {
   async purgeSessions(nowMs: number, idleMs: number) {
     let n = 0;
     for (const [h, x] of this.sessions) if (x.expiresAtMs <= nowMs || x.lastSeenAtMs <= nowMs - idleMs) (this.sessions.delete(h), n++);
+    return n;
+  }
+
+  // ---- passkeys and their ceremonies' challenges ----
+  private readonly passkeys = new Map<string, PortalPasskey>();
+  private readonly challenges = new Map<string, PasskeyChallenge>();
+
+  async createPasskey(p: PortalPasskey) {
+    if (!this.people.has(p.userId)) throw new MemoryConstraintError(`passkey: no user ${p.userId}`);
+    if (this.passkeys.has(p.credentialId)) return "exists" as const;
+    this.passkeys.set(p.credentialId, { ...p, transports: [...p.transports] });
+    return "ok" as const;
+  }
+  async getPasskey(credentialId: string) {
+    const p = this.passkeys.get(credentialId);
+    return p && { ...p, transports: [...p.transports] };
+  }
+  async listPasskeys(userId: string) {
+    return [...this.passkeys.values()]
+      .filter((p) => p.userId === userId)
+      .sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.credentialId, b.credentialId))
+      .map((p) => ({ ...p, transports: [...p.transports] }));
+  }
+  async recordPasskeyUse(credentialId: string, counter: number, at: string) {
+    const p = this.passkeys.get(credentialId);
+    if (!p || !(p.counter < counter || (p.counter === 0 && counter === 0))) return false;
+    p.counter = counter;
+    p.lastUsedAt = at;
+    return true;
+  }
+  async renamePasskey(userId: string, credentialId: string, name: string) {
+    const p = this.passkeys.get(credentialId);
+    if (!p || p.userId !== userId) return false;
+    p.name = name;
+    return true;
+  }
+  async deletePasskey(userId: string, credentialId: string) {
+    const p = this.passkeys.get(credentialId);
+    return Boolean(p && p.userId === userId && this.passkeys.delete(credentialId));
+  }
+  async createPasskeyChallenge(c: PasskeyChallenge) {
+    if (c.userId !== null && !this.people.has(c.userId)) throw new MemoryConstraintError(`challenge: no user ${c.userId}`);
+    if (this.challenges.has(c.challengeHash)) throw new MemoryConstraintError("challenge exists");
+    this.challenges.set(c.challengeHash, { ...c });
+  }
+  async takePasskeyChallenge(challengeHash: string, nowMs: number) {
+    const c = this.challenges.get(challengeHash);
+    this.challenges.delete(challengeHash);
+    return c && c.expiresAtMs > nowMs ? { ...c } : undefined;
+  }
+  async purgePasskeyChallenges(nowMs: number) {
+    let n = 0;
+    for (const [h, c] of this.challenges) if (c.expiresAtMs <= nowMs) (this.challenges.delete(h), n++);
     return n;
   }
 }

@@ -8,7 +8,7 @@ import { loadMigrations } from "../migrations.ts";
 import { pgRows, type Row } from "../rows.ts";
 import { query, transaction } from "./pgQuery.ts";
 import { activitySql, pgPlaceholder, verdictHistorySql } from "../historyQueries.ts";
-import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
+import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
@@ -517,6 +517,65 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
         .rowCount ?? 0
     );
   }
+
+  // ---- passkeys and their ceremonies' challenges ----
+  async createPasskey(p: PortalPasskey): Promise<"ok" | "exists"> {
+    const r = await this.q(
+      "insertPasskey",
+      `INSERT INTO portal_passkeys (credential_id, user_id, public_key, counter, transports, backed_up, name, created_at, last_used_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (credential_id) DO NOTHING`,
+      [p.credentialId, p.userId, p.publicKey, p.counter, JSON.stringify(p.transports), p.backedUp, p.name, p.createdAt, p.lastUsedAt],
+    );
+    return r.rowCount === 1 ? "ok" : "exists";
+  }
+
+  async getPasskey(credentialId: string): Promise<PortalPasskey | undefined> {
+    const r = await this.q("passkeyById", "SELECT * FROM portal_passkeys WHERE credential_id = $1", [credentialId]);
+    return r.rows[0] && pgRows.passkey(r.rows[0]);
+  }
+
+  async listPasskeys(userId: string): Promise<PortalPasskey[]> {
+    const r = await this.q("passkeysOfUser", "SELECT * FROM portal_passkeys WHERE user_id = $1 ORDER BY created_at, credential_id", [userId]);
+    return r.rows.map(pgRows.passkey);
+  }
+
+  async recordPasskeyUse(credentialId: string, counter: number, at: string): Promise<boolean> {
+    const r = await this.q(
+      "recordPasskeyUse",
+      "UPDATE portal_passkeys SET counter = $2, last_used_at = $3 WHERE credential_id = $1 AND (counter < $2 OR (counter = 0 AND $2 = 0))",
+      [credentialId, counter, at],
+    );
+    return r.rowCount === 1;
+  }
+
+  async renamePasskey(userId: string, credentialId: string, name: string): Promise<boolean> {
+    const r = await this.q("renamePasskey", "UPDATE portal_passkeys SET name = $3 WHERE credential_id = $1 AND user_id = $2", [credentialId, userId, name]);
+    return r.rowCount === 1;
+  }
+
+  async deletePasskey(userId: string, credentialId: string): Promise<boolean> {
+    const r = await this.q("deletePasskey", "DELETE FROM portal_passkeys WHERE credential_id = $1 AND user_id = $2", [credentialId, userId]);
+    return r.rowCount === 1;
+  }
+
+  async createPasskeyChallenge(c: PasskeyChallenge): Promise<void> {
+    await this.q(
+      "insertPasskeyChallenge",
+      "INSERT INTO portal_passkey_challenges (challenge_hash, purpose, user_id, expires_at_ms) VALUES ($1, $2, $3, $4)",
+      [c.challengeHash, c.purpose, c.userId, c.expiresAtMs],
+    );
+  }
+
+  async takePasskeyChallenge(challengeHash: string, nowMs: number): Promise<PasskeyChallenge | undefined> {
+    const r = await this.q("takePasskeyChallenge", "DELETE FROM portal_passkey_challenges WHERE challenge_hash = $1 RETURNING *", [challengeHash]);
+    const c = r.rows[0] && pgRows.passkeyChallenge(r.rows[0]);
+    return c && c.expiresAtMs > nowMs ? c : undefined;
+  }
+
+  async purgePasskeyChallenges(nowMs: number): Promise<number> {
+    return (await this.q("purgePasskeyChallenges", "DELETE FROM portal_passkey_challenges WHERE expires_at_ms <= $1", [nowMs])).rowCount ?? 0;
+  }
+
 
   // ---- jti replay set (used without --redis-url) ----
   /**

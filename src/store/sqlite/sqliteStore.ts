@@ -15,7 +15,7 @@ import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../
 import type { ActivityAppendResult, ActivityFilter, DurableStore, NonceStore, NonceVerdictStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
-import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
+import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import { activitySql, sqlitePlaceholder, verdictHistorySql } from "../historyQueries.ts";
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
@@ -488,5 +488,57 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
 
   async purgeSessions(nowMs: number, idleMs: number): Promise<number> {
     return this.db.prepare("DELETE FROM portal_sessions WHERE expires_at_ms <= ? OR last_seen_at_ms <= ?").run(nowMs, nowMs - idleMs).changes;
+  }
+
+  // ---- passkeys and their ceremonies' challenges ----
+  async createPasskey(p: PortalPasskey): Promise<"ok" | "exists"> {
+    const r = this.db
+      .prepare(
+        `INSERT INTO portal_passkeys (credential_id, user_id, public_key, counter, transports, backed_up, name, created_at, last_used_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (credential_id) DO NOTHING`,
+      )
+      .run(p.credentialId, p.userId, p.publicKey, p.counter, JSON.stringify(p.transports), p.backedUp ? 1 : 0, p.name, p.createdAt, p.lastUsedAt);
+    return r.changes === 1 ? "ok" : "exists";
+  }
+
+  async getPasskey(credentialId: string): Promise<PortalPasskey | undefined> {
+    const r = this.db.prepare("SELECT * FROM portal_passkeys WHERE credential_id = ?").get(credentialId) as Row | undefined;
+    return r && sqliteRows.passkey(r);
+  }
+
+  async listPasskeys(userId: string): Promise<PortalPasskey[]> {
+    const rows = this.db.prepare("SELECT * FROM portal_passkeys WHERE user_id = ? ORDER BY created_at, credential_id").all(userId) as Row[];
+    return rows.map(sqliteRows.passkey);
+  }
+
+  async recordPasskeyUse(credentialId: string, counter: number, at: string): Promise<boolean> {
+    const r = this.db
+      .prepare("UPDATE portal_passkeys SET counter = ?, last_used_at = ? WHERE credential_id = ? AND (counter < ? OR (counter = 0 AND ? = 0))")
+      .run(counter, at, credentialId, counter, counter);
+    return r.changes === 1;
+  }
+
+  async renamePasskey(userId: string, credentialId: string, name: string): Promise<boolean> {
+    return this.db.prepare("UPDATE portal_passkeys SET name = ? WHERE credential_id = ? AND user_id = ?").run(name, credentialId, userId).changes === 1;
+  }
+
+  async deletePasskey(userId: string, credentialId: string): Promise<boolean> {
+    return this.db.prepare("DELETE FROM portal_passkeys WHERE credential_id = ? AND user_id = ?").run(credentialId, userId).changes === 1;
+  }
+
+  async createPasskeyChallenge(c: PasskeyChallenge): Promise<void> {
+    this.db
+      .prepare("INSERT INTO portal_passkey_challenges (challenge_hash, purpose, user_id, expires_at_ms) VALUES (?, ?, ?, ?)")
+      .run(c.challengeHash, c.purpose, c.userId, c.expiresAtMs);
+  }
+
+  async takePasskeyChallenge(challengeHash: string, nowMs: number): Promise<PasskeyChallenge | undefined> {
+    const r = this.db.prepare("DELETE FROM portal_passkey_challenges WHERE challenge_hash = ? RETURNING *").get(challengeHash) as Row | undefined;
+    const c = r && sqliteRows.passkeyChallenge(r);
+    return c && c.expiresAtMs > nowMs ? c : undefined;
+  }
+
+  async purgePasskeyChallenges(nowMs: number): Promise<number> {
+    return this.db.prepare("DELETE FROM portal_passkey_challenges WHERE expires_at_ms <= ?").run(nowMs).changes;
   }
 }

@@ -29,6 +29,28 @@ CREATE TABLE portal_sessions (
 );
 CREATE INDEX portal_sessions_user ON portal_sessions (user_id);
 
+-- Passkeys (WebAuthn credentials) and the challenges of ceremonies under way (any instance may finish one).
+CREATE TABLE portal_passkeys (
+  credential_id  TEXT COLLATE "C" PRIMARY KEY,
+  user_id        TEXT COLLATE "C" NOT NULL REFERENCES enroll_users (user_id),
+  public_key     TEXT NOT NULL,
+  counter        BIGINT NOT NULL CHECK (counter >= 0),
+  transports     JSONB NOT NULL,
+  backed_up      BOOLEAN NOT NULL,
+  name           TEXT NOT NULL,
+  created_at     TEXT COLLATE "C" NOT NULL,
+  last_used_at   TEXT COLLATE "C"
+);
+CREATE INDEX portal_passkeys_user ON portal_passkeys (user_id, created_at);
+
+CREATE TABLE portal_passkey_challenges (
+  challenge_hash TEXT COLLATE "C" PRIMARY KEY,
+  purpose        TEXT NOT NULL CHECK (purpose IN ('register', 'signin')),
+  user_id        TEXT COLLATE "C" REFERENCES enroll_users (user_id),
+  expires_at_ms  BIGINT NOT NULL
+);
+CREATE INDEX portal_passkey_challenges_expiry ON portal_passkey_challenges (expires_at_ms);
+
 ALTER TABLE api_keys ADD COLUMN label TEXT;
 ALTER TABLE api_keys ADD COLUMN last_used_at TEXT COLLATE "C";
 

@@ -45,6 +45,30 @@ CREATE TABLE portal_sessions (
 ) WITHOUT ROWID;
 CREATE INDEX portal_sessions_user ON portal_sessions (user_id);
 
+-- Passkeys (WebAuthn credentials): the public key, never a secret; the authenticator's signature counter as last
+-- seen, so a copy that lags behind is refused. A credential id names one passkey across all users.
+CREATE TABLE portal_passkeys (
+  credential_id  TEXT PRIMARY KEY,
+  user_id        TEXT NOT NULL REFERENCES enroll_users (user_id),
+  public_key     TEXT NOT NULL,
+  counter        INTEGER NOT NULL CHECK (counter >= 0),
+  transports     TEXT NOT NULL,
+  backed_up      INTEGER NOT NULL CHECK (backed_up IN (0, 1)),
+  name           TEXT NOT NULL,
+  created_at     TEXT NOT NULL,
+  last_used_at   TEXT
+) WITHOUT ROWID;
+CREATE INDEX portal_passkeys_user ON portal_passkeys (user_id, created_at);
+
+-- A WebAuthn ceremony begun on one instance may finish on another: challenges live here, single use, minutes long.
+CREATE TABLE portal_passkey_challenges (
+  challenge_hash TEXT PRIMARY KEY,
+  purpose        TEXT NOT NULL CHECK (purpose IN ('register', 'signin')),
+  user_id        TEXT REFERENCES enroll_users (user_id),
+  expires_at_ms  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX portal_passkey_challenges_expiry ON portal_passkey_challenges (expires_at_ms);
+
 ALTER TABLE api_keys ADD COLUMN label TEXT;
 ALTER TABLE api_keys ADD COLUMN last_used_at TEXT;
 

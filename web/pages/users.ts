@@ -1,0 +1,69 @@
+import type { PeopleFilter, PersonSummary } from "../../src/portal/accounts.ts";
+import { html } from "../html.ts";
+import { layout, table, type PageContext } from "../layout.ts";
+import { minutes } from "./account.ts";
+
+/** Operators: everyone who signs in, filtered by tenant or to the operators; invite, change role, disable, enable. */
+export function usersPage(ctx: PageContext, people: PersonSummary[], f: PeopleFilter): string {
+  const self = ctx.actor!.userId;
+  const rows = people.map((p) => {
+    const api = `/portal/api/users/${encodeURIComponent(p.userId)}`;
+    const role =
+      p.role === "operator"
+        ? "operator"
+        : html`<form data-api="${api}" data-method="PATCH" class="row-form" aria-label="Role of ${p.email}">
+        <select name="role" aria-label="Role of ${p.email}">
+          ${(["admin", "viewer"] as const).map((r) => html`<option value="${r}" ${r === p.role ? html`selected` : ""}>${r}</option>`)}
+        </select>
+        <button type="submit" class="secondary">Change</button>
+      </form>`;
+    const action =
+      p.state === "disabled"
+        ? html`<button type="button" class="secondary" data-api="${api}/enable" data-method="POST">Enable</button>`
+        : p.userId === self
+          ? "you"
+          : html`<button type="button" class="secondary" data-api="${api}/disable" data-method="POST"
+          data-confirm="Disable ${p.email}? Every session of theirs ends at once.">Disable</button>`;
+    return html`<tr>
+  <td data-label="Email">${p.email}</td><td data-label="Tenant">${p.tenant ?? "—"}</td><td data-label="Role">${role}</td>
+  <td data-label="State">${p.state}</td><td data-label="Since">${minutes(p.createdAt)}</td><td data-label="Action" class="actions">${action}</td>
+</tr>`;
+  });
+  const caption = f.operators ? "Operators" : f.tenant ? `People of ${f.tenant}` : "Everyone";
+  return layout(
+    "Users",
+    ctx,
+    html`<form method="get" action="/portal/users" class="filters" aria-label="Filter people">
+  <label>Tenant <input name="tenant" value="${f.tenant ?? ""}" maxlength="100" placeholder="every tenant"></label>
+  <label class="check"><input type="checkbox" name="operators" value="true" ${f.operators ? html`checked` : ""}> Operators only</label>
+  <button type="submit">Show</button>
+  ${f.tenant || f.operators ? html`<a href="/portal/users">Everyone</a>` : ""}
+</form>
+<section aria-labelledby="invite-h">
+  <h2 id="invite-h">Invite someone</h2>
+  <form data-api="/portal/api/users" data-method="POST" data-omit-empty data-reveal="new-link:link"
+    data-done="Invited. Copy the link below now: it is shown once." aria-label="Invite someone">
+    <div class="grid">
+      <label>Email <input type="email" name="email" required maxlength="320"></label>
+      <div>
+        <label for="invite-role">Role</label>
+        <select id="invite-role" name="role">
+          <option value="admin">admin</option>
+          <option value="viewer">viewer (reads only)</option>
+          <option value="operator">operator (all tenants)</option>
+        </select>
+      </div>
+      <label>Tenant (not for operators) <input name="tenant" maxlength="100" value="${f.tenant ?? ""}"></label>
+    </div>
+    <button type="submit" class="auto">Invite</button>
+  </form>
+  <div id="new-link" hidden>
+    <p><strong>The sign-in link, shown once.</strong> Send it to the person: it works once, for 24 hours, and sets
+    their password.</p>
+    <p><code id="new-link-value"></code> <button type="button" class="secondary" data-copy="new-link-value">Copy</button></p>
+  </div>
+</section>
+<div class="stack">${table(caption, ["Email", "Tenant", "Role", "State", "Since", "Action"], rows)}</div>`,
+    "/portal/users",
+  );
+}
