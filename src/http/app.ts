@@ -6,6 +6,7 @@ import Fastify, { LogController } from "fastify";
 import { setErrorHandlers } from "./errorHandler.ts";
 import { negotiateFormat } from "./negotiate.ts";
 import { recordResponses } from "./recordResponses.ts";
+import { registerDeviceRoutes } from "./routes/devices.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
 import { registerTransactionRoutes } from "./routes/transaction.ts";
 import { registerV2Routes } from "./routes/v2.ts";
@@ -86,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   registerV2Routes(app, deps);
   registerVerdictRoutes(app, deps);
   registerTransactionRoutes(app, deps);
+  registerDeviceRoutes(app, deps);
   if (deps.partB) await deps.partB(app);
   if (deps.portal) await deps.portal(app);
 

@@ -5,6 +5,7 @@ import type { CatalogEntry } from "../errors/catalog.ts";
 import type { ActivityRecorder } from "../services/activityRecorder.ts";
 import type { ApiKeyAuthenticator, Principal } from "../services/apiKeyAuth.ts";
 import type { AttestationService } from "../services/attestationService.ts";
+import type { DeviceService } from "../services/deviceService.ts";
 import type { RateLimiter } from "../services/rateLimiter.ts";
 import type { Metrics } from "./metrics.ts";
 import type { MediaFormat } from "./negotiate.ts";
@@ -33,6 +34,8 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** catalog entry for schema-validation failures on this route (default INVALID_REQUEST / RESOURCE_INVALID_PARAM) */
     invalidEntry?: CatalogEntry;
+    /** per field (query, params or body property), an entry that overrides invalidEntry when that field fails */
+    invalidFieldEntries?: Readonly<Record<string, CatalogEntry>>;
     /** catalog entry for a body over the route's bodyLimit */
     tooLargeEntry?: CatalogEntry;
   }
@@ -61,6 +64,8 @@ export interface AppDeps {
   rng: Rng;
   limits: AppLimits;
   attestation: AttestationService;
+  /** named devices' history and pins (per-device memory) */
+  devices: DeviceService;
   auth: ApiKeyAuthenticator;
   /** Part A's per-key buckets (Part B is given the same limiter through its own deps) */
   rateLimiter: RateLimiter;

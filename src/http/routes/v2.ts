@@ -3,7 +3,7 @@ import { catalog } from "../../errors/catalog.ts";
 import { AppError } from "../../errors/AppError.ts";
 import { NONCE_PATTERN } from "../../nonces/nonce.ts";
 import { sendBody } from "../render.ts";
-import { partAErrors, verdictRecordRef } from "../schemas/common.ts";
+import { DeviceIdSchema, partAErrors, verdictRecordRef } from "../schemas/common.ts";
 import type { AppDeps, AppInstance } from "../types.ts";
 import { methodNotAllowed, partAGuards } from "./guards.ts";
 import type { FastifyRequest } from "fastify";
@@ -54,12 +54,17 @@ export function registerV2Routes(app: AppInstance, deps: AppDeps): void {
     {
       onRequest: [guard, contentChecks],
       bodyLimit: deps.limits.maxBlobBytes,
-      config: { tooLargeEntry: catalog.BLOB_TOO_LARGE, invalidEntry: catalog.NONCE_INVALID },
+      config: {
+        tooLargeEntry: catalog.BLOB_TOO_LARGE,
+        invalidEntry: catalog.NONCE_INVALID,
+        // refused before the nonce is looked at, so a malformed name spends no nonce
+        invalidFieldEntries: { deviceId: catalog.INVALID_REQUEST },
+      },
       schema: {
         tags: ["attestation"],
-        summary: "Appraise a blob against a nonce",
+        summary: "Appraise a blob against a nonce; with deviceId, also against that device's pin",
         security: [{ apiKey: [] }],
-        querystring: Type.Object({ nonce: Type.Optional(Type.String()) }),
+        querystring: Type.Object({ nonce: Type.Optional(Type.String()), deviceId: Type.Optional(DeviceIdSchema) }),
         response: {
           200: verdictRecordRef,
           ...partAErrors(400, 401, 403, 405, 406, 415, 422, 429, 500, 501),
@@ -68,7 +73,9 @@ export function registerV2Routes(app: AppInstance, deps: AppDeps): void {
     },
     async (request, reply) => {
       const blob = (request.body as Buffer | undefined) ?? Buffer.alloc(0);
-      const stored = await deps.attestation.submitBlob(request.principal!.tenant, request.query.nonce, blob);
+      const stored = await deps.attestation.submitBlob(request.principal!.tenant, request.query.nonce, blob, {
+        deviceId: request.query.deviceId,
+      });
       reply.header("Location", `/api/v1/verdicts/${stored.objectId}`);
       return sendBody(request, reply, "verdictRecord", { ...stored.record });
     },
