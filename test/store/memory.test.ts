@@ -4,6 +4,7 @@ import { MemoryNonceStore } from "../../src/store/memory/memoryNonceStore.ts";
 import { MemoryRateLimitStore } from "../../src/store/memory/memoryRateLimitStore.ts";
 import { storeConformance } from "./conformance.ts";
 import { portalConformance } from "./portalConformance.ts";
+import { deviceConformance } from "./deviceConformance.ts";
 
 storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () => {
   const durable = new MemoryDurableStore();
@@ -17,6 +18,11 @@ storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () 
 });
 
 portalConformance("memory", false, async () => {
+  const durable = new MemoryDurableStore();
+  return { durable, close: () => durable.close() };
+});
+
+deviceConformance("memory", false, async () => {
   const durable = new MemoryDurableStore();
   return { durable, close: () => durable.close() };
 });
