@@ -11,7 +11,7 @@ import { RateLimiter } from "../services/rateLimiter.ts";
 import type { Stores } from "../store/types.ts";
 import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
 
-async function tenantNamed(stores: Stores, name: string): Promise<Tenant> {
+export async function tenantNamed(stores: Stores, name: string): Promise<Tenant> {
   const t = await stores.durable.getTenantByName(name);
   if (!t) throw new CliError(`no tenant named "${name}"`);
   return t;

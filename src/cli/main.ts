@@ -5,6 +5,7 @@ import { addSettings, CliError, configFrom } from "./options.ts";
 import { registerTenantCommands } from "./tenantCommands.ts";
 import { registerAttestationCommands } from "./attestationCommands.ts";
 import { registerClientCommands } from "./clientCommands.ts";
+import { registerDeviceCommands } from "./deviceCommands.ts";
 
 const program = new Command()
   .name("attestd")
@@ -22,6 +23,7 @@ addSettings(
 registerTenantCommands(program);
 registerAttestationCommands(program);
 registerClientCommands(program);
+registerDeviceCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -27,6 +27,9 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
     trustProxy: deps.trustedProxies.length > 0 ? deps.trustedProxies : false,
     // Bodies are bounded per route; this is the ceiling for routes that set nothing.
     bodyLimit: 1024 * 1024,
+    // a path parameter longer than this is answered 414 before any route runs; the longest a route takes is a
+    // deviceId (128), so longer ones still reach the schema and its catalog error
+    routerOptions: { maxParamLength: 256 },
     return503OnClosing: true,
     forceCloseConnections: "idle",
     // Requests are logged once, by the activity log and metrics, not by Fastify per request.

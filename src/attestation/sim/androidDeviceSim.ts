@@ -96,6 +96,13 @@ export interface AndroidKeyOptions {
   chainExtension?: boolean;
   /** osPatchLevel, YYYYMM; default the month of `now` (an up-to-date device) */
   patchLevel?: number;
+  /** vendorPatchLevel and bootPatchLevel, YYYYMMDD; default the first day of the patchLevel month */
+  vendorPatchLevel?: number;
+  bootPatchLevel?: number;
+  /** osVersion as KeyMint writes it (150000 is Android 15); default 150000 */
+  osVersion?: number;
+  /** the SHA-256 of the attesting app's signing certificate (default 32 bytes of 0x5a) */
+  signatureDigest?: Uint8Array;
   /** attestationApplicationId package (default com.example.wallet) */
   packageName?: string;
   /** attestationIdModel; default none (apps attest device ids only when they ask) */
@@ -227,9 +234,11 @@ export function androidKeyDescription(
     keySize: KEY_SIZE[keyType],
     osPatchLevel: patchLevel,
     // KeyMint 3 devices attest the vendor and boot images' levels too, as YYYYMMDD
-    vendorPatchLevel: patchLevel * 100 + 1,
-    bootPatchLevel: patchLevel * 100 + 1,
+    vendorPatchLevel: o.vendorPatchLevel ?? patchLevel * 100 + 1,
+    bootPatchLevel: o.bootPatchLevel ?? patchLevel * 100 + 1,
+    ...(o.osVersion !== undefined ? { osVersion: o.osVersion } : {}),
     packageName: o.packageName ?? DEFAULT_ANDROID_PACKAGE,
+    ...(o.signatureDigest !== undefined ? { signatureDigest: o.signatureDigest } : {}),
     ...(o.model !== undefined ? { model: o.model } : {}),
   };
 }
