@@ -150,15 +150,22 @@ function title(level: AndroidSecurityLevel): HardwareTitle {
   return level === "strongbox" ? "StrongBox" : "TEE";
 }
 
+/** Which demo CA certifies a device's attestation CA: Droid CA2, the factory intermediate of its title, or the revoked one. */
+export function deviceCaIssuer(
+  ca: AndroidDevCa,
+  d: { securityLevel: AndroidSecurityLevel; provisioning: AndroidProvisioning; revokedIntermediate: boolean },
+): CertifiedKey {
+  if (d.revokedIntermediate) return ca.revokedIntermediate;
+  return d.provisioning === "rkp" ? ca.rkpIntermediate : ca.factory[title(d.securityLevel)];
+}
+
 /** The device's attestation CA and the certificates above it, made once per simulated device. */
 export async function createAndroidDevice(ca: AndroidDevCa, opts: AndroidDeviceOptions = {}): Promise<AndroidDevice> {
   const securityLevel = opts.securityLevel ?? "tee";
   const provisioning = opts.provisioning ?? "rkp";
   const now = opts.now ?? new Date();
   const hardware = title(securityLevel);
-  const issuer = opts.revokedIntermediate
-    ? ca.revokedIntermediate
-    : provisioning === "rkp" ? ca.rkpIntermediate : ca.factory[hardware];
+  const issuer = deviceCaIssuer(ca, { securityLevel, provisioning, revokedIntermediate: Boolean(opts.revokedIntermediate) });
   let deviceCa: CertifiedKey;
   if (provisioning === "rkp") {
     // Google's RKP servers name the device CA after its serial and renew it every few weeks.
@@ -189,7 +196,7 @@ export async function createAndroidDevice(ca: AndroidDevCa, opts: AndroidDeviceO
 }
 
 /** Checks the options a caller may get wrong; returns the challenge the device embeds. */
-function checkKeyOptions(o: AndroidKeyOptions): Buffer {
+export function checkKeyOptions(o: AndroidKeyOptions): Buffer {
   if (o.patchLevel !== undefined && !(Number.isInteger(o.patchLevel) && /^\d{4}(0[1-9]|1[0-2])$/.test(String(o.patchLevel)))) {
     throw new Error(`patch level ${o.patchLevel} is not YYYYMM (e.g. 202501)`);
   }
