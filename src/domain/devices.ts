@@ -57,6 +57,8 @@ export interface DeviceAppraisalSummary {
   verdict: VerdictValue;
   status: string;
   pin: PinOutcome;
+  /** what differed from the pin (changed, downgrade) */
+  changes?: FactChange[];
 }
 
 /** The facts of the latest appraisal that authenticated any (a chain that failed proves nothing, so it keeps the older ones). */

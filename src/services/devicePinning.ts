@@ -133,7 +133,7 @@ export function applyDevicePin(current: DeviceRecord | undefined, a: DeviceAppra
       firstSeen: current?.firstSeen ?? at,
       lastSeen: at,
       count: (current?.count ?? 0) + 1,
-      last: { objectId: v.objectId, at, verdict: verdict.record.verdict, status: v.record.status, pin: outcome },
+      last: { objectId: v.objectId, at, verdict: verdict.record.verdict, status: v.record.status, pin: outcome, ...(changes.length ? { changes } : {}) },
       latestFacts: a.facts ? { ...a.facts, objectId: v.objectId, at } : (current?.latestFacts ?? null),
       pin,
       resets: current?.resets ?? 0,

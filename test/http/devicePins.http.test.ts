@@ -156,6 +156,7 @@ describe("per-device memory over HTTP", () => {
       assert.deepEqual(h.pin, pinned, "a refused appraisal does not move the pin");
       assert.equal(h.last.pin, "changed");
       assert.equal(h.last.verdict, "No");
+      assert.deepEqual(h.last.changes, changed.device.changes, "the history says what changed too");
       // the original phone still matches
       assert.equal((await attestPhone(phone, id)).device.pin, "matched");
     });

@@ -40,7 +40,7 @@ describe("device pins with two instances on PostgreSQL + Redis", () => {
         startInstance([...storeFlags, "--data-dir", path.join(dir, n), "--vendor-roots", roots, "--reference-values", refs], { timeoutMs: 60_000 }),
       ),
     );
-    [key] = await tenantWithKeys(storeFlags, "pins", [{ rps: 10_000, burst: 10_000 }]);
+    key = (await tenantWithKeys(storeFlags, "pins", [{ rps: 10_000, burst: 10_000 }]))[0]!;
   });
 
   after(async () => {

@@ -23,7 +23,8 @@ const DeviceHistory = Type.Object(
       verdict: Type.String(),
       status: Type.String(),
       pin: Type.Union(PIN_OUTCOMES.map((p) => Type.Literal(p))),
-    }),
+      changes: Type.Optional(Type.Array(Type.Object({ fact: Type.String(), from: Type.String(), to: Type.String() }))),
+    }, { description: "the latest stored appraisal naming it, and how it stood to the pin" }),
     latestFacts: nullable(
       Type.Object({ objectId: Type.String(), at: Type.String(), format: Format, identity: Identity, levels: Levels }, {
         description: "what the latest appraisal that authenticated any facts attested",
