@@ -5,14 +5,13 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { appraise } from "../../src/attestation/appraise.ts";
-import { parseStatusList } from "../../src/attestation/chain/statusList.ts";
-import { ANDROID_DEV_CA_FILES as F, createAndroidDevCa, readAndroidDevCa, writeAndroidDevCa, type AndroidDevCa } from "../../src/attestation/sim/androidCa.ts";
+import { createAndroidDevCa, readAndroidDevCa, writeAndroidDevCa, type AndroidDevCa } from "../../src/attestation/sim/androidCa.ts";
 import { attestAndroidKey, encodeAndroidChain, type AndroidDevice } from "../../src/attestation/sim/androidDeviceSim.ts";
 import { createDevCa, type DevCa } from "../../src/attestation/sim/devCa.ts";
 import { demoReferenceValues, encodeVendorBlob } from "../../src/attestation/sim/deviceSim.ts";
 import { androidDeviceFromFile, vendorDeviceFromFile, type AndroidDeviceFileOptions } from "../../src/attestation/sim/simulatedDevice.ts";
 import type { DeviceFacts, TrustConfig } from "../../src/attestation/types.ts";
-import { parseAndroidRoots } from "../../src/trust/androidTrustSource.ts";
+import { demoAndroidTrust } from "../android/fixtures.ts";
 import { T0 } from "../helpers/clock.ts";
 import { attestdCli } from "../helpers/serverProcess.ts";
 
@@ -37,16 +36,9 @@ before(async () => {
   await writeAndroidDevCa(await createAndroidDevCa({ now: NOW }), androidDir);
   android = await readAndroidDevCa(androidDir);
   vendor = await createDevCa({ now: NOW });
-  const file = (name: string) => readFileSync(path.join(androidDir, name));
   trust = {
     vendor: { rootsDer: [vendor.root.certDer], revocations: new Map(), referenceValues: demoReferenceValues() },
-    android: {
-      ...parseAndroidRoots(file(F.root), F.root),
-      status: parseStatusList(file(F.status).toString("utf8"), F.status),
-      fresh: true,
-      allowedBootKeys: [],
-      policy: {},
-    },
+    android: demoAndroidTrust(androidDir),
   };
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
