@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import type { X509Certificate } from "node:crypto";
 import type { CertificateRole, ChainCertificate } from "./chain/androidChain.ts";
 import type { Provisioning } from "./chain/provisioning.ts";
 import type { AuthorizationListInfo, IntValue, KeyDescriptionInfo } from "./encoding/keyDescription.ts";
@@ -73,10 +72,10 @@ export function androidDeviceFacts(
  * Vendor container: the device leaf's key (SHA-256 of its SubjectPublicKeyInfo, lowercase hex), the chip id and
  * the IMEI, as the record carries them. The container has no version that orders, so no levels.
  */
-export function vendorDeviceFacts(leaf: X509Certificate, chipId: string | undefined, imei: string | undefined): DeviceFacts {
-  const identity: Record<string, string> = {
-    [FACT.leafKey]: createHash("sha256").update(leaf.publicKey.export({ type: "spki", format: "der" })).digest("hex"),
-  };
+export function vendorDeviceFacts(leafSpki: Uint8Array, chipId: string | undefined, imei: string | undefined): DeviceFacts {
+  // the SubjectPublicKeyInfo bytes as the certificate carries them (as Android's keys are hashed, derChain.ts):
+  // ~1 µs, where asking OpenSSL for the key again would decode it a second time
+  const identity: Record<string, string> = { [FACT.leafKey]: createHash("sha256").update(leafSpki).digest("hex") };
   if (chipId !== undefined) identity[FACT.chipId] = chipId;
   if (imei !== undefined) identity[FACT.IMEI] = imei;
   return { format: "vendor", identity, levels: {} };

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { createHash, createPublicKey } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -13,7 +14,6 @@ import {
 } from "../../src/attestation/sim/androidDeviceSim.ts";
 import { createDevCa, issueDeviceLeaf, type CertifiedKey, type DevCa } from "../../src/attestation/sim/devCa.ts";
 import { demoReferenceValues, encodeVendorBlob, type VendorBlobOptions } from "../../src/attestation/sim/deviceSim.ts";
-import { writeFileSync } from "node:fs";
 import { DeviceService } from "../../src/services/deviceService.ts";
 import { T0 } from "../helpers/clock.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
@@ -254,6 +254,8 @@ describe("per-device memory over HTTP", () => {
       assert.equal((await attestVendor(id)).device.pin, "matched");
       const h = (await history(id)).json();
       assert.deepEqual(Object.keys(h.pin.identity), ["leafKey", "chipId", "IMEI"]);
+      const spki = createPublicKey(leaf.privateKey).export({ type: "spki", format: "der" });
+      assert.equal(h.pin.identity.leafKey, createHash("sha256").update(spki).digest("hex"), "the SHA-256 of the leaf's SubjectPublicKeyInfo");
       assert.deepEqual(h.pin.identity.chipId, "c0ffee0123456789");
       assert.deepEqual(h.pin.levels, {});
     });

@@ -126,7 +126,7 @@ export function appraiseVendorContainer(c: VendorContainer, input: AppraisalInpu
       detail,
     };
     // from rule 6 on the chain, the signature and the nonce held: what the records say is the device's word
-    if (status === "Success") result.facts = vendorDeviceFacts(c.leaf!.x509, c.records.chipId, c.records.imei);
+    if (status === "Success") result.facts = vendorDeviceFacts(c.leaf!.subjectPublicKeyInfo, c.records.chipId, c.records.imei);
     return result;
   };
   const r = c.records;
