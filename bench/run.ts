@@ -4,7 +4,7 @@
  *
  *   npm run bench                      full run (~2-3 minutes on 2 cores)
  *   npm run bench -- --quick           smoke run (~1 s per workload); writes bench/results/quick.json only
- *   npm run bench -- --only android    a subset: http, android, cluster (comma-separated)
+ *   npm run bench -- --only android    a subset: http, android, cluster, history (comma-separated)
  *   npm run bench -- --profile         profile the attestd server even when the targets are met (--no-profile: never)
  *   npm run bench -- --out DIR         write the JSON elsewhere
  *   npm run bench -- --rounds 5        attestd/baseline turns per Part A workload (default 5; median shown)
@@ -22,9 +22,10 @@ import { renderSummary, type BenchResults } from "./lib/report.ts";
 import { createVendorFixture, type VendorFixture } from "./lib/vendorFixture.ts";
 import { runAndroidSection } from "./sections/android.ts";
 import { clusterUnavailable, runClusterSection } from "./sections/cluster.ts";
+import { runHistorySection } from "./sections/history.ts";
 import { runHttpSection } from "./sections/http.ts";
 
-export const SECTIONS = ["http", "android", "cluster"] as const;
+export const SECTIONS = ["http", "android", "cluster", "history"] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 export interface BenchOptions {
@@ -98,7 +99,7 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
     finishedAt: "",
     quick: o.quick,
     environment: environment(),
-    sections: { http: undefined, android: undefined, cluster: undefined },
+    sections: { http: undefined, android: undefined, cluster: undefined, history: undefined },
   };
   const want = (s: SectionName) => o.only.includes(s);
   const tmp = mkdtempSync(path.join(os.tmpdir(), "attestd-bench-"));
@@ -146,6 +147,12 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
           log,
         }).catch(failure);
       }
+    }
+
+    // Last: seeding a million rows per backend is disk work the load runs above must not share the machine with.
+    if (want("history")) {
+      log("history: the portal's verdict history with 1,000,000 stored verdicts");
+      results.sections.history = await runHistorySection({ tmp, quick: o.quick, log }).catch(failure);
     }
   } finally {
     rmSync(tmp, { recursive: true, force: true });

@@ -22,6 +22,7 @@ import { PortalAccounts } from "./portal/accounts.ts";
 import { PortalHistory } from "./portal/history.ts";
 import { PortalSessions } from "./portal/sessions.ts";
 import { ApiKeyAdmin } from "./services/apiKeyAdmin.ts";
+import { ReferenceValueAdmin } from "./services/referenceValueAdmin.ts";
 import { TenantDirectory } from "./services/tenantDirectory.ts";
 
 export interface Runtime {
@@ -133,6 +134,13 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       history: new PortalHistory(stores.durable),
       keys: new ApiKeyAdmin(stores.durable, clock, rng),
       tenants: new TenantDirectory(stores.durable),
+      clients: enrollment.clients,
+      referenceValues: new ReferenceValueAdmin(stores.durable, clock, {
+        fileValues: trust.fileReferenceValues,
+        changed: () => trust.refreshReferenceValues(),
+      }),
+      profiles: enrollment.profiles,
+      devices: enrollment.devices,
     }),
     https: opts.https,
   });

@@ -21,6 +21,9 @@ const NAV = [
   { href: "/portal/verdicts", label: "Verdicts" },
   { href: "/portal/activity", label: "Activity log" },
   { href: "/portal/keys", label: "API keys" },
+  { href: "/portal/clients", label: "Enrollment clients" },
+  { href: "/portal/reference-values", label: "Reference values" },
+  { href: "/portal/enrollment", label: "Enrollment" },
 ];
 
 /** The same path with these query parameters (empty ones left out): filters live in the URL. */

@@ -1,5 +1,6 @@
 import type { AndroidSection } from "../sections/android.ts";
 import type { ClusterSection } from "../sections/cluster.ts";
+import type { HistorySection } from "../sections/history.ts";
 import type { HttpSection } from "../sections/http.ts";
 import type { MeasuredLoad } from "./partA.ts";
 import type { ProfileSummary } from "./profile.ts";
@@ -36,6 +37,7 @@ export interface BenchResults {
     http: Outcome<HttpSection>;
     android: Outcome<AndroidSection>;
     cluster: Outcome<ClusterSection>;
+    history: Outcome<HistorySection>;
   };
 }
 
@@ -185,5 +187,23 @@ export function renderSummary(r: BenchResults): string {
     for (const n of c.notes) out.push(`  note: ${n}`);
     out.push("");
   } else if (c) out.push(notOk("Multi-instance", c), "");
+
+  const hi = r.sections.history;
+  if (hi?.status === "ok") {
+    out.push(`Portal verdict history (issue 12): ${hi.target}; one signed-in person paging, ms per request`);
+    for (const b of hi.backends) {
+      out.push(
+        `  ${b.store}: ${f0(b.seededVerdicts.measured)} verdicts for the tenant, ${f0(b.seededVerdicts.other)} for another (seeded in ${b.seedSeconds} s); first page p95 ${b.firstPageP95Ms} ms: ${b.met ? "met" : "MISSED"}`,
+      );
+      out.push(
+        table(
+          ["query", "p50", "p95", "p99", "max", "rows"],
+          b.queries.map((q) => [`  ${q.name}`, f2(q.latencyMs.p50), f2(q.latencyMs.p95), f2(q.latencyMs.p99), f2(q.latencyMs.max), q.rows]),
+        ),
+      );
+    }
+    for (const n of hi.notes) out.push(`  note: ${n}`);
+    out.push("");
+  } else if (hi) out.push(notOk("Portal verdict history", hi), "");
   return out.join("\n");
 }

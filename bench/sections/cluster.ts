@@ -1,17 +1,12 @@
-import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Redis } from "ioredis";
-import pg from "pg";
 import { devTls, provisionApiKey, startAttestd, type Deployment } from "../lib/attestd.ts";
+import { adminQuery, dbUrl, ensureServices, PG_ADMIN_URL, REDIS_URL } from "../lib/backing.ts";
 import { round } from "../lib/load.ts";
 import { measureAttestd, type LoadSettings, type MeasuredLoad, type PartAResult } from "../lib/partA.ts";
 import { REPO } from "../lib/processes.ts";
 import type { VendorFixture } from "../lib/vendorFixture.ts";
-
-export const PG_ADMIN_URL = process.env.ATTESTD_BENCH_PG ?? "postgres://postgres@127.0.0.1:5432/postgres";
-export const REDIS_URL = process.env.ATTESTD_BENCH_REDIS ?? "redis://127.0.0.1:6379";
 
 export interface ClusterRun {
   label: string;
@@ -50,65 +45,6 @@ export interface ClusterContext {
 export function clusterUnavailable(): string | undefined {
   const need = ["src/cluster.ts", "src/store/postgres", "src/store/redis"].filter((f) => !existsSync(path.join(REPO, f)));
   return need.length ? `the multi-instance code is not in this tree yet (missing ${need.join(", ")})` : undefined;
-}
-
-async function pgAnswers(url: string): Promise<string | undefined> {
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-  try {
-    await c.connect();
-    await c.query("select 1");
-    return undefined;
-  } catch (e) {
-    return (e as Error).message;
-  } finally {
-    await c.end().catch(() => {});
-  }
-}
-
-async function redisAnswers(url: string): Promise<string | undefined> {
-  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 3000, retryStrategy: () => null });
-  try {
-    await r.connect();
-    await r.ping();
-    return undefined;
-  } catch (e) {
-    return (e as Error).message;
-  } finally {
-    r.disconnect();
-  }
-}
-
-/** PostgreSQL and Redis answer, or else `.ci/services.sh` (when present) is run once to start them. */
-async function ensureServices(log: (l: string) => void): Promise<string | undefined> {
-  const check = async () => {
-    const [p, r] = await Promise.all([pgAnswers(PG_ADMIN_URL), redisAnswers(REDIS_URL)]);
-    return p || r ? `PostgreSQL: ${p ?? "ok"}; Redis: ${r ?? "ok"}` : undefined;
-  };
-  const first = await check();
-  if (!first) return undefined;
-  const script = path.join(REPO, ".ci/services.sh");
-  if (!existsSync(script)) return `${first} (and .ci/services.sh does not exist to start them)`;
-  log("cluster: PostgreSQL/Redis not answering; running .ci/services.sh");
-  await new Promise<void>((resolve) =>
-    execFile("bash", [script], { cwd: REPO, timeout: 120_000 }, () => resolve()),
-  );
-  return check();
-}
-
-async function adminQuery(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
-
-function dbUrl(name: string): string {
-  const u = new URL(PG_ADMIN_URL);
-  u.pathname = `/${name}`;
-  return u.toString();
 }
 
 /**

@@ -99,7 +99,13 @@ export interface VendorTrust {
   /** DER of each operator-trusted vendor root. */
   rootsDer: readonly Uint8Array[];
   revocations: StatusList;
+  /** the global sets: the operator's, for every tenant */
   referenceValues: readonly ReferenceValue[];
+  /**
+   * The appraised tenant's own sets, when it has any: rule 7 looks here first, so a tenant's set replaces a global
+   * set of the same (model, firmwareVersion) for that tenant's devices alone.
+   */
+  tenantReferenceValues?: readonly ReferenceValue[];
 }
 
 /** Built and refreshed by src/trust/ (Google's roots and status list unless the operator names others). */

@@ -34,6 +34,10 @@ import { partAErrorBody } from "../http/render.ts";
 import { createLogger, type LogFormat } from "../logging.ts";
 import { openStores } from "../store/openStores.ts";
 import { openTrust } from "../trust/openTrust.ts";
+import { ReferenceValueAdmin } from "../services/referenceValueAdmin.ts";
+import type { ReferenceValue } from "../attestation/types.ts";
+import type { Stores } from "../store/types.ts";
+import { portalErrors, tenantNamed } from "./clientCommands.ts";
 import { addSettings, CliError, configFrom, STORAGE_SETTINGS, TRUST_SETTINGS, withStores } from "./options.ts";
 
 const SIM_KEY_TYPES = ["ec", "rsa", "ed25519"] as const;
@@ -56,25 +60,69 @@ export function nonceForChallenge(bytes: Buffer): string {
   return bytes.length === 32 ? bytes.toString("base64url") : bytes.toString("latin1");
 }
 
-/** `refvals import`, `dev-ca`, `device-sim`, `appraise` (operator.md). */
+/** `refvals import|list|delete`, `dev-ca`, `device-sim`, `appraise` (operator.md). */
 export function registerAttestationCommands(program: Command): void {
-  const refvals = program.command("refvals").description("manage reference values");
+  const refvals = program
+    .command("refvals")
+    .description("manage reference values: the global sets (every tenant) and a tenant's own (--tenant; they replace a global set of the same model and firmware for that tenant)");
+  const refvalAdmin = (stores: Stores, fileValues: readonly ReferenceValue[] = []) => new ReferenceValueAdmin(stores.durable, systemClock, { fileValues });
+  const scoped = async (stores: Stores, name: string | undefined) => (name === undefined ? undefined : tenantNamed(stores, name));
   addSettings(
     refvals
       .command("import <file>")
-      .description('load reference values ([{"model","firmwareVersion","measurements":[hex...]}]); replaces same model+firmware'),
+      .description('load reference values ([{"model","firmwareVersion","measurements":[hex...]}]); replaces same model+firmware; all or nothing')
+      .option("--tenant <name>", "the tenant's own sets (default: the global sets)"),
     STORAGE_SETTINGS,
-  ).action(async (file: string, _opts: unknown, cmd: Command) => {
-    let values;
-    try {
-      values = parseReferenceValues(readFileOrFail(file, "reference values").toString("utf8"), file);
-    } catch (e) {
-      throw new CliError((e as Error).message);
-    }
-    await withStores(cmd, async ({ durable }) => {
-      const n = await durable.upsertReferenceValues(values, new Date().toISOString());
+  ).action(async (file: string, opts: { tenant?: string }, cmd: Command) => {
+    const text = readFileOrFail(file, "reference values").toString("utf8");
+    await withStores(cmd, async (stores) => {
+      const tenant = await scoped(stores, opts.tenant);
+      const n = await portalErrors(() => refvalAdmin(stores).import(text, file, tenant));
       process.stdout.write(JSON.stringify({ imported: n }) + "\n");
-      process.stderr.write(`${n} reference value set(s) imported; running servers pick them up within 10 s\n`);
+      process.stderr.write(
+        `${n} reference value set(s) imported${tenant ? ` for tenant ${tenant.name}` : ""}; running servers pick them up within 10 s\n`,
+      );
+    });
+  });
+  addSettings(
+    refvals
+      .command("list")
+      .description("print the global sets (with those of --reference-values, source \"file\"), or a tenant's own, as JSON")
+      .option("--tenant <name>", "the tenant's own sets"),
+    [...STORAGE_SETTINGS, "referenceValues"],
+  ).action(async (opts: { tenant?: string }, cmd: Command) => {
+    const config = configFrom(cmd);
+    let fileValues: ReferenceValue[] = [];
+    if (opts.tenant === undefined && config.referenceValues) {
+      const text = readFileOrFail(config.referenceValues, "--reference-values").toString("utf8");
+      try {
+        fileValues = parseReferenceValues(text, `--reference-values ${config.referenceValues}`);
+      } catch (e) {
+        throw new CliError((e as Error).message);
+      }
+    }
+    await withStores(cmd, async (stores) => {
+      const tenant = await scoped(stores, opts.tenant);
+      const stored = (await refvalAdmin(stores).all(tenant)).map(({ tenantId: _id, ...s }) => ({ source: tenant ? "tenant" : "global", ...s }));
+      const fromFile = fileValues.map((v) => ({ source: "file", ...v, updatedAt: null }));
+      process.stdout.write(JSON.stringify([...fromFile, ...stored], null, 2) + "\n");
+    });
+  });
+  addSettings(
+    refvals
+      .command("delete")
+      .description("delete one set; devices of that model and firmware appraise Unknown unless another set applies")
+      .requiredOption("--model <model>", "the set's model")
+      .requiredOption("--firmware <version>", "the set's firmwareVersion")
+      .option("--tenant <name>", "one of the tenant's own sets (default: a global set)"),
+    STORAGE_SETTINGS,
+  ).action(async (opts: { model: string; firmware: string; tenant?: string }, cmd: Command) => {
+    await withStores(cmd, async (stores) => {
+      const tenant = await scoped(stores, opts.tenant);
+      if (!(await refvalAdmin(stores).remove(tenant, opts.model, opts.firmware))) {
+        throw new CliError(`no ${tenant ? `set of tenant ${tenant.name}` : "global set"} for model ${JSON.stringify(opts.model)}, firmware ${JSON.stringify(opts.firmware)}`);
+      }
+      process.stderr.write(`deleted; running servers pick it up within 10 s\n`);
     });
   });
 
@@ -227,7 +275,7 @@ export function registerAttestationCommands(program: Command): void {
       .option("--challenge-hex <hex>", "the challenge bytes the blob should carry, as hex")
       .option("--at <iso8601>", "appraisal time (default now)")
       .option("--detail", "print the format, the deciding rule, the full parsed attestation and the pinnable device facts too")
-      .option("--tenant <name>", "apply this tenant's android-key policy from --android-policy"),
+      .option("--tenant <name>", "appraise as this tenant: its own reference values and its android-key policy from --android-policy"),
     [...TRUST_SETTINGS, ...STORAGE_SETTINGS],
   ).action(async (file: string, opts: { nonce?: string; challengeHex?: string; at?: string; detail?: boolean; tenant?: string }, cmd: Command) => {
     if ((opts.nonce === undefined) === (opts.challengeHex === undefined)) {
@@ -249,7 +297,11 @@ export function registerAttestationCommands(program: Command): void {
       if (opts.tenant !== undefined && !sources.hasTenantPolicy(opts.tenant)) {
         process.stderr.write(`no policy for tenant "${opts.tenant}" in --android-policy; using the default\n`);
       }
-      const trust = sources.forTenant({ name: opts.tenant ?? "" });
+      const tenant = opts.tenant !== undefined && stores ? await stores.durable.getTenantByName(opts.tenant) : undefined;
+      if (opts.tenant !== undefined && !tenant) {
+        process.stderr.write(`no tenant "${opts.tenant}" in the store; its own reference values (if any) are not applied\n`);
+      }
+      const trust = sources.forTenant({ name: opts.tenant ?? "", tenantId: tenant?.tenantId ?? "" });
       try {
         const r = appraise({ blob, nonce, trust, now });
         // with --detail also the facts a relying party's deviceId would pin (docs/devices.md), null when unauthenticated

@@ -1,7 +1,7 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import { Command, Option } from "commander";
 import { cryptoRng, systemClock } from "../clock.ts";
-import { accessTokenRequest, apiToken, parseClientKeys, type ClientKeys } from "../enrollment/clientJwt.ts";
+import { accessTokenRequest, apiToken, formatClientKeys, parseClientKeys, type ClientKeys } from "../enrollment/clientJwt.ts";
 import { ClientAdmin, ClientAdminError, summarise } from "../enrollment/clients.ts";
 import { encryptForTenant, TenantKeyService } from "../enrollment/tenantKeys.ts";
 import type { Tenant } from "../domain/tenants.ts";
@@ -22,7 +22,7 @@ function portalAccounts(stores: Stores): PortalAccounts {
 }
 
 /** The portal's refusals (a taken email, no such tenant) are the operator's to fix too. */
-async function portalErrors<T>(fn: () => Promise<T>): Promise<T> {
+export async function portalErrors<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
@@ -112,7 +112,7 @@ export function registerClientCommands(program: Command): void {
               ...(burst !== undefined ? { burst } : {}),
             }),
           );
-          writeSync(fd, JSON.stringify(made.keys, null, 2) + "\n");
+          writeSync(fd, formatClientKeys(made.keys));
           written = true;
           process.stderr.write(`client ${made.client.clientId} for ${o.user} of ${tenant.name}; keys in ${o.out}, shown nowhere else\n`);
           process.stdout.write(JSON.stringify({ ...summarise(made.client), tenant: tenant.name, user: o.user }, null, 2) + "\n");
@@ -125,13 +125,35 @@ export function registerClientCommands(program: Command): void {
   );
 
   addSettings(
-    client.command("list").description("list a tenant's clients (never keys)").requiredOption("--tenant <name>", "tenant name"),
+    client.command("list").description("list a tenant's clients (never keys), with their user's email and state").requiredOption("--tenant <name>", "tenant name"),
     STORAGE_SETTINGS,
   ).action(async (o: { tenant: string }, cmd: Command) => {
     await withStores(cmd, async (stores) => {
-      const tenant = await tenantNamed(stores, o.tenant);
-      const clients = (await stores.enrollment.listClients(tenant.tenantId)).map(summarise);
+      const clients = await admin(stores).list(await tenantNamed(stores, o.tenant));
       process.stdout.write(JSON.stringify(clients, null, 2) + "\n");
+    });
+  });
+
+  addSettings(
+    client.command("revoke <clientId>").description("revoke a client: its access tokens stop working at once; it stays listed as revoked"),
+    STORAGE_SETTINGS,
+  ).action(async (clientId: string, _o: unknown, cmd: Command) => {
+    await withStores(cmd, async (stores) => {
+      if (!(await admin(stores).revoke(undefined, clientId))) throw new CliError(`no active client "${clientId}"`);
+      process.stderr.write(`client ${clientId} revoked\n`);
+    });
+  });
+
+  addSettings(
+    client
+      .command("read-only <clientId>")
+      .description("make a client read-only (GET only), or with --off let it write again; applies from its next request")
+      .option("--off", "let the client write again"),
+    STORAGE_SETTINGS,
+  ).action(async (clientId: string, o: { off?: boolean }, cmd: Command) => {
+    await withStores(cmd, async (stores) => {
+      if (!(await admin(stores).setReadOnly(undefined, clientId, !o.off))) throw new CliError(`no active client "${clientId}"`);
+      process.stderr.write(`client ${clientId} is ${o.off ? "no longer read-only" : "read-only"}\n`);
     });
   });
 

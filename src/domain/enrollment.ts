@@ -30,9 +30,11 @@ export interface ApiClient {
   burst: number;
   restrictions: ApiKeyRestrictions | null;
   createdAt: string;
+  /** set once revoked: the client is kept for the record but can no longer authenticate */
+  revokedAt: string | null;
 }
 
-export type NewApiClient = Omit<ApiClient, "restrictions">;
+export type NewApiClient = Omit<ApiClient, "restrictions" | "revokedAt">;
 
 export interface AccessTokenRecord {
   tokenId: string;

@@ -26,6 +26,11 @@ export function parseClientKeys(json: string): ClientKeys {
   return { Public: k.Public, Private: k.Private, Identifier: k.Identifier };
 }
 
+/** keys.json's text, byte for byte what `attestd client create --out` writes and the portal's download holds. */
+export function formatClientKeys(keys: ClientKeys): string {
+  return JSON.stringify({ Public: keys.Public, Private: keys.Private, Identifier: keys.Identifier }, null, 2) + "\n";
+}
+
 export interface SignOptions {
   nowMs: number;
   jti?: string;

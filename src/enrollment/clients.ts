@@ -31,6 +31,15 @@ export function summarise(c: ApiClient): ClientSummary {
   return rest;
 }
 
+/** Whether a client can authenticate now, as far as the client itself and its user go (the tenant's standing aside). */
+export type ClientState = "active" | "revoked" | "user-deregistered";
+
+/** A client as `attestd client list` and the portal show it: the summary, its user's email and its state. */
+export interface ClientView extends ClientSummary {
+  email: string;
+  state: ClientState;
+}
+
 /**
  * Operator-side management of users and API clients. A client's private key and identifier exist only in the
  * keys.json handed out at creation; the store keeps the public key and the identifier's hash.
@@ -79,6 +88,7 @@ export class ClientAdmin {
     });
     const identifier = newSecretToken(this.rng, CLIENT_ID_PREFIX);
     const client: ApiClient = {
+      revokedAt: null,
       clientId: identifier.id,
       tenantId: tenant.tenantId,
       userId: user.userId,
@@ -95,5 +105,37 @@ export class ClientAdmin {
       client,
       keys: { Public: client.publicKey, Private: privateKey.toString("base64"), Identifier: identifier.token },
     };
+  }
+
+  /** The tenant's clients, oldest first, revoked ones included (marked). */
+  async list(tenant: Tenant): Promise<ClientView[]> {
+    const users = new Map((await this.store.listUsers(tenant.tenantId)).map((u) => [u.userId, u]));
+    return (await this.store.listClients(tenant.tenantId)).map((c) => {
+      const user = users.get(c.userId);
+      const state: ClientState = c.revokedAt !== null ? "revoked" : user?.state === "registered" ? "active" : "user-deregistered";
+      return { ...summarise(c), email: user?.email ?? "", state };
+    });
+  }
+
+  /** The client if `tenant` (undefined: the operator, any tenant) has it; another tenant's is not found either. */
+  private async owned(tenant: Tenant | undefined, clientId: string): Promise<ApiClient | undefined> {
+    const c = await this.store.getClient(clientId);
+    return c && (!tenant || c.tenantId === tenant.tenantId) ? c : undefined;
+  }
+
+  /**
+   * Revokes a client: its access tokens stop working at once and it can get no new ones; the record stays, marked.
+   * False when the tenant has no active client of that id.
+   */
+  async revoke(tenant: Tenant | undefined, clientId: string): Promise<boolean> {
+    if (!(await this.owned(tenant, clientId))) return false;
+    return this.store.revokeClient(clientId, this.now());
+  }
+
+  /** A read-only client may only read (GET); applies from its next request. False when the tenant has no such client. */
+  async setReadOnly(tenant: Tenant | undefined, clientId: string, readOnly: boolean): Promise<boolean> {
+    const c = await this.owned(tenant, clientId);
+    if (!c || c.revokedAt !== null) return false;
+    return this.store.setClientReadOnly(clientId, readOnly);
   }
 }

@@ -17,3 +17,17 @@ export function toWindow(p: Paging): { offset: number; limit: number } {
 export function totalPages(totalCount: number, pageSize: number): number {
   return Math.ceil(totalCount / pageSize);
 }
+
+/** A page as people read it: which page of how many, of how many records in all (the portal's listings). */
+export interface NumberedPage<T> {
+  total: number;
+  totalPages: number;
+  /** 0-based, as pageNum */
+  page: number;
+  pageSize: number;
+  items: T[];
+}
+
+export function numbered<T, P extends { total: number; items: T[] }>(p: P, paging: Paging): Omit<P, "total" | "items"> & NumberedPage<T> {
+  return { ...p, totalPages: totalPages(p.total, paging.pageSize), page: paging.pageNum, pageSize: paging.pageSize };
+}

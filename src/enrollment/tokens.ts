@@ -10,6 +10,19 @@ import type { Tenant } from "../domain/tenants.ts";
 import { ALGORITHM, AUDIENCE } from "./clientJwt.ts";
 import { ACCESS_TOKEN_PREFIX, CLIENT_ID_PREFIX, newSecretToken, parseSecretToken, secretMatches } from "./ids.ts";
 
+/**
+ * Why a tenant's clients are refused whatever their credentials (blocked, inactive, a reseller not enabled for
+ * enrollment), or undefined. The portal shows the same sentence on the tenant's clients page.
+ */
+export function tenantRefusal(tenant: Tenant): AppError | undefined {
+  if (tenant.state === "blocked") return new AppError(catalog.TENANT_BLOCKED, "The tenant is blocked");
+  if (tenant.state === "inactive") return new AppError(catalog.TENANT_INACTIVE, "The tenant is inactive");
+  if (tenant.kind === "reseller" && !tenant.enrollmentEnabled) {
+    return new AppError(catalog.RESELLER_BLOCKED, "Reseller accounts need the operator to enable enrollment");
+  }
+  return undefined;
+}
+
 export interface PartBPrincipal {
   tenant: Tenant;
   client: ApiClient;
@@ -93,7 +106,7 @@ export class TokenService {
     }
     const parsed = typeof identifier === "string" ? parseSecretToken(identifier, CLIENT_ID_PREFIX) : undefined;
     const client = parsed && (await this.store.getClient(parsed.id));
-    if (!parsed || !client || !secretMatches(parsed.secret, client.identifierHash)) throw bad(UNRECOGNISED);
+    if (!parsed || !client || !secretMatches(parsed.secret, client.identifierHash) || client.revokedAt !== null) throw bad(UNRECOGNISED);
     seen.clientId = client.clientId;
     seen.tenantId = client.tenantId;
     if (!sameKey(body.base64EncodedStringPublicKey, client.publicKey)) throw bad(UNRECOGNISED);
@@ -140,8 +153,9 @@ export class TokenService {
     if (!parsed || !record || !secretMatches(parsed.secret, record.tokenHash) || record.expiresAtMs <= nowMs) {
       throw bad(TOKEN_UNKNOWN);
     }
+    // revoking deletes a client's tokens; the check covers a token minted while the revocation committed
     const client = await this.store.getClient(record.clientId);
-    if (!client) throw bad(TOKEN_UNKNOWN);
+    if (!client || client.revokedAt !== null) throw bad(TOKEN_UNKNOWN);
     seen.clientId = client.clientId;
     seen.tenantId = client.tenantId;
 
@@ -199,11 +213,8 @@ export class TokenService {
     }
     const tenant = await this.tenants.getTenant(client.tenantId);
     if (!tenant) throw bad(UNRECOGNISED);
-    if (tenant.state === "blocked") throw new AppError(catalog.TENANT_BLOCKED, "The tenant is blocked");
-    if (tenant.state === "inactive") throw new AppError(catalog.TENANT_INACTIVE, "The tenant is inactive");
-    if (tenant.kind === "reseller" && !tenant.enrollmentEnabled) {
-      throw new AppError(catalog.RESELLER_BLOCKED, "Reseller accounts need the operator to enable enrollment");
-    }
+    const refusal = tenantRefusal(tenant);
+    if (refusal) throw refusal;
     return { tenant, client, user };
   }
 

@@ -24,11 +24,11 @@ export interface ActivityView {
 }
 
 /** An opaque "after" cursor: the last row's sort key, base64url JSON, so a page link is bookmarkable. */
-function encodeCursor(key: unknown[]): string {
+export function encodeCursor(key: unknown[]): string {
   return Buffer.from(JSON.stringify(key)).toString("base64url");
 }
 
-function decodeCursor(cursor: string | undefined, shape: ["string", "string"] | ["string", "number"]): unknown[] | undefined {
+export function decodeCursor(cursor: string | undefined, shape: ["string", "string"] | ["string", "number"]): unknown[] | undefined {
   if (cursor === undefined || cursor === "") return undefined;
   try {
     const v = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown;

@@ -13,7 +13,8 @@ export const pgPlaceholder: Placeholder = (i) => `$${i}`;
 
 export const MAX_HISTORY_PAGE = 500;
 
-function builder(ph: Placeholder) {
+/** WHERE clauses and their arguments, numbered as the backend's placeholders want. */
+export function builder(ph: Placeholder) {
   const where: string[] = [];
   const args: unknown[] = [];
   const arg = (v: unknown) => {
@@ -24,23 +25,35 @@ function builder(ph: Placeholder) {
 }
 
 export function verdictHistorySql(q: VerdictQuery, ph: Placeholder, columns: string): { sql: string; args: unknown[] } {
-  const { where, args, arg } = builder(ph);
-  if (q.tenantId !== undefined) where.push(`tenant_id = ${arg(q.tenantId)}`);
-  if (q.verdict !== undefined) where.push(`verdict = ${arg(q.verdict)}`);
-  if (q.status !== undefined) where.push(`status = ${arg(q.status)}`);
-  if (q.format !== undefined) where.push(`format = ${arg(q.format)}`);
-  if (q.from !== undefined) where.push(`created_at >= ${arg(q.from)}`);
-  if (q.to !== undefined) where.push(`created_at < ${arg(q.to)}`);
-  if (q.device !== undefined && q.device !== "") {
-    const d = arg(q.device);
-    where.push(`(chip_id = ${d} OR imei = ${ph === sqlitePlaceholder ? arg(q.device) : d})`);
-  }
-  if (q.before) where.push(`(created_at, object_id) < (${arg(q.before.createdAt)}, ${arg(q.before.objectId)})`);
-  const limit = arg(Math.min(Math.max(Math.trunc(q.limit), 1), MAX_HISTORY_PAGE));
-  return {
-    sql: `SELECT ${columns} FROM verdicts ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY created_at DESC, object_id DESC LIMIT ${limit}`,
-    args,
+  const { args, arg } = builder(ph);
+  const order = "ORDER BY created_at DESC, object_id DESC";
+  const limit = Math.min(Math.max(Math.trunc(q.limit), 1), MAX_HISTORY_PAGE);
+  const filters = (extra: string[]) => {
+    const w = [...extra];
+    if (q.tenantId !== undefined) w.push(`tenant_id = ${arg(q.tenantId)}`);
+    if (q.verdict !== undefined) w.push(`verdict = ${arg(q.verdict)}`);
+    if (q.status !== undefined) w.push(`status = ${arg(q.status)}`);
+    if (q.format !== undefined) w.push(`format = ${arg(q.format)}`);
+    if (q.from !== undefined) w.push(`created_at >= ${arg(q.from)}`);
+    if (q.to !== undefined) w.push(`created_at < ${arg(q.to)}`);
+    if (q.before) w.push(`(created_at, object_id) < (${arg(q.before.createdAt)}, ${arg(q.before.objectId)})`);
+    return w.length ? `WHERE ${w.join(" AND ")}` : "";
   };
+  if (q.device === undefined || q.device === "") {
+    const where = filters([]);
+    return { sql: `SELECT ${columns} FROM verdicts ${where} ${order} LIMIT ${arg(limit)}`, args };
+  }
+  // A device is named by its chipId or its IMEI. One OR over both columns defeats the ordered index reads (a
+  // device's every verdict is read and sorted); two ordered, limited reads of the (tenant, chip_id) and (tenant,
+  // imei) indexes read at most two pages, however many verdicts the device has. The `<> ''` terms let SQLite use
+  // those partial indexes (a bound parameter alone does not prove the value non-empty). A row matching both is
+  // left to the chip arm (UNION cannot deduplicate PostgreSQL's json columns): if that arm's page stops before it,
+  // it is older than a full page and cannot be on this one either.
+  const device = q.device;
+  const arm = (column: "chip_id" | "imei", extra: string[]) =>
+    `SELECT * FROM (SELECT ${columns} FROM verdicts ${filters([`${column} = ${arg(device)}`, `${column} <> ''`, ...extra])} ${order} LIMIT ${arg(limit)}) AS ${column}_arm`;
+  const union = `${arm("chip_id", [])} UNION ALL ${arm("imei", [`COALESCE(chip_id, '') <> ${arg(device)}`])}`;
+  return { sql: `SELECT * FROM (${union}) AS by_device ${order} LIMIT ${arg(limit)}`, args };
 }
 
 export function activitySql(f: ActivityFilter, ph: Placeholder): { sql: string; args: unknown[] } {

@@ -16,6 +16,7 @@ import type { PortalInvite, PortalSession, PortalUser } from "../domain/portal.t
 import type { ApiKeyRecord, ApiKeyRestrictions, Tenant } from "../domain/tenants.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
 import type { DevicePinReset, DeviceRecord } from "../domain/devices.ts";
+import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 
 /**
  * Result rows → records, written once for both SQL backends. The schemas mirror each other column for column
@@ -149,6 +150,13 @@ export function rowMappers(d: Dialect) {
       firmwareVersion: r.firmware_version as string,
       measurements: d.json(r.measurements) as string[],
     }),
+    referenceSet: (r: Row): StoredReferenceSet => ({
+      tenantId: str(r.tenant_id),
+      model: r.model as string,
+      firmwareVersion: r.firmware_version as string,
+      measurements: d.json(r.measurements) as string[],
+      updatedAt: r.updated_at as string,
+    }),
 
     // ---- Part B (EnrollmentStore) ----
     user: (r: Row): EnrollmentUser => ({
@@ -199,6 +207,7 @@ export function rowMappers(d: Dialect) {
       burst: r.burst as number,
       restrictions: d.json<ApiKeyRestrictions>(r.restrictions),
       createdAt: r.created_at as string,
+      revokedAt: str(r.revoked_at),
     }),
 
     accessToken: (r: Row): AccessTokenRecord => ({

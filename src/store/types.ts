@@ -1,5 +1,6 @@
 import type { ReferenceValue } from "../attestation/types.ts";
 import type { ActivityEntry } from "../domain/activity.ts";
+import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type {
   AccessTokenRecord,
   ApiClient,
@@ -203,10 +204,36 @@ export interface ActivityStore {
   queryActivity(filter: ActivityFilter): Promise<StoredActivityEntry[]>;
 }
 
+/**
+ * Reference sets live in two scopes (StoredReferenceSet): the global sets (`tenantId` null) and each tenant's own.
+ * Every operation names its scope; one scope's writes never touch another's.
+ */
 export interface ReferenceValueStore {
-  /** insert or replace by (model, firmwareVersion); returns how many were written */
-  upsertReferenceValues(values: readonly ReferenceValue[], at: string): Promise<number>;
+  /**
+   * Inserts or replaces by (model, firmwareVersion) within one scope (`tenantId` null or omitted: the global sets),
+   * all in one transaction; returns how many were written.
+   */
+  upsertReferenceValues(values: readonly ReferenceValue[], at: string, tenantId?: string | null): Promise<number>;
+  /** the global sets, by (model, firmwareVersion) */
   listReferenceValues(): Promise<ReferenceValue[]>;
+  /** stored sets with their scope and time, by (model, firmwareVersion); see ReferenceSetQuery */
+  listReferenceSets(q: ReferenceSetQuery): Promise<StoredReferenceSet[]>;
+  /** false when that scope has no set for the pair */
+  deleteReferenceSet(tenantId: string | null, model: string, firmwareVersion: string): Promise<boolean>;
+}
+
+export interface ReferenceSetQuery {
+  /**
+   * null: the global sets; a tenant id: that tenant's; undefined: every set of every scope, global ones first, then
+   * by tenant (what the trust refresh reads; `model`, `after` and `limit` then do not apply)
+   */
+  tenantId?: string | null;
+  /** exact model */
+  model?: string;
+  /** keyset cursor: sets strictly after this pair in (model, firmwareVersion) order */
+  after?: { model: string; firmwareVersion: string };
+  /** 1..MAX_HISTORY_PAGE; omitted: all */
+  limit?: number;
 }
 
 /**
@@ -274,6 +301,13 @@ export interface EnrollmentStore {
   listClients(tenantId: string): Promise<ApiClient[]>;
   /** deletes the client and every access token issued to it; false when unknown */
   deleteClient(clientId: string): Promise<boolean>;
+  /**
+   * Marks the client revoked at `at` and deletes its access tokens, in one transaction; the record stays. False
+   * when unknown or already revoked.
+   */
+  revokeClient(clientId: string, at: string): Promise<boolean>;
+  /** false when unknown */
+  setClientReadOnly(clientId: string, readOnly: boolean): Promise<boolean>;
   setClientRestrictions(clientId: string, r: ApiKeyRestrictions | null): Promise<boolean>;
   createAccessToken(t: AccessTokenRecord): Promise<void>;
   getAccessToken(tokenId: string): Promise<AccessTokenRecord | undefined>;

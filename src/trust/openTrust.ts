@@ -1,14 +1,13 @@
 import path from "node:path";
-import type { TrustConfig } from "../attestation/types.ts";
+import type { ReferenceValue, TrustConfig } from "../attestation/types.ts";
 import { vendorTrustProblems } from "../attestation/chain/vendorChain.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
-import type { Tenant } from "../domain/tenants.ts";
 import type { ReferenceValueStore } from "../store/types.ts";
 import { loadAndroidPolicies } from "./androidPolicyFile.ts";
 import { loadAndroidTrust } from "./androidTrustSource.ts";
 import type { TrustLog } from "./refreshingSource.ts";
-import { tenantTrust } from "./tenantTrust.ts";
+import { tenantTrust, type TrustTenant } from "./tenantTrust.ts";
 import { VendorTrustSource } from "./vendorTrustSource.ts";
 
 /**
@@ -55,8 +54,18 @@ export interface TrustCheck {
 }
 
 export interface Trust {
-  /** the trust to appraise a tenant's blob with now; the same object while nothing changes (keeps the caches warm) */
-  forTenant(tenant: Pick<Tenant, "name">): TrustConfig;
+  /**
+   * The trust to appraise a tenant's blob with now: its own reference values and android-key policy over the
+   * global ones; the same object while nothing changes (keeps the caches warm).
+   */
+  forTenant(tenant: TrustTenant): TrustConfig;
+  /**
+   * Re-reads the stored reference values now (they are re-read every 10 s anyway): the instance that stored a
+   * change applies it before answering, other instances within 10 s.
+   */
+  refreshReferenceValues(): Promise<void>;
+  /** the sets of --reference-values (global; a stored global set of the same pair replaces one) */
+  fileReferenceValues: readonly ReferenceValue[];
   /** whether --android-policy has an entry for this tenant (otherwise its default applies) */
   hasTenantPolicy(name: string): boolean;
   /**
@@ -106,7 +115,9 @@ export async function openTrust(c: TrustSettings, opts: OpenTrustOptions): Promi
     android.start();
   }
   return {
-    forTenant: tenantTrust(() => vendor.get(), () => android.current(), policies),
+    forTenant: tenantTrust(vendor, () => android.current(), policies),
+    refreshReferenceValues: () => vendor.refresh(),
+    fileReferenceValues: vendor.fileValues,
     hasTenantPolicy: (name) => policies.tenants.has(name),
     readiness() {
       const h = android.health();

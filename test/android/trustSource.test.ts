@@ -363,7 +363,7 @@ describe("the default status list: Google's URL, cached on disk, fail closed off
     first.stop();
     assert.deepEqual(net.requests, [GOOGLE_STATUS_URL], "the status list and nothing else (the roots are built in)");
     assert.deepEqual(first.readiness().checks.map((c) => [c.name, c.ok]), [["android-roots", true], ["android-status", true]]);
-    assert.equal(appraiseAt(CAIMAN(), CAIMAN_NONCE, first.forTenant({ name: "" }).android, AT).record.verdict, "Yes");
+    assert.equal(appraiseAt(CAIMAN(), CAIMAN_NONCE, first.forTenant({ name: "", tenantId: "" }).android, AT).record.verdict, "Yes");
     const cache = JSON.parse(readFileSync(path.join(dataDir, "android-trust", "android-status.json"), "utf8"));
     assert.equal(cache.source, GOOGLE_STATUS_URL);
     assert.ok(Buffer.from(cache.body, "base64").equals(readFileSync(STATUS)));
@@ -375,7 +375,7 @@ describe("the default status list: Google's URL, cached on disk, fail closed off
     const status = second.readiness().checks.find((c) => c.name === "android-status")!;
     assert.equal(status.ok, true);
     assert.match(status.detail, new RegExp(`read back from the disk cache in ${dataDir}/android-trust \\(the source failed: fetch failed: ENOTFOUND\\)`));
-    assert.equal(appraiseAt(CAIMAN(), CAIMAN_NONCE, second.forTenant({ name: "" }).android, AT).record.verdict, "Yes");
+    assert.equal(appraiseAt(CAIMAN(), CAIMAN_NONCE, second.forTenant({ name: "", tenantId: "" }).android, AT).record.verdict, "Yes");
   });
 
   test("no network and no cache: fail closed, and every report says exactly that", async () => {

@@ -196,7 +196,23 @@ describe("portal over HTTP", () => {
   it("/openapi.json documents every /portal/api route with its error answers", async () => {
     const doc = (await t.runtime.app.inject({ method: "GET", url: "/openapi.json" })).json() as { paths: Record<string, Record<string, { responses: Record<string, unknown>; tags?: string[] }>> };
     const portal = Object.keys(doc.paths).filter((p) => p.startsWith("/portal/api/"));
-    assert.deepEqual(portal.sort(), ["/portal/api/activity", "/portal/api/invite", "/portal/api/keys", "/portal/api/keys/{keyId}", "/portal/api/me", "/portal/api/session", "/portal/api/verdicts", "/portal/api/verdicts/{objectId}"]);
+    assert.deepEqual(portal.sort(), [
+      "/portal/api/activity",
+      "/portal/api/clients",
+      "/portal/api/clients/{clientId}",
+      "/portal/api/enrollment/devices",
+      "/portal/api/enrollment/profiles",
+      "/portal/api/enrollment/profiles/{profileId}",
+      "/portal/api/enrollment/transactions",
+      "/portal/api/invite",
+      "/portal/api/keys",
+      "/portal/api/keys/{keyId}",
+      "/portal/api/me",
+      "/portal/api/reference-values",
+      "/portal/api/session",
+      "/portal/api/verdicts",
+      "/portal/api/verdicts/{objectId}",
+    ]);
     for (const p of portal) {
       for (const [method, op] of Object.entries(doc.paths[p]!)) {
         assert.deepEqual(op.tags, ["portal"], `${method} ${p}`);

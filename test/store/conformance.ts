@@ -246,6 +246,53 @@ export function storeConformance(name: string, provides: readonly Section[], fac
         assert.deepEqual(mine, [b1, a], "by model, then firmware version; the upsert replaced 1.0");
         assert.equal(await durable().upsertReferenceValues([], iso(T0)), 0);
       });
+
+      it("keeps a tenant's reference sets apart from the global ones and from other tenants', pages and deletes them", async () => {
+        const [t1, t2] = [await newTenant(), await newTenant()];
+        const model = uid("M-");
+        const digest = (c: string) => c.repeat(64);
+        const global: ReferenceValue = { model, firmwareVersion: "1.0", measurements: [digest("a")] };
+        const own = [
+          { model, firmwareVersion: "1.0", measurements: [digest("b"), digest("c")] },
+          { model, firmwareVersion: "2.0", measurements: [digest("d")] },
+          { model, firmwareVersion: "3.0", measurements: [digest("e")] },
+        ];
+        await durable().upsertReferenceValues([global], iso(T0));
+        assert.equal(await durable().upsertReferenceValues(own, iso(T0 + 1), t1.tenantId), 3);
+        await durable().upsertReferenceValues([{ ...own[1]!, measurements: [digest("f")] }], iso(T0 + 2), t2.tenantId);
+
+        assert.deepEqual((await durable().listReferenceValues()).filter((v) => v.model === model), [global], "the global sets alone");
+        const sets = (tenantId: string | null, q: { after?: { model: string; firmwareVersion: string }; limit?: number } = {}) =>
+          durable().listReferenceSets({ tenantId, model, ...q });
+        assert.deepEqual(await sets(null), [{ ...global, tenantId: null, updatedAt: iso(T0) }]);
+        assert.deepEqual(await sets(t1.tenantId), own.map((v) => ({ ...v, tenantId: t1.tenantId, updatedAt: iso(T0 + 1) })));
+        assert.deepEqual((await sets(t2.tenantId)).map((v) => [v.firmwareVersion, v.measurements]), [["2.0", [digest("f")]]], "t1's upload did not touch t2");
+
+        // keyset paging in (model, firmwareVersion) order
+        const first = await sets(t1.tenantId, { limit: 2 });
+        assert.deepEqual(first.map((v) => v.firmwareVersion), ["1.0", "2.0"]);
+        const next = await sets(t1.tenantId, { limit: 2, after: { model, firmwareVersion: "2.0" } });
+        assert.deepEqual(next.map((v) => v.firmwareVersion), ["3.0"]);
+
+        // every scope at once (the trust refresh): global first, then by tenant
+        const all = (await durable().listReferenceSets({})).filter((v) => v.model === model);
+        const byTenant = { [t1.tenantId]: ["1.0", "2.0", "3.0"], [t2.tenantId]: ["2.0"] };
+        const tenantOrder = [t1.tenantId, t2.tenantId].sort(); // bytewise, as the stores order TEXT
+        assert.deepEqual(
+          all.map((v) => [v.tenantId, v.firmwareVersion]),
+          [[null, "1.0"], ...tenantOrder.flatMap((id) => byTenant[id]!.map((f) => [id, f]))],
+        );
+
+        // a delete names its scope: t1's 1.0 goes, the global 1.0 and t2's sets stay
+        assert.equal(await durable().deleteReferenceSet(t1.tenantId, model, "1.0"), true);
+        assert.equal(await durable().deleteReferenceSet(t1.tenantId, model, "1.0"), false);
+        assert.equal(await durable().deleteReferenceSet(t2.tenantId, model, "3.0"), false, "another tenant's pair");
+        assert.deepEqual((await sets(null)).length, 1);
+        assert.deepEqual((await sets(t1.tenantId)).map((v) => v.firmwareVersion), ["2.0", "3.0"]);
+        assert.equal(await durable().deleteReferenceSet(null, model, "1.0"), true);
+        assert.deepEqual(await sets(null), []);
+        assert.equal((await sets(t2.tenantId)).length, 1);
+      });
     });
 
     if (has("nonces")) describe("nonces", () => {

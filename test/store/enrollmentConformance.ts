@@ -77,7 +77,7 @@ export function enrollmentConformance(name: string, factory: () => Promise<Enrol
         createdAt: iso(T0),
       };
       await s.createClient(c);
-      assert.deepEqual(await s.getClient(c.clientId), { ...c, restrictions: null });
+      assert.deepEqual(await s.getClient(c.clientId), { ...c, restrictions: null, revokedAt: null });
       const r = { ipAddresses: ["192.0.2.0/24"], referers: [] };
       assert.equal(await s.setClientRestrictions(c.clientId, r), true);
       assert.deepEqual((await s.listClients(t.tenantId)).map((x) => x.restrictions), [r]);
@@ -91,6 +91,34 @@ export function enrollmentConformance(name: string, factory: () => Promise<Enrol
       assert.equal(await s.deleteClient(c.clientId), true);
       assert.equal(await s.getAccessToken(tok.tokenId), undefined, "cascade");
       assert.equal(await s.deleteClient(c.clientId), false);
+    });
+
+    it("revokes a client once, deleting its tokens and keeping its record; sets the read-only flag", async () => {
+      const t = await tenant();
+      const u = await s.registerUser({ userId: uid("u"), tenantId: t.tenantId, email: "r@example.com", at: iso(T0) });
+      const c = { clientId: uid("c"), tenantId: t.tenantId, userId: u.userId, publicKey: "MIIB", identifierHash: "ab".repeat(32), readOnly: false, rps: 1, burst: 2, createdAt: iso(T0) };
+      const other = { ...c, clientId: uid("c") };
+      await s.createClient(c);
+      await s.createClient(other);
+      const tok = { tokenId: uid("k"), clientId: c.clientId, tokenHash: "cd".repeat(32), expiresAtMs: T0 + 3_600_000, createdAt: iso(T0) };
+      const otherTok = { ...tok, tokenId: uid("k"), clientId: other.clientId };
+      await s.createAccessToken(tok);
+      await s.createAccessToken(otherTok);
+
+      assert.equal(await s.setClientReadOnly(c.clientId, true), true);
+      assert.equal((await s.getClient(c.clientId))?.readOnly, true);
+      assert.equal(await s.setClientReadOnly(c.clientId, false), true);
+      assert.equal((await s.getClient(c.clientId))?.readOnly, false);
+      assert.equal(await s.setClientReadOnly(uid("c"), true), false);
+
+      assert.equal(await s.revokeClient(c.clientId, iso(T0 + 5)), true);
+      assert.deepEqual(await s.getClient(c.clientId), { ...c, restrictions: null, revokedAt: iso(T0 + 5) }, "kept, marked");
+      assert.equal(await s.getAccessToken(tok.tokenId), undefined, "its tokens are gone");
+      assert.deepEqual(await s.getAccessToken(otherTok.tokenId), otherTok, "another client's token stays");
+      assert.equal(await s.revokeClient(c.clientId, iso(T0 + 6)), false, "once");
+      assert.equal((await s.getClient(c.clientId))?.revokedAt, iso(T0 + 5), "the first time stands");
+      assert.equal(await s.revokeClient(uid("c"), iso(T0)), false);
+      assert.deepEqual((await s.listClients(t.tenantId)).map((x) => [x.clientId, x.revokedAt]).sort(), [[c.clientId, iso(T0 + 5)], [other.clientId, null]].sort());
     });
 
     it("associates resellers once", async () => {

@@ -217,6 +217,29 @@ export function portalConformance(name: string, withPartB: boolean, factory: () 
         before = { createdAt: last.createdAt, objectId: last.objectId };
       }
       assert.deepEqual(pages, ids(newestFirst));
+
+      // a device named by chipId on some verdicts, by IMEI on others, and by both on some: each once, in order,
+      // also across pages smaller than the device's history
+      const dev = await tenant();
+      const mine: StoredVerdict[] = [];
+      for (let i = 0; i < 9; i++) {
+        const both = i % 3 === 0;
+        const v = verdictOf(dev, 100 + i, { chipId: both || i % 3 === 1 ? "351234567890124" : "other-chip", IMEI: both || i % 3 === 2 ? "351234567890124" : "", at: T0 + i * 1000 });
+        mine.push(v);
+        await b.durable.saveVerdict(v);
+      }
+      await b.durable.saveVerdict(verdictOf(dev, 200, { chipId: "someone-else", IMEI: "490154203237518" }));
+      const deviceNewestFirst = ids([...mine].reverse());
+      assert.deepEqual(ids(await b.durable.listVerdicts({ tenantId: dev.tenantId, device: "351234567890124", limit: 50 })), deviceNewestFirst);
+      const devicePages: string[] = [];
+      let cursor: { createdAt: string; objectId: string } | undefined;
+      for (;;) {
+        const page = await b.durable.listVerdicts({ tenantId: dev.tenantId, device: "351234567890124", limit: 2, ...(cursor ? { before: cursor } : {}) });
+        devicePages.push(...ids(page));
+        if (page.length < 2) break;
+        cursor = { createdAt: page[page.length - 1]!.createdAt, objectId: page[page.length - 1]!.objectId };
+      }
+      assert.deepEqual(devicePages, deviceNewestFirst);
       // the stored record comes back whole
       assert.deepEqual((await b.durable.listVerdicts({ tenantId: t.tenantId, limit: 1 }))[0], newestFirst[0]);
     });

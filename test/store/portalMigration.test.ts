@@ -6,6 +6,7 @@ import { after, describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { verdictHistorySql, sqlitePlaceholder } from "../../src/store/historyQueries.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
+import { loadMigrations } from "../../src/store/migrations.ts";
 import { REPO } from "../helpers/serverProcess.ts";
 
 const MIGRATIONS = path.join(REPO, "src/store/sqlite/migrations");
@@ -41,7 +42,9 @@ describe("SQLite migration 003 (portal) and the verdict-history indexes", () => 
     const store = new SqliteStore({ file });
     try {
       const versions = store.db.prepare("SELECT version FROM schema_migrations ORDER BY version").pluck().all();
-      assert.deepEqual(versions, [1, 2, 3]);
+      assert.deepEqual(versions, loadMigrations(MIGRATIONS).map((m) => m.version), "every later migration applied too");
+      const revoked = store.db.prepare("SELECT revoked_at FROM enroll_clients WHERE client_id = 'c_1'").pluck().get();
+      assert.equal(revoked, null, "an existing client is not revoked by migration 004");
       assert.equal(store.db.pragma("foreign_keys", { simple: true }), 1, "foreign keys are on again after migrating");
       const client = store.db.prepare("SELECT user_id FROM enroll_clients WHERE client_id = 'c_1'").pluck().get();
       assert.equal(client, "u_1");
@@ -85,6 +88,11 @@ describe("SQLite migration 003 (portal) and the verdict-history indexes", () => 
         assert.match(p, index, JSON.stringify(q));
         assert.doesNotMatch(p, /TEMP B-TREE|SCAN verdicts(?! USING)/, `${JSON.stringify(q)}: ${p}`);
       }
+      // a device: an ordered, limited read of each partial index; only the two pages are merged and sorted
+      const device = plan({ tenantId: "t", device: "c0ffee", limit: 50 });
+      assert.match(device, /verdicts_tenant_chip/, device);
+      assert.match(device, /verdicts_tenant_imei/, device);
+      assert.doesNotMatch(device, /SCAN verdicts(?! USING)/, device);
     } finally {
       await store.close();
     }

@@ -349,11 +349,13 @@ interface IssuerPath {
   readonly anchors: readonly InspectedCertificate[];
 }
 
-const trustStates = new WeakMap<VendorTrust, TrustState>();
+// Keyed by the roots array, the only part of the trust the state depends on: every tenant's VendorTrust (they
+// differ in reference values alone) shares the one array, so they share the parsed roots and the path cache.
+const trustStates = new WeakMap<readonly Uint8Array[], TrustState>();
 const PATHS_MAX = 256;
 
 function trustState(trust: VendorTrust): TrustState {
-  let state = trustStates.get(trust);
+  let state = trustStates.get(trust.rootsDer);
   if (!state) {
     const anchors: InspectedCertificate[] = [];
     const problems: string[] = [];
@@ -367,7 +369,7 @@ function trustState(trust: VendorTrust): TrustState {
       }
     });
     state = { anchors, problems, paths: new Map() };
-    trustStates.set(trust, state);
+    trustStates.set(trust.rootsDer, state);
   }
   return state;
 }

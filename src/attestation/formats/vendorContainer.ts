@@ -159,12 +159,16 @@ export function appraiseVendorContainer(c: VendorContainer, input: AppraisalInpu
   if (r.tamperBit === 1) return decide(6, "Success", "No", "TAMPER_BIT is 1");
 
   const pair = `(${JSON.stringify(r.model)}, ${JSON.stringify(r.firmwareVersion)})`;
-  const set = findReferenceSet(input.trust.vendor.referenceValues, r.model!, r.firmwareVersion!);
+  const { tenantReferenceValues, referenceValues } = input.trust.vendor;
+  const own = tenantReferenceValues && findReferenceSet(tenantReferenceValues, r.model!, r.firmwareVersion!);
+  const set = own ?? findReferenceSet(referenceValues, r.model!, r.firmwareVersion!);
   if (!set) return decide(7, "Success", "Unknown", `no reference values for ${pair}`);
+  // the reason says whose set decided, so a tenant's own set is never a silent override
+  const whose = own ? "the tenant's own reference values" : "the reference values";
   const difference = measurementDifference(set, r.measurements!);
   return difference
-    ? decide(7, "Success", "No", `measurements differ from the reference values for ${pair}: ${difference}`)
-    : decide(7, "Success", "Yes", `measurements equal the reference values for ${pair}`);
+    ? decide(7, "Success", "No", `measurements differ from ${whose} for ${pair}: ${difference}`)
+    : decide(7, "Success", "Yes", `measurements equal ${whose} for ${pair}`);
 }
 
 export const vendorContainerFormat: BlobFormat = {

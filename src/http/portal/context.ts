@@ -6,6 +6,10 @@ import type { PortalAccounts } from "../../portal/accounts.ts";
 import type { PortalHistory } from "../../portal/history.ts";
 import type { Actor, PortalSessions } from "../../portal/sessions.ts";
 import type { ApiKeyAdmin } from "../../services/apiKeyAdmin.ts";
+import type { ReferenceValueAdmin } from "../../services/referenceValueAdmin.ts";
+import type { ClientAdmin } from "../../enrollment/clients.ts";
+import type { DeviceService } from "../../enrollment/devices.ts";
+import type { ProfileService } from "../../enrollment/profiles.ts";
 import type { TenantDirectory } from "../../services/tenantDirectory.ts";
 import type { PageContext } from "../../../web/layout.ts";
 
@@ -17,6 +21,12 @@ export interface PortalDeps {
   history: PortalHistory;
   keys: ApiKeyAdmin;
   tenants: TenantDirectory;
+  /** Part B's API clients (the ClientAdmin of `attestd client ...`) */
+  clients: ClientAdmin;
+  referenceValues: ReferenceValueAdmin;
+  /** what the Enrollment page reads, through the services /svc/v1 uses */
+  profiles: ProfileService;
+  devices: DeviceService;
 }
 
 declare module "fastify" {

@@ -12,6 +12,9 @@ import { registerAccountRoutes } from "./account.ts";
 import { allowed, type PortalDeps, type PortalRoutes } from "./context.ts";
 import { registerHistoryRoutes } from "./history.ts";
 import { registerKeyRoutes } from "./keys.ts";
+import { registerClientRoutes } from "./clients.ts";
+import { registerEnrollmentRoutes } from "./enrollment.ts";
+import { registerReferenceValueRoutes } from "./referenceValues.ts";
 
 /**
  * Strict: nothing inline, nothing from another origin, never framed. web/static/portal.js is the only script;
@@ -134,5 +137,8 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     registerAccountRoutes(app, routes);
     registerHistoryRoutes(app, routes);
     registerKeyRoutes(app, routes);
+    registerClientRoutes(app, routes);
+    registerReferenceValueRoutes(app, routes);
+    registerEnrollmentRoutes(app, routes);
   };
 }

@@ -182,6 +182,9 @@ export const RestrictionBody = Type.Object(
   },
   { additionalProperties: false },
 );
+/** A key's or client's restrictions as stored: null when it has none. */
+export const StoredRestrictions = Type.Union([Type.Object({ ipAddresses: Type.Array(Type.String()), referers: Type.Array(Type.String()) }), Type.Null()]);
+
 export const RestrictionView = Type.Object({
   keyId: Type.String(),
   kind: Type.Union([Type.Literal("apiKey"), Type.Literal("client")]),

@@ -2,8 +2,9 @@ import type { ReferenceValue } from "../../attestation/types.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
-import type { ActivityFilter, DeviceVerdictDecision, DurableStore, StoredActivityEntry, VerdictQuery } from "../types.ts";
+import type { ActivityFilter, DeviceVerdictDecision, DurableStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
+import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import { MAX_HISTORY_PAGE } from "../historyQueries.ts";
 
@@ -30,7 +31,7 @@ export class MemoryDurableStore implements DurableStore {
   private readonly verdicts = new Map<string, StoredVerdict>();
   private readonly activity: ActivityEntry[] = [];
   private readonly activityErrorIds = new Set<string>();
-  private readonly refvals = new Map<string, ReferenceValue>();
+  private readonly refvals = new Map<string, StoredReferenceSet>();
   private readonly devices = new Map<string, DeviceRecord>();
   private readonly deviceResets: DevicePinReset[] = [];
   private closed = false;
@@ -188,15 +189,36 @@ export class MemoryDurableStore implements DurableStore {
   }
 
   // ---- reference values ----
-  async upsertReferenceValues(values: readonly ReferenceValue[], _at: string): Promise<number> {
+  async upsertReferenceValues(values: readonly ReferenceValue[], at: string, tenantId: string | null = null): Promise<number> {
     this.check();
-    for (const v of values) this.refvals.set(JSON.stringify([v.model, v.firmwareVersion]), structuredClone(v));
+    if (tenantId !== null && !this.tenants.has(tenantId)) throw new MemoryConstraintError(`no tenant ${tenantId}`);
+    for (const v of values) {
+      const set: StoredReferenceSet = { tenantId, ...structuredClone(v), updatedAt: at };
+      this.refvals.set(JSON.stringify([tenantId, v.model, v.firmwareVersion]), set);
+    }
     return values.length;
   }
   async listReferenceValues(): Promise<ReferenceValue[]> {
-    return [...this.refvals.values()]
-      .sort((a, b) => cmp(a.model, b.model) || cmp(a.firmwareVersion, b.firmwareVersion))
-      .map((v) => structuredClone(v));
+    return (await this.listReferenceSets({ tenantId: null })).map(({ model, firmwareVersion, measurements }) => ({ model, firmwareVersion, measurements }));
+  }
+  async listReferenceSets(q: ReferenceSetQuery): Promise<StoredReferenceSet[]> {
+    this.check();
+    const byPair = (a: StoredReferenceSet, b: StoredReferenceSet) => cmp(a.model, b.model) || cmp(a.firmwareVersion, b.firmwareVersion);
+    const all = [...this.refvals.values()];
+    if (q.tenantId === undefined) {
+      return all.sort((a, b) => (a.tenantId === b.tenantId ? 0 : a.tenantId === null ? -1 : b.tenantId === null ? 1 : cmp(a.tenantId, b.tenantId)) || byPair(a, b)).map((v) => structuredClone(v));
+    }
+    const after = q.after;
+    const found = all
+      .filter((v) => v.tenantId === q.tenantId && (q.model === undefined || v.model === q.model))
+      .filter((v) => !after || cmp(v.model, after.model) > 0 || (v.model === after.model && cmp(v.firmwareVersion, after.firmwareVersion) > 0))
+      .sort(byPair);
+    const limit = q.limit === undefined ? found.length : Math.min(Math.max(Math.trunc(q.limit), 1), MAX_HISTORY_PAGE);
+    return found.slice(0, limit).map((v) => structuredClone(v));
+  }
+  async deleteReferenceSet(tenantId: string | null, model: string, firmwareVersion: string): Promise<boolean> {
+    this.check();
+    return this.refvals.delete(JSON.stringify([tenantId, model, firmwareVersion]));
   }
 
   // ---- activity ----

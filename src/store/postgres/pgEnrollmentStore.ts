@@ -31,7 +31,7 @@ import { query, transaction, uniqueViolation, type Queryable } from "./pgQuery.t
 
 const USER_COLS = "user_id, tenant_id, email, state, created_at, updated_at";
 const CLIENT_COLS =
-  "client_id, tenant_id, user_id, public_key, identifier_hash, read_only, rps, burst, restrictions, created_at";
+  "client_id, tenant_id, user_id, public_key, identifier_hash, read_only, rps, burst, restrictions, created_at, revoked_at";
 const PROFILE_COLS = "profile_id, tenant_id, name, description, mdm_url, settings, created_at, updated_at";
 const TX_COLS = "tenant_id, transaction_id, type, state, kind, profile_id, profile_name, created_at, updated_at";
 /** the unique constraint PostgreSQL generates for UNIQUE (tenant_id, name) in migration 002 */
@@ -117,6 +117,20 @@ export class PgEnrollmentStore implements EnrollmentStore {
   async deleteClient(clientId: string) {
     // ON DELETE CASCADE takes the client's access tokens in the same statement
     return (await this.q("deleteClient", "DELETE FROM enroll_clients WHERE client_id = $1", [clientId])).rowCount === 1;
+  }
+  async revokeClient(clientId: string, at: string) {
+    // one statement: the client marked and its tokens gone together (a data-modifying CTE runs in the same snapshot)
+    const r = await this.q(
+      "revokeClient",
+      `WITH revoked AS (UPDATE enroll_clients SET revoked_at = $1 WHERE client_id = $2 AND revoked_at IS NULL RETURNING client_id),
+            tokens AS (DELETE FROM enroll_access_tokens WHERE client_id IN (SELECT client_id FROM revoked))
+       SELECT count(*)::int AS n FROM revoked`,
+      [at, clientId],
+    );
+    return r.rows[0]!.n === 1;
+  }
+  async setClientReadOnly(clientId: string, readOnly: boolean) {
+    return (await this.q("setClientReadOnly", "UPDATE enroll_clients SET read_only = $1 WHERE client_id = $2", [readOnly, clientId])).rowCount === 1;
   }
   async setClientRestrictions(clientId: string, r: ApiKeyRestrictions | null) {
     const res = await this.q("setClientRestrictions", "UPDATE enroll_clients SET restrictions = $1::json WHERE client_id = $2", [

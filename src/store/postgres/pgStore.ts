@@ -18,10 +18,13 @@ import type {
   DurableStore,
   JtiStore,
   NonceStore,
+  ReferenceSetQuery,
   StoredActivityEntry,
   VerdictQuery,
 } from "../types.ts";
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
+import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
+import { referenceSetsSql } from "../referenceSetQueries.ts";
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 
@@ -375,22 +378,44 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
   }
 
   // ---- reference values ----
-  async upsertReferenceValues(values: readonly ReferenceValue[], at: string): Promise<number> {
+  async upsertReferenceValues(values: readonly ReferenceValue[], at: string, tenantId: string | null = null): Promise<number> {
     // One statement cannot touch a row twice, so repeats within the batch collapse to the last (as the SQLite
     // loop would leave them); the count is of values given, as SQLite reports it.
     const last = new Map<string, ReferenceValue>();
     for (const v of values) last.set(JSON.stringify([v.model, v.firmwareVersion]), v);
     const rows = [...last.values()];
     if (rows.length > 0) {
+      const columns = [rows.map((v) => v.model), rows.map((v) => v.firmwareVersion), rows.map((v) => JSON.stringify(v.measurements)), at];
       await this.q(
         undefined,
-        `INSERT INTO reference_values (model, firmware_version, measurements, updated_at)
-         SELECT m, f, j::json, $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS u (m, f, j)
-         ON CONFLICT (model, firmware_version) DO UPDATE SET measurements = excluded.measurements, updated_at = excluded.updated_at`,
-        [rows.map((v) => v.model), rows.map((v) => v.firmwareVersion), rows.map((v) => JSON.stringify(v.measurements)), at],
+        tenantId === null
+          ? `INSERT INTO reference_values (model, firmware_version, measurements, updated_at)
+             SELECT m, f, j::json, $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS u (m, f, j)
+             ON CONFLICT (model, firmware_version) DO UPDATE SET measurements = excluded.measurements, updated_at = excluded.updated_at`
+          : `INSERT INTO tenant_reference_values (tenant_id, model, firmware_version, measurements, updated_at)
+             SELECT $5, m, f, j::json, $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS u (m, f, j)
+             ON CONFLICT (tenant_id, model, firmware_version) DO UPDATE SET measurements = excluded.measurements, updated_at = excluded.updated_at`,
+        tenantId === null ? columns : [...columns, tenantId],
       );
     }
     return values.length;
+  }
+
+  async listReferenceSets(q: ReferenceSetQuery): Promise<StoredReferenceSet[]> {
+    const { sql, args } = referenceSetsSql(q, pgPlaceholder);
+    return (await this.q(undefined, sql, args)).rows.map(pgRows.referenceSet);
+  }
+
+  async deleteReferenceSet(tenantId: string | null, model: string, firmwareVersion: string): Promise<boolean> {
+    const r =
+      tenantId === null
+        ? await this.q("deleteRefval", "DELETE FROM reference_values WHERE model = $1 AND firmware_version = $2", [model, firmwareVersion])
+        : await this.q("deleteTenantRefval", "DELETE FROM tenant_reference_values WHERE tenant_id = $1 AND model = $2 AND firmware_version = $3", [
+            tenantId,
+            model,
+            firmwareVersion,
+          ]);
+    return r.rowCount === 1;
   }
 
   async listReferenceValues(): Promise<ReferenceValue[]> {

@@ -69,6 +69,9 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
       clientsByTenant: db.prepare("SELECT * FROM enroll_clients WHERE tenant_id = ? ORDER BY created_at, client_id"),
       deleteClient: db.prepare("DELETE FROM enroll_clients WHERE client_id = ?"),
       setClientRestrictions: db.prepare("UPDATE enroll_clients SET restrictions = ? WHERE client_id = ?"),
+      revokeClient: db.prepare("UPDATE enroll_clients SET revoked_at = ? WHERE client_id = ? AND revoked_at IS NULL"),
+      deleteClientTokens: db.prepare("DELETE FROM enroll_access_tokens WHERE client_id = ?"),
+      setClientReadOnly: db.prepare("UPDATE enroll_clients SET read_only = ? WHERE client_id = ?"),
       insertToken: db.prepare(
         "INSERT INTO enroll_access_tokens (token_id, client_id, token_hash, expires_at_ms, created_at) VALUES (?, ?, ?, ?, ?)",
       ),
@@ -205,6 +208,16 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
   }
   async setClientRestrictions(clientId: string, r: ApiKeyRestrictions | null) {
     return this.s.setClientRestrictions.run(r ? JSON.stringify(r) : null, clientId).changes === 1;
+  }
+  async revokeClient(clientId: string, at: string) {
+    return this.writer.run(() => {
+      if (this.s.revokeClient.run(at, clientId).changes !== 1) return false;
+      this.s.deleteClientTokens.run(clientId);
+      return true;
+    });
+  }
+  async setClientReadOnly(clientId: string, readOnly: boolean) {
+    return this.s.setClientReadOnly.run(readOnly ? 1 : 0, clientId).changes === 1;
   }
   async createAccessToken(t: AccessTokenRecord) {
     const { tokenId, clientId, tokenHash, expiresAtMs, createdAt } = t;

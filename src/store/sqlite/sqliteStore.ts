@@ -18,10 +18,13 @@ import type {
   NonceDeviceVerdictStore,
   NonceStore,
   NonceVerdictStore,
+  ReferenceSetQuery,
   StoredActivityEntry,
   VerdictQuery,
 } from "../types.ts";
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
+import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
+import { referenceSetsSql } from "../referenceSetQueries.ts";
 import type { PortalInvite, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import { activitySql, sqlitePlaceholder, verdictHistorySql } from "../historyQueries.ts";
 
@@ -160,7 +163,12 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
       upsertRefval: db.prepare(
         "INSERT INTO reference_values (model, firmware_version, measurements, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (model, firmware_version) DO UPDATE SET measurements = excluded.measurements, updated_at = excluded.updated_at",
       ),
+      upsertTenantRefval: db.prepare(
+        "INSERT INTO tenant_reference_values (tenant_id, model, firmware_version, measurements, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, model, firmware_version) DO UPDATE SET measurements = excluded.measurements, updated_at = excluded.updated_at",
+      ),
       refvals: db.prepare("SELECT model, firmware_version, measurements FROM reference_values ORDER BY model, firmware_version"),
+      deleteRefval: db.prepare("DELETE FROM reference_values WHERE model = ? AND firmware_version = ?"),
+      deleteTenantRefval: db.prepare("DELETE FROM tenant_reference_values WHERE tenant_id = ? AND model = ? AND firmware_version = ?"),
       insertActivity: db.prepare(
         "INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       ),
@@ -377,15 +385,29 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   }
 
   // ---- reference values ----
-  async upsertReferenceValues(values: readonly ReferenceValue[], at: string): Promise<number> {
+  async upsertReferenceValues(values: readonly ReferenceValue[], at: string, tenantId: string | null = null): Promise<number> {
     return this.db.transaction(() => {
-      for (const v of values) this.stmt.upsertRefval.run(v.model, v.firmwareVersion, JSON.stringify(v.measurements), at);
+      for (const v of values) {
+        const measurements = JSON.stringify(v.measurements);
+        if (tenantId === null) this.stmt.upsertRefval.run(v.model, v.firmwareVersion, measurements, at);
+        else this.stmt.upsertTenantRefval.run(tenantId, v.model, v.firmwareVersion, measurements, at);
+      }
       return values.length;
     })();
   }
 
   async listReferenceValues(): Promise<ReferenceValue[]> {
     return (this.stmt.refvals.all() as Row[]).map(sqliteRows.referenceValue);
+  }
+
+  async listReferenceSets(q: ReferenceSetQuery): Promise<StoredReferenceSet[]> {
+    const { sql, args } = referenceSetsSql(q, sqlitePlaceholder);
+    return (this.db.prepare(sql).all(...args) as Row[]).map(sqliteRows.referenceSet);
+  }
+
+  async deleteReferenceSet(tenantId: string | null, model: string, firmwareVersion: string): Promise<boolean> {
+    const r = tenantId === null ? this.stmt.deleteRefval.run(model, firmwareVersion) : this.stmt.deleteTenantRefval.run(tenantId, model, firmwareVersion);
+    return r.changes === 1;
   }
 
   // ---- activity ----
