@@ -12,6 +12,7 @@ import type { WorkerOptions } from "./enrollment/jobWorker.ts";
 import { registerPartB } from "./http/routes/svc/index.ts";
 import { startNoncePurge } from "./nonces/nonceService.ts";
 import { AttestationService } from "./services/attestationService.ts";
+import { DeviceService } from "./services/deviceService.ts";
 import { RateLimiter } from "./services/rateLimiter.ts";
 import { openStores, walCheckpointFailed } from "./store/openStores.ts";
 import type { Stores } from "./store/types.ts";
@@ -155,6 +156,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     limits: { maxBlobBytes: config.maxBlobBytes, maxBatch: config.maxBatch },
     attestation,
     results: new EarIssuer(earKeys, clock),
+    devices: new DeviceService(stores.durable, clock),
     auth,
     rateLimiter,
     activity,

@@ -51,6 +51,22 @@ export interface AppraisalResult {
   reason: string;
   /** The full parsed attestation (JSON-safe), kept with the stored verdict for `?detail=full`. */
   detail: Record<string, unknown>;
+  /**
+   * What a relying party may pin about the device (trust on first use, docs/devices.md): present only when the
+   * appraisal authenticated the attestation (status Success), since unauthenticated facts prove nothing.
+   */
+  facts?: DeviceFacts;
+}
+
+/**
+ * The pinnable facts of one authenticated attestation (deviceFacts.ts says which, per format). `identity` values
+ * must stay the same from one appraisal of a device to the next; `levels` (OS version, patch levels) may rise but
+ * never fall. Every value is what the device attested, as text (identity) or a number (levels).
+ */
+export interface DeviceFacts {
+  format: BlobFormatName;
+  identity: Record<string, string>;
+  levels: Record<string, number>;
 }
 
 /**

@@ -4,19 +4,29 @@ import path from "node:path";
 import { appraise } from "../attestation/appraise.ts";
 import { CHAIN_ENCODINGS, type ChainEncoding } from "../attestation/encoding/chainInput.ts";
 import { parseReferenceValues } from "../attestation/policy/referenceValues.ts";
-import { ANDROID_DEV_CA_FILES, createAndroidDevCa, readAndroidDevCa, writeAndroidDevCa } from "../attestation/sim/androidCa.ts";
+import {
+  ANDROID_DEV_CA_FILES,
+  createAndroidDevCa,
+  readAndroidDevCa,
+  writeAndroidDevCa,
+} from "../attestation/sim/androidCa.ts";
 import {
   ANDROID_BOOT_STATES,
   ANDROID_PROVISIONING,
   ANDROID_SECURITY_LEVELS,
-  buildAndroidChain,
+  attestAndroidKey,
+  checkKeyOptions,
+  createAndroidDevice,
   encodeAndroidChain,
   type AndroidBootState,
+  type AndroidDevice,
+  type AndroidKeyOptions,
   type AndroidKeyType,
   type AndroidProvisioning,
   type AndroidSecurityLevel,
 } from "../attestation/sim/androidDeviceSim.ts";
-import { createDevCa, readDevCa, writeDevCa, type KeyType } from "../attestation/sim/devCa.ts";
+import { createDevCa, readDevCa, writeDevCa, type CertifiedKey, type KeyType } from "../attestation/sim/devCa.ts";
+import { androidDeviceFromFile, vendorDeviceFromFile } from "../attestation/sim/simulatedDevice.ts";
 import { buildVendorBlob, demoReferenceValues, UNKNOWN_FIRMWARE } from "../attestation/sim/deviceSim.ts";
 import { systemClock } from "../clock.ts";
 import { isAppError } from "../errors/AppError.ts";
@@ -190,6 +200,10 @@ export function registerAttestationCommands(program: Command): void {
     .option("--model <model>", "device model (vendor default SM-X100; android-key: attestationIdModel, default none)")
     .option("--wrong-nonce", "embed a nonce other than --nonce")
     .option("--ascii-nonce", "embed the nonce string's ASCII bytes instead of its 32 decoded bytes")
+    .option(
+      "--device-key <file>",
+      "keep this device's identity in FILE, created on first use (vendor: its certified key; android-key: the phone's attestation CA and settings), so later runs are the same device",
+    )
     .addOption(new Option("--key-type <type>", "device key algorithm (android-key: ec or rsa)").choices(SIM_KEY_TYPES).default("ec"))
     .optionsGroup("--format vendor:");
   for (const o of vendorOptions) deviceSim.addOption(o);
@@ -199,8 +213,9 @@ export function registerAttestationCommands(program: Command): void {
     const android = opts.format === "android-key";
     const foreign = (android ? vendorOptions : androidOptions).find((o) => cmd.getOptionValueSource(o.attributeName()) === "cli");
     if (foreign) throw new CliError(`${foreign.long} applies to --format ${android ? "vendor" : "android-key"}`);
+    const given = (name: string) => cmd.getOptionValueSource(name) === "cli";
     if (android) {
-      await androidDeviceSimCommand(opts);
+      await androidDeviceSimCommand(opts, given);
       return;
     }
     let ca;
@@ -216,10 +231,22 @@ export function registerAttestationCommands(program: Command): void {
     if (deviceError && !(deviceError.exitCode >= 1 && deviceError.exitCode <= 255)) {
       throw new CliError("--device-error exit code must be 1..255");
     }
+    let leaf: CertifiedKey | undefined;
+    if (opts.deviceKey) {
+      const file = opts.deviceKey as string;
+      try {
+        const kept = await vendorDeviceFromFile(file, ca, { keyType: opts.keyType as KeyType, keyTypeGiven: given("keyType") });
+        leaf = kept.leaf;
+        process.stderr.write(kept.created ? `a new device, kept in ${file}\n` : `the device kept in ${file}\n`);
+      } catch (e) {
+        throw new CliError((e as Error).message);
+      }
+    }
     let blob: Uint8Array;
     try {
       blob = await buildVendorBlob({
         ca,
+        ...(leaf ? { leaf } : {}),
         nonce: opts.nonce as string,
         leafKeyType: opts.keyType as KeyType,
         ...(opts.model ? { model: opts.model as string } : {}),
@@ -247,7 +274,7 @@ export function registerAttestationCommands(program: Command): void {
       .option("--nonce <nonce>", "the nonce the blob should carry")
       .option("--challenge-hex <hex>", "the challenge bytes the blob should carry, as hex")
       .option("--at <iso8601>", "appraisal time (default now)")
-      .option("--detail", "print the format, the deciding rule and the full parsed attestation too")
+      .option("--detail", "print the format, the deciding rule, the full parsed attestation and the pinnable device facts too")
       .option("--tenant <name>", "appraise as this tenant: its own reference values and its android-key policy from --android-policy"),
     [...TRUST_SETTINGS, ...STORAGE_SETTINGS],
   ).action(async (file: string, opts: { nonce?: string; challengeHex?: string; at?: string; detail?: boolean; tenant?: string }, cmd: Command) => {
@@ -277,7 +304,8 @@ export function registerAttestationCommands(program: Command): void {
       const trust = sources.forTenant({ name: opts.tenant ?? "", tenantId: tenant?.tenantId ?? "" });
       try {
         const r = appraise({ blob, nonce, trust, now });
-        const out = opts.detail ? { record: r.record, format: r.format, reason: r.reason, detail: r.detail } : r.record;
+        // with --detail also the facts a relying party's deviceId would pin (docs/devices.md), null when unauthenticated
+        const out = opts.detail ? { record: r.record, format: r.format, reason: r.reason, detail: r.detail, facts: r.facts ?? null } : r.record;
         process.stdout.write(JSON.stringify(out, null, 2) + "\n");
       } catch (e) {
         if (!isAppError(e)) throw e;
@@ -308,8 +336,8 @@ async function writeAndroidCaCommand(dir: string, force: boolean): Promise<void>
   );
 }
 
-/** `device-sim --format android-key`: a new simulated phone's chain for the nonce. */
-async function androidDeviceSimCommand(opts: Record<string, string | boolean | undefined>): Promise<void> {
+/** `device-sim --format android-key`: a simulated phone's chain for the nonce (a new phone, or the one in --device-key). */
+async function androidDeviceSimCommand(opts: Record<string, string | boolean | undefined>, given: (name: string) => boolean): Promise<void> {
   if (opts.keyType === "ed25519") throw new CliError("--key-type ed25519 applies to --format vendor; android-key keys are ec or rsa");
   const patchLevel = opts.patchLevel as string | undefined;
   if (patchLevel !== undefined && !/^\d{6}$/.test(patchLevel)) throw new CliError("--patch-level must be YYYYMM, e.g. 202501");
@@ -319,28 +347,45 @@ async function androidDeviceSimCommand(opts: Record<string, string | boolean | u
   } catch (e) {
     throw new CliError(`--ca ${opts.ca as string}: ${(e as Error).message}`);
   }
+  const keyOptions: AndroidKeyOptions = {
+    nonce: opts.nonce as string,
+    bootState: opts.bootState as AndroidBootState,
+    keyType: opts.keyType as AndroidKeyType,
+    unlocked: Boolean(opts.unlocked),
+    attestKey: Boolean(opts.attestKey),
+    knox: Boolean(opts.knox),
+    knoxWarranty: Boolean(opts.knoxWarranty),
+    chainExtension: Boolean(opts.chainExtension),
+    wrongNonce: Boolean(opts.wrongNonce),
+    asciiNonce: Boolean(opts.asciiNonce),
+    omitRoot: Boolean(opts.omitRoot),
+    ...(patchLevel !== undefined ? { patchLevel: Number(patchLevel) } : {}),
+    ...(opts.package !== undefined ? { packageName: opts.package as string } : {}),
+    ...(opts.model !== undefined ? { model: opts.model as string } : {}),
+  };
   let certs: Uint8Array[];
   try {
-    certs = await buildAndroidChain({
-      ca,
-      nonce: opts.nonce as string,
-      securityLevel: opts.securityLevel as AndroidSecurityLevel,
-      provisioning: opts.provisioning as AndroidProvisioning,
-      bootState: opts.bootState as AndroidBootState,
-      keyType: opts.keyType as AndroidKeyType,
-      unlocked: Boolean(opts.unlocked),
-      attestKey: Boolean(opts.attestKey),
-      knox: Boolean(opts.knox),
-      knoxWarranty: Boolean(opts.knoxWarranty),
-      revokedIntermediate: Boolean(opts.revokedIntermediate),
-      chainExtension: Boolean(opts.chainExtension),
-      wrongNonce: Boolean(opts.wrongNonce),
-      asciiNonce: Boolean(opts.asciiNonce),
-      omitRoot: Boolean(opts.omitRoot),
-      ...(patchLevel !== undefined ? { patchLevel: Number(patchLevel) } : {}),
-      ...(opts.package !== undefined ? { packageName: opts.package as string } : {}),
-      ...(opts.model !== undefined ? { model: opts.model as string } : {}),
-    });
+    checkKeyOptions(keyOptions); // before a phone is made (and kept)
+    const phone = { securityLevel: opts.securityLevel as AndroidSecurityLevel, provisioning: opts.provisioning as AndroidProvisioning };
+    let device: AndroidDevice;
+    if (opts.deviceKey) {
+      const file = opts.deviceKey as string;
+      const kept = await androidDeviceFromFile(file, ca, {
+        ...phone,
+        securityLevelGiven: given("securityLevel"),
+        provisioningGiven: given("provisioning"),
+        revokedIntermediate: Boolean(opts.revokedIntermediate),
+      });
+      device = kept.device;
+      process.stderr.write(
+        kept.created
+          ? `a new ${device.provisioning} phone, kept in ${file}\n`
+          : `the ${device.provisioning} phone kept in ${file}${kept.renewed ? " (its RKP attestation CA renewed)" : ""}\n`,
+      );
+    } else {
+      device = await createAndroidDevice(ca, { ...phone, revokedIntermediate: Boolean(opts.revokedIntermediate) });
+    }
+    certs = await attestAndroidKey(device, keyOptions);
   } catch (e) {
     throw new CliError((e as Error).message);
   }

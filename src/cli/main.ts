@@ -7,6 +7,7 @@ import { registerTenantCommands } from "./tenantCommands.ts";
 import { registerAttestationCommands } from "./attestationCommands.ts";
 import { registerClientCommands } from "./clientCommands.ts";
 import { registerSigningKeyCommands } from "./signingKeyCommands.ts";
+import { registerDeviceCommands } from "./deviceCommands.ts";
 
 const program = new Command()
   .name("attestd")
@@ -25,6 +26,7 @@ registerTenantCommands(program);
 registerAttestationCommands(program);
 registerClientCommands(program);
 registerSigningKeyCommands(program);
+registerDeviceCommands(program);
 
 try {
   await program.parseAsync(process.argv);

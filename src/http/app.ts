@@ -10,6 +10,7 @@ import { setErrorHandlers } from "./errorHandler.ts";
 import { negotiateFormat } from "./negotiate.ts";
 import { recordResponses } from "./recordResponses.ts";
 import { allowedMethodsOf } from "./routes/guards.ts";
+import { registerDeviceRoutes } from "./routes/devices.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
 import { registerTransactionRoutes } from "./routes/transaction.ts";
 import { registerV2Routes } from "./routes/v2.ts";
@@ -42,6 +43,9 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
     trustProxy: deps.trustedProxies.length > 0 ? deps.trustedProxies : false,
     // Bodies are bounded per route; this is the ceiling for routes that set nothing.
     bodyLimit: 1024 * 1024,
+    // a path parameter longer than this is answered 414 before any route runs; the longest a route takes is a
+    // deviceId (128), so longer ones still reach the schema and its catalog error
+    routerOptions: { maxParamLength: 256 },
     return503OnClosing: true,
     forceCloseConnections: "idle",
     // Requests are logged once, by the activity log and metrics, not by Fastify per request.
@@ -111,6 +115,7 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   registerVerdictRoutes(app, deps);
   registerTransactionRoutes(app, deps);
   registerWellKnownRoutes(app, deps);
+  registerDeviceRoutes(app, deps);
   if (deps.partB) await deps.partB(app);
   if (deps.portal) await deps.portal(app);
 

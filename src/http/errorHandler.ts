@@ -52,6 +52,14 @@ function sendError(request: FastifyRequest, reply: FastifyReply, err: AppError, 
   return reply.type(CONTENT_TYPES.json).send(body);
 }
 
+/** The top-level property the first validation error is about (`/deviceId`, or a missing required one). */
+function invalidField(validation: unknown): string | undefined {
+  const first = (validation as { instancePath?: string; params?: { missingProperty?: string } }[] | undefined)?.[0];
+  if (!first) return undefined;
+  const top = first.instancePath?.split("/")[1];
+  return top || first.params?.missingProperty;
+}
+
 /** Translates what Fastify itself raises (parsing, limits, validation) into catalog errors. */
 function toAppError(err: unknown, request: FastifyRequest): AppError | undefined {
   if (isAppError(err)) return err;
@@ -74,8 +82,9 @@ function toAppError(err: unknown, request: FastifyRequest): AppError | undefined
       : new AppError(catalog.UNSUPPORTED_MEDIA_TYPE, "Unsupported Content-Type");
   }
   if (e.validation) {
-    const field = (e.validation as { instancePath?: string }[])[0]?.instancePath;
-    return new AppError((field && request.routeOptions.config?.fieldEntries?.[field]) || invalid, e.message ?? "Invalid request");
+    const field = invalidField(e.validation);
+    const entry = (field !== undefined ? request.routeOptions.config?.fieldEntries?.[field] : undefined) ?? invalid;
+    return new AppError(entry, e.message ?? "Invalid request");
   }
   if (typeof e.statusCode === "number" && e.statusCode >= 400 && e.statusCode < 500) {
     return new AppError(invalid, e.message ?? "Invalid request");

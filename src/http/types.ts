@@ -6,6 +6,7 @@ import type { ActivityRecorder } from "../services/activityRecorder.ts";
 import type { ApiKeyAuthenticator, Principal } from "../services/apiKeyAuth.ts";
 import type { AttestationService } from "../services/attestationService.ts";
 import type { EarIssuer } from "../results/earIssuer.ts";
+import type { DeviceService } from "../services/deviceService.ts";
 import type { RateLimiter } from "../services/rateLimiter.ts";
 import type { ConnectionLimits } from "./connectionLimits.ts";
 import type { Metrics } from "./metrics.ts";
@@ -42,7 +43,10 @@ declare module "fastify" {
     tooLargeEntry?: CatalogEntry;
     /** the route can answer with a signed result: Accept may choose application/eat+jwt (mediaFormat "ear") */
     offersEar?: boolean;
-    /** catalog entries for schema-validation failures of particular fields (Ajv instancePath, e.g. `/validity`) */
+    /**
+     * per top-level field (a query, params or body property, by name), the entry that overrides invalidEntry when
+     * that field fails validation (errorHandler.ts, `invalidField`)
+     */
     fieldEntries?: Readonly<Record<string, CatalogEntry>>;
   }
 }
@@ -72,6 +76,8 @@ export interface AppDeps {
   attestation: AttestationService;
   /** signed results (EARs) of stored verdicts, and the keys to verify them */
   results: EarIssuer;
+  /** named devices' history and pins (per-device memory) */
+  devices: DeviceService;
   auth: ApiKeyAuthenticator;
   /** Part A's per-key buckets (Part B is given the same limiter through its own deps) */
   rateLimiter: RateLimiter;

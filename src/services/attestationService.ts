@@ -1,21 +1,24 @@
 import { appraise } from "../attestation/appraise.ts";
-import type { AppraisalResult, TrustConfig } from "../attestation/types.ts";
+import type { AppraisalResult, DeviceFacts, TrustConfig } from "../attestation/types.ts";
 import type { Clock, Rng } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
 import { checkNonceShape, NonceService, refuseUnlessConsumed, type NonceLimits } from "../nonces/nonceService.ts";
-import type { NonceStore, NonceVerdictStore, VerdictStore } from "../store/types.ts";
+import type { DeviceStore, NonceDeviceVerdictStore, NonceStore, NonceVerdictStore, VerdictStore } from "../store/types.ts";
+import { applyDevicePin } from "./devicePinning.ts";
+import { checkDeviceId } from "./deviceService.ts";
 
 export interface AttestationDeps {
   nonces: NonceStore;
-  verdicts: VerdictStore;
+  /** verdicts, and the named devices whose records are written with them */
+  verdicts: VerdictStore & DeviceStore;
   /**
    * when nonces and verdicts live in one store that can commit a consumption with its verdict (SQLite); otherwise
    * the nonce is consumed and the verdict saved in two steps
    */
-  nonceVerdicts?: NonceVerdictStore | undefined;
+  nonceVerdicts?: (NonceVerdictStore & NonceDeviceVerdictStore) | undefined;
   /** the trust configuration for a tenant now (its android-key policy may differ); changes when a source refreshes */
   trust: (tenant: Tenant) => TrustConfig;
   clock: Clock;
@@ -29,14 +32,27 @@ export interface AttestationDeps {
  * Nonces and verdicts in stores that share no transaction (Redis nonces, PostgreSQL verdicts): consume, then save.
  * A crash between the two leaves the nonce used with no verdict; nothing answered is lost.
  */
-function consumeThenSave(nonces: NonceStore, verdicts: VerdictStore): NonceVerdictStore {
+function consumeThenSave(nonces: NonceStore, verdicts: VerdictStore & DeviceStore): NonceVerdictStore & NonceDeviceVerdictStore {
   return {
     async consumeWithVerdict(nonce, tenantId, nowMs, verdict) {
       const outcome = await nonces.consume(nonce, tenantId, nowMs);
       if (outcome === "ok") await verdicts.saveVerdict(verdict);
       return outcome;
     },
+    async consumeWithDeviceVerdict(nonce, tenantId, nowMs, deviceId, decide) {
+      const outcome = await nonces.consume(nonce, tenantId, nowMs);
+      if (outcome !== "ok") return { outcome };
+      return { outcome, verdict: await verdicts.saveDeviceVerdict(tenantId, deviceId, decide) };
+    },
   };
+}
+
+export interface SubmitOptions {
+  /**
+   * the relying party's name for the device (1-128 of A-Z a-z 0-9 . _ : -): the appraisal is then held to the
+   * device's pin and recorded in its history (devicePinning.ts, docs/devices.md)
+   */
+  deviceId?: string | undefined;
 }
 
 /**
@@ -48,7 +64,7 @@ function consumeThenSave(nonces: NonceStore, verdicts: VerdictStore): NonceVerdi
  */
 export class AttestationService {
   private readonly nonces: NonceService;
-  private readonly nonceVerdicts: NonceVerdictStore;
+  private readonly nonceVerdicts: NonceVerdictStore & NonceDeviceVerdictStore;
 
   constructor(private readonly d: AttestationDeps) {
     // built here rather than injected: consumeThenSave spends from the same NonceStore, so one dependency serves both
@@ -67,30 +83,47 @@ export class AttestationService {
    * blob problem, and the verdict is then discarded; an unreadable blob still consumes the nonce. No read of the
    * nonce comes first: it would cost every request a lookup to spare only posts with a bad nonce an appraisal, and
    * those are bounded by the key's rate limit like any other request.
+   *
+   * With a `deviceId` (checked first: a malformed one spends no nonce), the device's pin is consulted inside the
+   * same transaction that consumes the nonce and stores the verdict (`consumeWithDeviceVerdict`), so a refused
+   * nonce leaves the device untouched and concurrent appraisals of one device each see the pin the first wrote.
    */
-  async submitBlob(tenant: Tenant, nonce: string | undefined, blob: Uint8Array): Promise<StoredVerdict> {
+  async submitBlob(tenant: Tenant, nonce: string | undefined, blob: Uint8Array, opts: SubmitOptions = {}): Promise<StoredVerdict> {
+    const { deviceId } = opts;
+    if (deviceId !== undefined) checkDeviceId(deviceId);
     if (blob.length === 0) throw new AppError(catalog.BLOB_EMPTY, "The request body is empty");
     checkNonceShape(nonce);
     const { tenantId } = tenant;
-    let stored: StoredVerdict;
+    let appraised: { verdict: StoredVerdict; facts: DeviceFacts | undefined };
     try {
-      stored = this.appraised(tenant, nonce, blob);
+      appraised = this.appraised(tenant, nonce, blob);
     } catch (e) {
       await this.nonces.consume(nonce, tenantId);
       throw e;
     }
-    refuseUnlessConsumed(await this.nonceVerdicts.consumeWithVerdict(nonce, tenantId, this.d.clock.nowMs(), stored));
-    return stored;
+    const nowMs = this.d.clock.nowMs();
+    if (deviceId === undefined) {
+      refuseUnlessConsumed(await this.nonceVerdicts.consumeWithVerdict(nonce, tenantId, nowMs, appraised.verdict));
+      return appraised.verdict;
+    }
+    const { outcome, verdict } = await this.nonceVerdicts.consumeWithDeviceVerdict(nonce, tenantId, nowMs, deviceId, (current) =>
+      applyDevicePin(current, { deviceId, ...appraised }),
+    );
+    refuseUnlessConsumed(outcome);
+    return verdict!;
   }
 
-  /** Appraises `blob` now and shapes the verdict to store; throws AppError when the container is unreadable. */
-  private appraised(tenant: Tenant, nonce: string, blob: Uint8Array): StoredVerdict {
+  /**
+   * Appraises `blob` now and shapes the verdict to store, with the device facts the appraisal authenticated;
+   * throws AppError when the container is unreadable.
+   */
+  private appraised(tenant: Tenant, nonce: string, blob: Uint8Array): { verdict: StoredVerdict; facts: DeviceFacts | undefined } {
     const { tenantId } = tenant;
     const now = new Date(this.d.clock.nowMs());
     const started = performance.now();
     const result = appraise({ blob, nonce, trust: this.d.trust(tenant), now });
     this.d.onAppraisal?.(result, (performance.now() - started) / 1000);
-    return {
+    const verdict: StoredVerdict = {
       objectId: this.d.rng.bytes(16).toString("base64url"),
       tenantId,
       format: result.format,
@@ -99,6 +132,7 @@ export class AttestationService {
       detail: result.detail,
       createdAt: now.toISOString(),
     };
+    return { verdict, facts: result.facts };
   }
 
   async getVerdict(tenantId: string, objectId: string): Promise<StoredVerdict> {

@@ -15,6 +15,7 @@ import type { JobItem, StoredActivityEntry } from "./types.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalSession, PortalUser } from "../domain/portal.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, Tenant } from "../domain/tenants.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
+import type { DevicePinReset, DeviceRecord } from "../domain/devices.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type { EarAlgorithm, SigningKeyRecord } from "../domain/signingKeys.ts";
 
@@ -123,6 +124,27 @@ export function rowMappers(d: Dialect) {
       reason: r.reason as string,
       detail: d.json(r.detail) as StoredVerdict["detail"],
       createdAt: r.created_at as string,
+    }),
+
+    // ---- per-device memory (DeviceStore) ----
+    attestedDevice: (r: Row): DeviceRecord => ({
+      tenantId: r.tenant_id as string,
+      deviceId: r.device_id as string,
+      firstSeen: r.first_seen as string,
+      lastSeen: r.last_seen as string,
+      count: num(r.seen_count),
+      last: d.json(r.last_appraisal) as DeviceRecord["last"],
+      latestFacts: d.json(r.latest_facts),
+      pin: d.json(r.pin),
+      resets: num(r.resets),
+    }),
+
+    devicePinReset: (r: Row): DevicePinReset => ({
+      tenantId: r.tenant_id as string,
+      deviceId: r.device_id as string,
+      at: r.reset_at as string,
+      by: r.reset_by as string,
+      previousPin: d.json(r.previous_pin),
     }),
 
     referenceValue: (r: Row): ReferenceValue => ({

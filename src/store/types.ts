@@ -21,6 +21,7 @@ import type {
 } from "../domain/enrollment.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../domain/tenants.ts";
 import type { StoredVerdict, VerdictValue } from "../domain/verdicts.ts";
+import type { DevicePinReset, DeviceRecord } from "../domain/devices.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../domain/portal.ts";
 import type { SigningKeyRecord } from "../domain/signingKeys.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../nonces/types.ts";
@@ -62,6 +63,20 @@ export interface NonceVerdictStore {
    * as `consume` is: of concurrent calls for one nonce, at most one answers "ok" and stores its verdict.
    */
   consumeWithVerdict(nonce: string, tenantId: string, nowMs: number, verdict: StoredVerdict): Promise<NonceConsumeOutcome>;
+}
+
+/**
+ * The same, for an appraisal of a named device: `consume`, and when it answers "ok" also
+ * `DeviceStore.saveDeviceVerdict(tenantId, deviceId, decide)`, in one transaction. Answers the verdict stored.
+ */
+export interface NonceDeviceVerdictStore {
+  consumeWithDeviceVerdict(
+    nonce: string,
+    tenantId: string,
+    nowMs: number,
+    deviceId: string,
+    decide: DeviceVerdictDecision,
+  ): Promise<{ outcome: NonceConsumeOutcome; verdict?: StoredVerdict }>;
 }
 
 export interface RateDecision {
@@ -137,6 +152,33 @@ export interface VerdictQuery {
   before?: { createdAt: string; objectId: string };
   /** 1..500 */
   limit: number;
+}
+
+/**
+ * What a device's appraisal leaves, decided from the device's record as it stands (undefined: never seen). Pure
+ * and synchronous (src/services/devicePinning.ts): a store may call it more than once in one save (after losing a
+ * race to create the record) and keeps only the last answer.
+ */
+export type DeviceVerdictDecision = (current: DeviceRecord | undefined) => { verdict: StoredVerdict; device: DeviceRecord };
+
+/** Per-device memory (docs/devices.md): named devices, their history and pins, per tenant. */
+export interface DeviceStore {
+  getDevice(tenantId: string, deviceId: string): Promise<DeviceRecord | undefined>;
+  /**
+   * Stores the verdict of an appraisal of a named device together with the device's new record, in one
+   * transaction: reads the record, locked against every concurrent save for the same device on any instance (or
+   * learns it does not exist, and then creates it so that of concurrent creators exactly one succeeds and the
+   * others read the winner's), calls `decide` with it, and writes the record and the verdict `decide` returned.
+   * Answers that verdict.
+   */
+  saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict>;
+  /**
+   * Clears the device's pin (its history stays; the next Yes pins afresh), counts the reset and writes its audit
+   * record, atomically. Undefined, changing nothing, when the tenant has no such device.
+   */
+  resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined>;
+  /** the device's reset audit records, oldest first */
+  listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]>;
 }
 
 export interface ActivityFilter {
@@ -408,7 +450,7 @@ export interface SigningKeyStore {
 }
 
 /** Everything durable, as one backend provides it. */
-export interface DurableStore extends TenantStore, VerdictStore, ActivityStore, ReferenceValueStore, PortalStore {
+export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, ReferenceValueStore, PortalStore {
   readonly kind: string;
   /** cheap round trip for /readyz */
   ping(): Promise<void>;
@@ -453,7 +495,7 @@ export interface Stores {
   durable: DurableStore;
   nonces: NonceStore;
   /** present when nonces and verdicts share one store that commits a consumption with its verdict */
-  nonceVerdicts?: NonceVerdictStore;
+  nonceVerdicts?: NonceVerdictStore & NonceDeviceVerdictStore;
   rateLimits: RateLimitStore;
   /** Part B records (EnrollmentStore above); on the durable backend */
   enrollment: EnrollmentStore;

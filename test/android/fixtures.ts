@@ -14,6 +14,8 @@ import { androidKeyFormat } from "../../src/attestation/formats/androidKey.ts";
 import type { AndroidTrust, AppraisalResult, TrustConfig } from "../../src/attestation/types.ts";
 import { parseAndroidRoots } from "../../src/trust/androidTrustSource.ts";
 import { KEY_DESCRIPTION_OID } from "../../src/attestation/encoding/keyDescription.ts";
+import { parseStatusList } from "../../src/attestation/chain/statusList.ts";
+import { ANDROID_DEV_CA_FILES } from "../../src/attestation/sim/androidCa.ts";
 
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
@@ -56,6 +58,15 @@ export function androidTrust(over: Partial<AndroidTrust> = {}): AndroidTrust {
     policy: {},
     ...over,
   };
+}
+
+/** Android trust as an operator builds it from a directory `attestd dev-ca --android` wrote: its root and status list. */
+export function demoAndroidTrust(dir: string): AndroidTrust {
+  const file = (name: string) => readFileSync(path.join(dir, name));
+  return androidTrust({
+    ...parseAndroidRoots(file(ANDROID_DEV_CA_FILES.root), ANDROID_DEV_CA_FILES.root),
+    status: parseStatusList(file(ANDROID_DEV_CA_FILES.status).toString("utf8"), ANDROID_DEV_CA_FILES.status),
+  });
 }
 
 export function trustConfig(android: AndroidTrust): TrustConfig {

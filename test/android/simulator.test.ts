@@ -29,7 +29,7 @@ import type { ChainEncoding } from "../../src/attestation/encoding/chainInput.ts
 import type { AndroidPolicy, AndroidTrust, AppraisalResult } from "../../src/attestation/types.ts";
 import { parseAndroidRoots } from "../../src/trust/androidTrustSource.ts";
 import { attestdCli } from "../helpers/serverProcess.ts";
-import { trustConfig } from "./fixtures.ts";
+import { demoAndroidTrust, trustConfig } from "./fixtures.ts";
 
 /**
  * The Android device simulator (src/attestation/sim/androidDeviceSim.ts, `attestd device-sim --format
@@ -49,14 +49,7 @@ before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), "attestd-android-ca-"));
   await writeAndroidDevCa(await createAndroidDevCa(), dir);
   ca = await readAndroidDevCa(dir);
-  const file = (name: string) => readFileSync(path.join(dir, name));
-  trust = {
-    ...parseAndroidRoots(file(F.root), F.root),
-    status: parseStatusList(file(F.status).toString("utf8"), F.status),
-    fresh: true,
-    allowedBootKeys: [],
-    policy: {},
-  };
+  trust = demoAndroidTrust(dir);
 });
 
 after(() => rmSync(dir, { recursive: true, force: true }));

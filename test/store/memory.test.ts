@@ -6,6 +6,7 @@ import { storeConformance } from "./conformance.ts";
 import { portalConformance } from "./portalConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { MemorySigningKeyStore } from "../../src/store/memory/memorySigningKeyStore.ts";
+import { deviceConformance } from "./deviceConformance.ts";
 
 storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () => {
   const durable = new MemoryDurableStore();
@@ -26,4 +27,9 @@ portalConformance("memory", false, async () => {
 signingKeyConformance("memory", async () => {
   const keys = new MemorySigningKeyStore();
   return { keys, other: keys, close: async () => undefined };
+});
+
+deviceConformance("memory", false, async () => {
+  const durable = new MemoryDurableStore();
+  return { durable, close: () => durable.close() };
 });

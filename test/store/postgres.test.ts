@@ -3,6 +3,7 @@ import { PgStore } from "../../src/store/postgres/pgStore.ts";
 import { createTestDatabase } from "./backends.ts";
 import { storeConformance } from "./conformance.ts";
 import { portalConformance } from "./portalConformance.ts";
+import { deviceConformance } from "./deviceConformance.ts";
 import { enrollmentConformance } from "./enrollmentConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { PgSigningKeyStore } from "../../src/store/postgres/pgSigningKeyStore.ts";
@@ -59,6 +60,23 @@ signingKeyConformance("postgres", async () => {
     close: async () => {
       await a.close();
       await b.close();
+      await db.drop();
+    },
+  };
+});
+
+// Two pools on one database stand for two instances: their transactions race on separate connections.
+deviceConformance("postgres", true, async () => {
+  const db = await createTestDatabase("dev");
+  const store = await PgStore.open({ url: db.url, poolMax: 10 });
+  return {
+    durable: store,
+    openPeer: async () => {
+      const peer = await PgStore.open({ url: db.url, poolMax: 10 });
+      return { durable: peer, close: () => peer.close() };
+    },
+    close: async () => {
+      await store.close();
       await db.drop();
     },
   };

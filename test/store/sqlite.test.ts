@@ -5,6 +5,7 @@ import { SqliteEnrollmentStore, SqliteJtiStore } from "../../src/store/sqlite/sq
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { storeConformance } from "./conformance.ts";
 import { portalConformance } from "./portalConformance.ts";
+import { deviceConformance } from "./deviceConformance.ts";
 import { enrollmentConformance } from "./enrollmentConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { SqliteSigningKeyStore } from "../../src/store/sqlite/sqliteSigningKeyStore.ts";
@@ -54,6 +55,24 @@ signingKeyConformance("sqlite", async () => {
     close: async () => {
       await a.close();
       await b.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+// A file, so that a second SqliteStore on it is a second connection, as `--workers` siblings and the CLI are.
+deviceConformance("sqlite", true, async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "attestd-devices-"));
+  const file = path.join(dir, "attestd.sqlite");
+  const store = new SqliteStore({ file });
+  return {
+    durable: store,
+    openPeer: async () => {
+      const peer = new SqliteStore({ file });
+      return { durable: peer, close: () => peer.close() };
+    },
+    close: async () => {
+      await store.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

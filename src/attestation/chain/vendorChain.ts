@@ -85,6 +85,8 @@ export interface LeafCertificate {
   readonly extensionProblem: string | undefined;
   /** its subjectPublicKeyInfo's algorithm and named curve, as encoded */
   readonly publicKeyAlgorithm: PublicKeyAlgorithm;
+  /** its subjectPublicKeyInfo DER, a view into the blob (what a device pin hashes: deviceFacts.ts) */
+  readonly subjectPublicKeyInfo: Uint8Array;
 }
 
 export interface ValidatedChain {
@@ -141,11 +143,14 @@ export function parseLeafCertificate(der: Uint8Array): LeafCertificate {
  * basicConstraints cA. A structure that is not DER throws CertificateEncodingError (→ BLOB_MALFORMED), as for
  * carried certificates; an extension value that cannot be read is a chain failure, as for issuers.
  */
-function leafExtensions(der: Uint8Array): Pick<LeafCertificate, "assertsCA" | "extensionProblem" | "publicKeyAlgorithm"> {
+function leafExtensions(
+  der: Uint8Array,
+): Pick<LeafCertificate, "assertsCA" | "extensionProblem" | "publicKeyAlgorithm" | "subjectPublicKeyInfo"> {
   let extensions: ReturnType<typeof readCertificateFields>["extensions"];
   let publicKeyAlgorithm: PublicKeyAlgorithm;
+  let subjectPublicKeyInfo: Uint8Array;
   try {
-    ({ extensions, publicKeyAlgorithm } = readCertificateFields(der));
+    ({ extensions, publicKeyAlgorithm, subjectPublicKeyInfo } = readCertificateFields(der));
   } catch (e) {
     if (e instanceof CertificateStructureError) throw new CertificateEncodingError(`not DER (${e.message})`);
     throw e;
@@ -170,7 +175,7 @@ function leafExtensions(der: Uint8Array): Pick<LeafCertificate, "assertsCA" | "e
       else assertsCA ||= ca;
     }
   }
-  return { assertsCA, extensionProblem: problems.length ? problems.join("; ") : undefined, publicKeyAlgorithm };
+  return { assertsCA, extensionProblem: problems.length ? problems.join("; ") : undefined, publicKeyAlgorithm, subjectPublicKeyInfo };
 }
 
 /** The summary plus the validity period in ms since the epoch (NaN when OpenSSL's text cannot be read). */

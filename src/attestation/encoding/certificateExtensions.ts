@@ -172,6 +172,8 @@ export interface PublicKeyAlgorithm {
 export interface CertificateFields {
   readonly extensions: CertificateExtensionEntry[];
   readonly publicKeyAlgorithm: PublicKeyAlgorithm;
+  /** the subjectPublicKeyInfo's DER as the certificate carries it: a view into the certificate */
+  readonly subjectPublicKeyInfo: Uint8Array;
 }
 
 /**
@@ -214,14 +216,14 @@ function readPublicKeyAlgorithm(der: Uint8Array, spkiPos: number, spki: DerHeade
  * the subjectPublicKeyInfo to start with a DER AlgorithmIdentifier).
  */
 export function readCertificateFields(der: Uint8Array): CertificateFields {
-  const { extensions, publicKeyAlgorithm } = walkCertificate(der, true);
-  return { extensions, publicKeyAlgorithm: publicKeyAlgorithm! };
+  const { extensions, publicKeyAlgorithm, subjectPublicKeyInfo } = walkCertificate(der, true);
+  return { extensions, publicKeyAlgorithm: publicKeyAlgorithm!, subjectPublicKeyInfo: subjectPublicKeyInfo! };
 }
 
 function walkCertificate(
   der: Uint8Array,
   readKeyAlgorithm: boolean,
-): { extensions: CertificateExtensionEntry[]; publicKeyAlgorithm: PublicKeyAlgorithm | undefined } {
+): { extensions: CertificateExtensionEntry[]; publicKeyAlgorithm: PublicKeyAlgorithm | undefined; subjectPublicKeyInfo: Uint8Array | undefined } {
   const end = der.length;
   const cert = expect(der, 0, end, 0x30, "Certificate");
   if (cert.headerLength + cert.length !== end) {
@@ -244,9 +246,13 @@ function walkCertificate(
     pos += h.headerLength + h.length; // [0] EXPLICIT version
   }
   let publicKeyAlgorithm: PublicKeyAlgorithm | undefined;
+  let subjectPublicKeyInfo: Uint8Array | undefined;
   for (const [tag, what] of TBS_FIELDS) {
     h = expect(der, pos, tbsEnd, tag, what);
-    if (readKeyAlgorithm && what === "subjectPublicKeyInfo") publicKeyAlgorithm = readPublicKeyAlgorithm(der, pos, h);
+    if (readKeyAlgorithm && what === "subjectPublicKeyInfo") {
+      publicKeyAlgorithm = readPublicKeyAlgorithm(der, pos, h);
+      subjectPublicKeyInfo = new Uint8Array(der.buffer, der.byteOffset + pos, h.headerLength + h.length);
+    }
     pos += h.headerLength + h.length;
   }
   // [1] issuerUniqueID, [2] subjectUniqueID: IMPLICIT BIT STRING, hence primitive in DER
@@ -257,7 +263,7 @@ function walkCertificate(
     }
   }
   const out: CertificateExtensionEntry[] = [];
-  const fields = { extensions: out, publicKeyAlgorithm };
+  const fields = { extensions: out, publicKeyAlgorithm, subjectPublicKeyInfo };
   if (pos === tbsEnd) return fields;
 
   const wrapper = expect(der, pos, tbsEnd, 0xa3, "tbsCertificate [3] extensions");

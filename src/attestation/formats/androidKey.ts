@@ -28,6 +28,8 @@ import {
 import { androidTamperBit, evaluateAndroidPolicy, type AndroidPolicyDecision } from "../policy/androidPolicy.ts";
 import { findAllowedBootKey } from "../policy/bootKeys.ts";
 import { attestedOsPatchLevel, integrityLabels, patchWithinYear } from "../policy/integrityLabels.ts";
+import type { Provisioning } from "../chain/provisioning.ts";
+import { androidDeviceFacts } from "../deviceFacts.ts";
 
 /**
  * android-key: the body is the certificate chain an Android app gets from KeyStore.getCertificateChain, leaf
@@ -181,7 +183,7 @@ export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
   if (attestKd && !(attestKd instanceof ExtensionError)) detail.attestKeyDescription = keyDescriptionToJson(attestKd);
   if (knoxInfo) detail.knox = knoxToJson(knoxInfo);
 
-  const done = (status: AppraisalStatus, verdict: VerdictValue, reason: string, authenticated: boolean) => {
+  const done = (status: AppraisalStatus, verdict: VerdictValue, reason: string, authenticated: boolean): AppraisalResult => {
     detail.chain = chainDetail(certs, roles);
     detail.status = status;
     detail.reason = reason;
@@ -197,12 +199,17 @@ export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
           })
         : [],
     };
-    return {
+    const result: AppraisalResult = {
       format: "android-key" as const,
       record: record(input, status, verdict, leafSerial, kd, knoxInfo, authenticated),
       reason,
       detail,
     };
+    // Success comes only after the chain validated, so the roles and the provisioning are known
+    if (status === "Success" && kd && roles) {
+      result.facts = androidDeviceFacts(kd, certs, roles, detail.provisioning as Provisioning);
+    }
+    return result;
   };
 
   // 1. Trust. The source's own sentence first: it says which source failed, where, and how.

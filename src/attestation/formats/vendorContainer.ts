@@ -6,6 +6,7 @@ import { parseVendorContainer, type VendorContainer } from "../encoding/vendorCo
 import { findReferenceSet, measurementDifference } from "../policy/referenceValues.ts";
 import type { AppraisalChecks, AppraisalInput, AppraisalResult, AppraisalStatus, VerdictRecord, VerdictValue } from "../types.ts";
 import type { BlobFormat } from "./format.ts";
+import { vendorDeviceFacts } from "../deviceFacts.ts";
 
 /**
  * The vendor container, version 2 (blob-format.md "Vendor container"): appraisal rules 1–7 over a container that
@@ -123,12 +124,15 @@ export function appraiseVendorContainer(c: VendorContainer, input: AppraisalInpu
   const decide = (rule: number, status: AppraisalStatus, verdict: VerdictValue, why: string): AppraisalResult => {
     detail.rule = rule;
     detail.checks = checks;
-    return {
+    const result: AppraisalResult = {
       format: "vendor",
       record: verdictRecord(c, input, status, verdict),
       reason: `rule ${rule} (${status}/${verdict}): ${why}`,
       detail,
     };
+    // from rule 6 on the chain, the signature and the nonce held: what the records say is the device's word
+    if (status === "Success") result.facts = vendorDeviceFacts(c.leaf!.subjectPublicKeyInfo, c.records.chipId, c.records.imei);
+    return result;
   };
   const r = c.records;
 

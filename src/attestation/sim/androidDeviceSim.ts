@@ -96,6 +96,13 @@ export interface AndroidKeyOptions {
   chainExtension?: boolean;
   /** osPatchLevel, YYYYMM; default the month of `now` (an up-to-date device) */
   patchLevel?: number;
+  /** vendorPatchLevel and bootPatchLevel, YYYYMMDD; default the first day of the patchLevel month */
+  vendorPatchLevel?: number;
+  bootPatchLevel?: number;
+  /** osVersion as KeyMint writes it (150000 is Android 15); default 150000 */
+  osVersion?: number;
+  /** the SHA-256 of the attesting app's signing certificate (default 32 bytes of 0x5a) */
+  signatureDigest?: Uint8Array;
   /** attestationApplicationId package (default com.example.wallet) */
   packageName?: string;
   /** attestationIdModel; default none (apps attest device ids only when they ask) */
@@ -143,15 +150,22 @@ function title(level: AndroidSecurityLevel): HardwareTitle {
   return level === "strongbox" ? "StrongBox" : "TEE";
 }
 
+/** Which demo CA certifies a device's attestation CA: Droid CA2, the factory intermediate of its title, or the revoked one. */
+export function deviceCaIssuer(
+  ca: AndroidDevCa,
+  d: { securityLevel: AndroidSecurityLevel; provisioning: AndroidProvisioning; revokedIntermediate: boolean },
+): CertifiedKey {
+  if (d.revokedIntermediate) return ca.revokedIntermediate;
+  return d.provisioning === "rkp" ? ca.rkpIntermediate : ca.factory[title(d.securityLevel)];
+}
+
 /** The device's attestation CA and the certificates above it, made once per simulated device. */
 export async function createAndroidDevice(ca: AndroidDevCa, opts: AndroidDeviceOptions = {}): Promise<AndroidDevice> {
   const securityLevel = opts.securityLevel ?? "tee";
   const provisioning = opts.provisioning ?? "rkp";
   const now = opts.now ?? new Date();
   const hardware = title(securityLevel);
-  const issuer = opts.revokedIntermediate
-    ? ca.revokedIntermediate
-    : provisioning === "rkp" ? ca.rkpIntermediate : ca.factory[hardware];
+  const issuer = deviceCaIssuer(ca, { securityLevel, provisioning, revokedIntermediate: Boolean(opts.revokedIntermediate) });
   let deviceCa: CertifiedKey;
   if (provisioning === "rkp") {
     // Google's RKP servers name the device CA after its serial and renew it every few weeks.
@@ -182,7 +196,7 @@ export async function createAndroidDevice(ca: AndroidDevCa, opts: AndroidDeviceO
 }
 
 /** Checks the options a caller may get wrong; returns the challenge the device embeds. */
-function checkKeyOptions(o: AndroidKeyOptions): Buffer {
+export function checkKeyOptions(o: AndroidKeyOptions): Buffer {
   if (o.patchLevel !== undefined && !(Number.isInteger(o.patchLevel) && /^\d{4}(0[1-9]|1[0-2])$/.test(String(o.patchLevel)))) {
     throw new Error(`patch level ${o.patchLevel} is not YYYYMM (e.g. 202501)`);
   }
@@ -227,9 +241,11 @@ export function androidKeyDescription(
     keySize: KEY_SIZE[keyType],
     osPatchLevel: patchLevel,
     // KeyMint 3 devices attest the vendor and boot images' levels too, as YYYYMMDD
-    vendorPatchLevel: patchLevel * 100 + 1,
-    bootPatchLevel: patchLevel * 100 + 1,
+    vendorPatchLevel: o.vendorPatchLevel ?? patchLevel * 100 + 1,
+    bootPatchLevel: o.bootPatchLevel ?? patchLevel * 100 + 1,
+    ...(o.osVersion !== undefined ? { osVersion: o.osVersion } : {}),
     packageName: o.packageName ?? DEFAULT_ANDROID_PACKAGE,
+    ...(o.signatureDigest !== undefined ? { signatureDigest: o.signatureDigest } : {}),
     ...(o.model !== undefined ? { model: o.model } : {}),
   };
 }

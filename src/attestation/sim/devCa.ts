@@ -379,11 +379,15 @@ export async function readCertifiedKey(dir: string, certName: string, keyName: s
     if (keyOptional && (e as NodeJS.ErrnoException).code === "ENOENT") return cert;
     throw e;
   }
-  const key = createPrivateKey(keyText);
-  if (!new X509Certificate(cert.certDer).checkPrivateKey(key)) {
-    throw new Error(`${join(dir, keyName)} is not the key of ${certName}`);
-  }
-  return certifiedKey(cert.certDer, key);
+  return certifiedKeyFromPem(cert.certPem, keyText, `${join(dir, keyName)} is not the key of ${certName}`);
+}
+
+/** A certificate and its key from their PEM texts, checked to belong together (else an Error saying `mismatch`). */
+export function certifiedKeyFromPem(certPem: string, keyPem: string, mismatch: string): CertifiedKey {
+  const [der] = parsePemBundle(certPem, "certificate");
+  const key = createPrivateKey(keyPem);
+  if (!new X509Certificate(der!).checkPrivateKey(key)) throw new Error(mismatch);
+  return certifiedKey(der!, key);
 }
 
 /** Reads what writeDevCa wrote; root.key.pem is optional (the simulator only needs the intermediate's key). */

@@ -2,7 +2,7 @@ import { Type } from "typebox";
 import { catalog } from "../../errors/catalog.ts";
 import { AppError, isAppError } from "../../errors/AppError.ts";
 import { sendBody } from "../render.ts";
-import { partAErrors } from "../schemas/common.ts";
+import { DeviceIdSchema, partAErrors } from "../schemas/common.ts";
 import type { AppDeps, AppInstance } from "../types.ts";
 import { methodNotAllowed, partAGuards } from "./guards.ts";
 
@@ -18,6 +18,7 @@ const Item = Type.Object(
     requestedId: Type.String({ minLength: 1, maxLength: 256, pattern: REQUESTED_ID_PATTERN }),
     nonce: Type.Optional(Type.String({ maxLength: 256 })),
     blob: Type.String(),
+    deviceId: Type.Optional(DeviceIdSchema),
   },
   { additionalProperties: false },
 );
@@ -97,7 +98,7 @@ export function registerTransactionRoutes(app: AppInstance, deps: AppDeps): void
           if (!BASE64_RE.test(item.blob)) throw new AppError(catalog.INVALID_REQUEST, "blob is not base64");
           const blob = Buffer.from(item.blob, "base64");
           if (blob.length > maxBlobBytes) throw new AppError(catalog.BLOB_TOO_LARGE, `The blob exceeds ${maxBlobBytes} bytes`);
-          const stored = await deps.attestation.submitBlob(tenant, item.nonce, blob);
+          const stored = await deps.attestation.submitBlob(tenant, item.nonce, blob, { deviceId: item.deviceId });
           resultList.push({
             result: "SUCCESS",
             objectId: stored.objectId,

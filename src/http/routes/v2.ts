@@ -3,7 +3,7 @@ import { catalog } from "../../errors/catalog.ts";
 import { AppError } from "../../errors/AppError.ts";
 import { NONCE_PATTERN } from "../../nonces/nonce.ts";
 import { sendBody, sendEar } from "../render.ts";
-import { jsonOrEar, partAErrors, verdictRecordRef } from "../schemas/common.ts";
+import { DeviceIdSchema, jsonOrEar, partAErrors, verdictRecordRef } from "../schemas/common.ts";
 import type { AppDeps, AppInstance } from "../types.ts";
 import { methodNotAllowed, partAGuards } from "./guards.ts";
 import type { FastifyRequest } from "fastify";
@@ -41,13 +41,19 @@ export function registerV2Routes(app: AppInstance, deps: AppDeps): void {
     {
       onRequest: [guard, contentChecks],
       bodyLimit: deps.limits.maxBlobBytes,
-      config: { tooLargeEntry: catalog.BLOB_TOO_LARGE, invalidEntry: catalog.NONCE_INVALID, offersEar: true },
+      config: {
+        tooLargeEntry: catalog.BLOB_TOO_LARGE,
+        invalidEntry: catalog.NONCE_INVALID,
+        // refused before the nonce is looked at, so a malformed name spends no nonce
+        fieldEntries: { deviceId: catalog.INVALID_REQUEST },
+        offersEar: true,
+      },
       schema: {
         tags: ["attestation"],
-        summary: "Appraise a blob against a nonce",
+        summary: "Appraise a blob against a nonce; with deviceId, also against that device's pin",
         description: "Answers the verdict record, or with `Accept: application/eat+jwt` its signed result (EAR) alone.",
         security: [{ apiKey: [] }],
-        querystring: Type.Object({ nonce: Type.Optional(Type.String()) }),
+        querystring: Type.Object({ nonce: Type.Optional(Type.String()), deviceId: Type.Optional(DeviceIdSchema) }),
         response: {
           200: jsonOrEar(verdictRecordRef, "The verdict record (JSON or XML), or its EAR"),
           ...partAErrors(400, 401, 403, 405, 406, 415, 422, 429, 500, 501),
@@ -56,7 +62,9 @@ export function registerV2Routes(app: AppInstance, deps: AppDeps): void {
     },
     async (request, reply) => {
       const blob = (request.body as Buffer | undefined) ?? Buffer.alloc(0);
-      const stored = await deps.attestation.submitBlob(request.principal!.tenant, request.query.nonce, blob);
+      const stored = await deps.attestation.submitBlob(request.principal!.tenant, request.query.nonce, blob, {
+        deviceId: request.query.deviceId,
+      });
       reply.header("Location", `/api/v1/verdicts/${stored.objectId}`);
       if (request.mediaFormat === "ear") return sendEar(reply, await deps.results.ear(stored));
       return sendBody(request, reply, "verdictRecord", { ...stored.record });

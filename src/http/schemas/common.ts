@@ -1,6 +1,7 @@
 import { Type, type TSchema } from "typebox";
 import { VERDICT_FIELDS } from "../../attestation/types.ts";
 import { EAR_MEDIA_TYPE } from "../../results/ear.ts";
+import { DEVICE_ID_PATTERN } from "../../domain/devices.ts";
 
 export const PartAError = Type.Object(
   {
@@ -25,6 +26,15 @@ export const VerdictRecord = Type.Object(
   Object.fromEntries(VERDICT_FIELDS.map((f) => [f, Type.String()])) as unknown as Record<(typeof VERDICT_FIELDS)[number], TSchema>,
   { $id: "VerdictRecord", description: "The eleven-field verdict record; every field a string" },
 );
+
+/** A relying party's name for a device: the `deviceId` query parameter, batch item field and route parameter. */
+export const DeviceIdSchema = Type.String({
+  pattern: DEVICE_ID_PATTERN,
+  minLength: 1,
+  maxLength: 128,
+  description: "the relying party's name for the device (docs/devices.md): 1-128 of A-Z a-z 0-9 . _ : -",
+  examples: ["account-4711.phone-1"],
+});
 
 const ref = (id: string) => Type.Unsafe<unknown>({ $ref: `${id}#` });
 

@@ -2,7 +2,8 @@ import type { ReferenceValue } from "../../attestation/types.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
-import type { ActivityAppendResult, ActivityFilter, DurableStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
+import type { ActivityAppendResult, ActivityFilter, DeviceVerdictDecision, DurableStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
+import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import { MAX_HISTORY_PAGE } from "../historyQueries.ts";
@@ -11,6 +12,8 @@ import { MAX_HISTORY_PAGE } from "../historyQueries.ts";
 export class MemoryConstraintError extends Error {
   override name = "MemoryConstraintError";
 }
+
+const deviceKey = (tenantId: string, deviceId: string) => JSON.stringify([tenantId, deviceId]);
 
 /** Bytewise order, as SQLite compares TEXT and PostgreSQL does under COLLATE "C" (for the ASCII this holds). */
 /** the activity table's NOT NULL columns (src/store/sqlite/migrations/001_part_a.sql) */
@@ -32,6 +35,8 @@ export class MemoryDurableStore implements DurableStore {
   private readonly activity: ActivityEntry[] = [];
   private readonly activityErrorIds = new Set<string>();
   private readonly refvals = new Map<string, StoredReferenceSet>();
+  private readonly devices = new Map<string, DeviceRecord>();
+  private readonly deviceResets: DevicePinReset[] = [];
   private closed = false;
 
   private check(): void {
@@ -131,6 +136,37 @@ export class MemoryDurableStore implements DurableStore {
     if (this.verdicts.has(v.objectId)) throw new MemoryConstraintError(`verdict ${v.objectId} already exists`);
     this.verdicts.set(v.objectId, structuredClone(v));
   }
+  // ---- per-device memory: synchronous between awaits, so each save sees the one before it ----
+  async getDevice(tenantId: string, deviceId: string): Promise<DeviceRecord | undefined> {
+    this.check();
+    const d = this.devices.get(deviceKey(tenantId, deviceId));
+    return d && structuredClone(d);
+  }
+  async saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict> {
+    this.check();
+    const key = deviceKey(tenantId, deviceId);
+    const current = this.devices.get(key);
+    const { verdict, device } = decide(current && structuredClone(current));
+    if (this.verdicts.has(verdict.objectId)) throw new MemoryConstraintError(`verdict ${verdict.objectId} already exists`);
+    this.devices.set(key, { ...structuredClone(device), tenantId, deviceId, resets: current?.resets ?? 0 });
+    this.verdicts.set(verdict.objectId, structuredClone(verdict));
+    return verdict;
+  }
+  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
+    this.check();
+    const d = this.devices.get(deviceKey(tenantId, deviceId));
+    if (!d) return undefined;
+    const record: DevicePinReset = { tenantId, deviceId, at: reset.at, by: reset.by, previousPin: d.pin };
+    this.deviceResets.push(structuredClone(record));
+    d.pin = null;
+    d.resets += 1;
+    return record;
+  }
+  async listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]> {
+    this.check();
+    return this.deviceResets.filter((r) => r.tenantId === tenantId && r.deviceId === deviceId).map((r) => structuredClone(r));
+  }
+
   async getVerdict(objectId: string): Promise<StoredVerdict | undefined> {
     const v = this.verdicts.get(objectId);
     return v && structuredClone(v);

@@ -13,7 +13,18 @@ import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
-import type { ActivityAppendResult, ActivityFilter, DurableStore, JtiStore, NonceStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
+import type {
+  ActivityAppendResult,
+  ActivityFilter,
+  DeviceVerdictDecision,
+  DurableStore,
+  JtiStore,
+  NonceStore,
+  ReferenceSetQuery,
+  StoredActivityEntry,
+  VerdictQuery,
+} from "../types.ts";
+import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
 
@@ -43,6 +54,22 @@ const KEY_COLS = "key_id, tenant_id, secret_hash, rps, burst, created_at, revoke
 const ACTIVITY_COLS = "id, time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address, reason";
 const VERDICT_COLS = "object_id, tenant_id, format, record, reason, detail, created_at";
 const PERSON_COLS = "user_id, tenant_id, email, created_at, updated_at, portal_role, portal_state, password_hash";
+
+const DEVICE_COLS = "tenant_id, device_id, first_seen, last_seen, seen_count, last_appraisal, latest_facts, pin, resets";
+const DEVICE_FOR_UPDATE = `SELECT ${DEVICE_COLS} FROM attested_devices WHERE tenant_id = $1 AND device_id = $2 FOR UPDATE`;
+
+/** A nullable JSON parameter: SQL NULL for null (not the JSON text "null"). */
+const jsonParam = (x: unknown) => (x === null ? null : JSON.stringify(x));
+
+/** $3..$8 of the device statements: the record's columns after the key. */
+function deviceValues(d: DeviceRecord): unknown[] {
+  return [d.firstSeen, d.lastSeen, d.count, JSON.stringify(d.last), jsonParam(d.latestFacts), jsonParam(d.pin)];
+}
+
+/** The verdict row's values in column order (saveVerdict's $1..$7, the device statements' $9..$15). */
+function verdictValues(v: StoredVerdict): unknown[] {
+  return [v.objectId, v.tenantId, v.format, JSON.stringify(v.record), v.reason, JSON.stringify(v.detail), v.createdAt];
+}
 
 /**
  * PostgreSQL backend for durable records and (without --redis-url) nonces. Same semantics as SqliteStore; the
@@ -252,7 +279,7 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
       "insertVerdict",
       `INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at)
        VALUES ($1, $2, $3, $4::json, $5, $6::json, $7)`,
-      [v.objectId, v.tenantId, v.format, JSON.stringify(v.record), v.reason, JSON.stringify(v.detail), v.createdAt],
+      verdictValues(v),
     );
   }
 
@@ -268,6 +295,88 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
   async listVerdicts(q: VerdictQuery): Promise<StoredVerdict[]> {
     const { sql, args } = verdictHistorySql(q, pgPlaceholder, VERDICT_COLS);
     return (await this.q(undefined, sql, args)).rows.map(pgRows.verdict);
+  }
+
+  // ---- per-device memory ----
+  async getDevice(tenantId: string, deviceId: string): Promise<DeviceRecord | undefined> {
+    const r = await this.q("deviceById", `SELECT ${DEVICE_COLS} FROM attested_devices WHERE tenant_id = $1 AND device_id = $2`, [
+      tenantId,
+      deviceId,
+    ]);
+    return r.rows[0] && pgRows.attestedDevice(r.rows[0]);
+  }
+
+  /**
+   * The row lock decides: an existing device is read FOR UPDATE, so concurrent appraisals of it (on any instance)
+   * take turns. A new one is created with INSERT ... ON CONFLICT DO NOTHING, in the statement that also stores the
+   * verdict: of concurrent creators one inserts, the others wait for its commit, insert nothing, then read the
+   * winner's record (locked) and decide again against it. Two round trips inside the transaction either way.
+   */
+  async saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict> {
+    return transaction(this.pool, async (c) => {
+      const update = async (row: Row) => {
+        const out = decide(pgRows.attestedDevice(row));
+        await query(
+          c,
+          "updateDeviceVerdict",
+          `WITH d AS (
+             UPDATE attested_devices SET first_seen = $3, last_seen = $4, seen_count = $5, last_appraisal = $6::json,
+               latest_facts = $7::json, pin = $8::json
+             WHERE tenant_id = $1 AND device_id = $2
+           )
+           INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at)
+           VALUES ($9, $10, $11, $12::json, $13, $14::json, $15)`,
+          [tenantId, deviceId, ...deviceValues(out.device), ...verdictValues(out.verdict)],
+        );
+        return out.verdict;
+      };
+      const existing = await query(c, "deviceForUpdate", DEVICE_FOR_UPDATE, [tenantId, deviceId]);
+      if (existing.rows[0]) return update(existing.rows[0]);
+      const first = decide(undefined);
+      const created = await query(
+        c,
+        "insertDeviceVerdict",
+        `WITH d AS (
+           INSERT INTO attested_devices (tenant_id, device_id, first_seen, last_seen, seen_count, last_appraisal, latest_facts, pin, resets)
+           VALUES ($1, $2, $3, $4, $5, $6::json, $7::json, $8::json, 0)
+           ON CONFLICT (tenant_id, device_id) DO NOTHING
+           RETURNING 1
+         )
+         INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at)
+         SELECT $9, $10, $11, $12::json, $13, $14::json, $15 WHERE EXISTS (SELECT 1 FROM d)`,
+        [tenantId, deviceId, ...deviceValues(first.device), ...verdictValues(first.verdict)],
+      );
+      if (created.rowCount === 1) return first.verdict;
+      const winner = await query(c, "deviceForUpdate", DEVICE_FOR_UPDATE, [tenantId, deviceId]);
+      return update(winner.rows[0]!);
+    });
+  }
+
+  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
+    return transaction(this.pool, async (c) => {
+      const r = await query(c, "deviceForUpdate", DEVICE_FOR_UPDATE, [tenantId, deviceId]);
+      if (!r.rows[0]) return undefined;
+      const previousPin = pgRows.attestedDevice(r.rows[0]).pin;
+      await query(
+        c,
+        "resetDevicePin",
+        `WITH a AS (
+           INSERT INTO attested_device_resets (tenant_id, device_id, reset_at, reset_by, previous_pin) VALUES ($1, $2, $3, $4, $5::json)
+         )
+         UPDATE attested_devices SET pin = NULL, resets = resets + 1 WHERE tenant_id = $1 AND device_id = $2`,
+        [tenantId, deviceId, reset.at, reset.by, previousPin && JSON.stringify(previousPin)],
+      );
+      return { tenantId, deviceId, at: reset.at, by: reset.by, previousPin };
+    });
+  }
+
+  async listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]> {
+    const r = await this.q(
+      "deviceResets",
+      "SELECT tenant_id, device_id, reset_at, reset_by, previous_pin FROM attested_device_resets WHERE tenant_id = $1 AND device_id = $2 ORDER BY id",
+      [tenantId, deviceId],
+    );
+    return r.rows.map(pgRows.devicePinReset);
   }
 
   // ---- reference values ----

@@ -12,13 +12,30 @@ import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
-import type { ActivityAppendResult, ActivityFilter, DurableStore, NonceStore, NonceVerdictStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
+import type {
+  ActivityAppendResult,
+  ActivityFilter,
+  DeviceVerdictDecision,
+  DurableStore,
+  NonceDeviceVerdictStore,
+  NonceStore,
+  NonceVerdictStore,
+  ReferenceSetQuery,
+  StoredActivityEntry,
+  VerdictQuery,
+} from "../types.ts";
+import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import { activitySql, sqlitePlaceholder, verdictHistorySql } from "../historyQueries.ts";
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
+
+/** The verdicts row's values in insertVerdict's column order. */
+function verdictRow(v: StoredVerdict): unknown[] {
+  return [v.objectId, v.tenantId, v.format, JSON.stringify(v.record), v.reason, JSON.stringify(v.detail), v.createdAt];
+}
 
 export interface SqliteOptions {
   /** file path, or ":memory:" */
@@ -46,7 +63,7 @@ export interface SqliteOptions {
  * file. Reads and operator writes run directly (autocommit). A serving process checkpoints the WAL from a thread
  * (`walCheckpointer.ts`), and waits for another process's lock on the file off the event loop (`lockWait.ts`).
  */
-export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore {
+export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore, NonceDeviceVerdictStore {
   readonly kind = "sqlite";
   readonly db: Database.Database;
   /** the connection's group-commit writer, shared with the Part B stores on `db` */
@@ -142,6 +159,19 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
         "INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
       ),
       verdictById: db.prepare("SELECT * FROM verdicts WHERE object_id = ?"),
+      deviceById: db.prepare("SELECT * FROM attested_devices WHERE tenant_id = ? AND device_id = ?"),
+      upsertDevice: db.prepare(
+        `INSERT INTO attested_devices (tenant_id, device_id, first_seen, last_seen, seen_count, last_appraisal, latest_facts, pin, resets)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (tenant_id, device_id) DO UPDATE SET first_seen = excluded.first_seen, last_seen = excluded.last_seen,
+           seen_count = excluded.seen_count, last_appraisal = excluded.last_appraisal, latest_facts = excluded.latest_facts,
+           pin = excluded.pin`,
+      ),
+      insertDeviceReset: db.prepare(
+        "INSERT INTO attested_device_resets (tenant_id, device_id, reset_at, reset_by, previous_pin) VALUES (?, ?, ?, ?, ?)",
+      ),
+      clearDevicePin: db.prepare("UPDATE attested_devices SET pin = NULL, resets = resets + 1 WHERE tenant_id = ? AND device_id = ?"),
+      deviceResets: db.prepare("SELECT * FROM attested_device_resets WHERE tenant_id = ? AND device_id = ? ORDER BY id"),
       upsertRefval: db.prepare(
         "INSERT INTO reference_values (model, firmware_version, measurements, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (model, firmware_version) DO UPDATE SET measurements = excluded.measurements, updated_at = excluded.updated_at",
       ),
@@ -267,13 +297,26 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
   }
 
   async consumeWithVerdict(nonce: string, tenantId: string, nowMs: number, v: StoredVerdict): Promise<NonceConsumeOutcome> {
-    const record = JSON.stringify(v.record);
-    const detail = JSON.stringify(v.detail);
+    const row = verdictRow(v);
     // In its own savepoint (the default): should the verdict's insert fail, the consumption is undone with it.
     return this.writer.run(() => {
       const outcome = this.consumeTx(nonce, tenantId, nowMs);
-      if (outcome === "ok") this.stmt.insertVerdict.run(v.objectId, v.tenantId, v.format, record, v.reason, detail, v.createdAt);
+      if (outcome === "ok") this.stmt.insertVerdict.run(...row);
       return outcome;
+    });
+  }
+
+  async consumeWithDeviceVerdict(
+    nonce: string,
+    tenantId: string,
+    nowMs: number,
+    deviceId: string,
+    decide: DeviceVerdictDecision,
+  ): Promise<{ outcome: NonceConsumeOutcome; verdict?: StoredVerdict }> {
+    // one savepoint: the consumption, the device's record and the verdict, or none of them
+    return this.writer.run(() => {
+      const outcome = this.consumeTx(nonce, tenantId, nowMs);
+      return outcome === "ok" ? { outcome, verdict: this.deviceVerdictTx(tenantId, deviceId, decide) } : { outcome };
     });
   }
 
@@ -292,12 +335,11 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
   // ---- verdicts ----
   async saveVerdict(v: StoredVerdict): Promise<void> {
     // serialised now, so the row is what the caller passed even if it changes the object before the flush
-    const record = JSON.stringify(v.record);
-    const detail = JSON.stringify(v.detail);
+    const row = verdictRow(v);
     // one statement: SQLite undoes it by itself if it fails, so no savepoint of its own
     await this.writer.run(
       () => {
-        this.stmt.insertVerdict.run(v.objectId, v.tenantId, v.format, record, v.reason, detail, v.createdAt);
+        this.stmt.insertVerdict.run(...row);
       },
       { savepoint: false },
     );
@@ -311,6 +353,47 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore 
   async listVerdicts(q: VerdictQuery): Promise<StoredVerdict[]> {
     const { sql, args } = verdictHistorySql(q, sqlitePlaceholder, "*");
     return (this.db.prepare(sql).all(...args) as Row[]).map(sqliteRows.verdict);
+  }
+
+  // ---- per-device memory ----
+  // Inside a write batch (IMMEDIATE, so every process on the file is shut out): the read, the decision and both
+  // writes see and leave the device exactly as the batch's order has it, so concurrent appraisals of one device
+  // take turns and only the first can find it unpinned.
+  private readonly deviceVerdictTx = (tenantId: string, deviceId: string, decide: DeviceVerdictDecision): StoredVerdict => {
+    const row = this.stmt.deviceById.get(tenantId, deviceId) as Row | undefined;
+    const { verdict: v, device: d } = decide(row && sqliteRows.attestedDevice(row));
+    const json = (x: unknown) => (x === null ? null : JSON.stringify(x));
+    this.stmt.upsertDevice.run(
+      tenantId, deviceId, d.firstSeen, d.lastSeen, d.count, JSON.stringify(d.last), json(d.latestFacts), json(d.pin), d.resets,
+    );
+    this.stmt.insertVerdict.run(...verdictRow(v));
+    return v;
+  };
+
+  async getDevice(tenantId: string, deviceId: string): Promise<DeviceRecord | undefined> {
+    const r = this.stmt.deviceById.get(tenantId, deviceId) as Row | undefined;
+    return r && sqliteRows.attestedDevice(r);
+  }
+
+  async saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict> {
+    return this.writer.run(() => this.deviceVerdictTx(tenantId, deviceId, decide));
+  }
+
+  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
+    return this.db
+      .transaction((): DevicePinReset | undefined => {
+        const row = this.stmt.deviceById.get(tenantId, deviceId) as Row | undefined;
+        if (!row) return undefined;
+        const previousPin = sqliteRows.attestedDevice(row).pin;
+        this.stmt.insertDeviceReset.run(tenantId, deviceId, reset.at, reset.by, previousPin && JSON.stringify(previousPin));
+        this.stmt.clearDevicePin.run(tenantId, deviceId);
+        return { tenantId, deviceId, at: reset.at, by: reset.by, previousPin };
+      })
+      .immediate();
+  }
+
+  async listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]> {
+    return (this.stmt.deviceResets.all(tenantId, deviceId) as Row[]).map(sqliteRows.devicePinReset);
   }
 
   // ---- reference values ----

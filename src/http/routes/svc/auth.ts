@@ -13,7 +13,7 @@ export function registerAuthRoutes(app: AppInstance, deps: PartBDeps): void {
       // A malformed credential is an authentication failure (401); a validity out of 1..30 is a plain body error.
       config: {
         invalidEntry: catalog.ACCESS_TOKEN_BAD_REQUEST,
-        fieldEntries: { "/validityForAccessTokenInMinutes": catalog.RESOURCE_INVALID_PARAM },
+        fieldEntries: { validityForAccessTokenInMinutes: catalog.RESOURCE_INVALID_PARAM },
       },
       schema: {
         tags: ["enrollment"],

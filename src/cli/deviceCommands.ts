@@ -1,0 +1,61 @@
+import { Command } from "commander";
+import { systemClock } from "../clock.ts";
+import { isAppError } from "../errors/AppError.ts";
+import { catalog } from "../errors/catalog.ts";
+import { DeviceService } from "../services/deviceService.ts";
+import { tenantNamed } from "./clientCommands.ts";
+import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
+
+/** DeviceService's refusals, as one line naming the device and the tenant. */
+async function deviceErrors<T>(deviceId: string, tenant: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (isAppError(e) && e.entry === catalog.A_NOT_FOUND) throw new CliError(`no appraisal of a device "${deviceId}" for tenant ${tenant}`);
+    if (isAppError(e)) throw new CliError(e.reason);
+    throw e;
+  }
+}
+
+async function withDevices<T>(cmd: Command, tenant: string, fn: (devices: DeviceService, tenantId: string) => Promise<T>) {
+  return withStores(cmd, async (stores) => {
+    const t = await tenantNamed(stores, tenant);
+    return fn(new DeviceService(stores.durable, systemClock), t.tenantId);
+  });
+}
+
+/** `attestd device show|reset` (docs/devices.md): a named device's history and pin, and the pin reset. */
+export function registerDeviceCommands(program: Command): void {
+  const device = program.command("device").description("per-device memory: the devices relying parties name, and their pins");
+
+  addSettings(
+    device
+      .command("show <deviceId>")
+      .description("print a tenant's device (history, latest facts, pin) and its pin resets as JSON")
+      .requiredOption("--tenant <name>", "tenant name"),
+    STORAGE_SETTINGS,
+  ).action(async (deviceId: string, o: { tenant: string }, cmd: Command) => {
+    await withDevices(cmd, o.tenant, async (devices, tenantId) => {
+      const shown = await deviceErrors(deviceId, o.tenant, () => devices.history(tenantId, deviceId));
+      process.stdout.write(JSON.stringify(shown, null, 2) + "\n");
+    });
+  });
+
+  addSettings(
+    device
+      .command("reset <deviceId>")
+      .description("clear a device's pin so that its next Yes pins it afresh; the reset is kept as an audit record (device show)")
+      .requiredOption("--tenant <name>", "tenant name")
+      .option("--by <name>", "who resets it, for the audit record", "cli"),
+    STORAGE_SETTINGS,
+  ).action(async (deviceId: string, o: { tenant: string; by: string }, cmd: Command) => {
+    if (!/^[\x20-\x7e]{1,128}$/.test(o.by)) throw new CliError("--by must be 1-128 printable ASCII characters");
+    await withDevices(cmd, o.tenant, async (devices, tenantId) => {
+      const reset = await deviceErrors(deviceId, o.tenant, () => devices.resetPin(tenantId, deviceId, o.by));
+      process.stdout.write(JSON.stringify(reset, null, 2) + "\n");
+      process.stderr.write(
+        `pin of device ${deviceId} (tenant ${o.tenant}) reset${reset.previousPin ? "" : " (it had none)"}; its next Yes pins it afresh\n`,
+      );
+    });
+  });
+}

@@ -1,0 +1,51 @@
+import type { Clock } from "../clock.ts";
+import { DEVICE_ID_RE, type DevicePinReset, type DeviceRecord } from "../domain/devices.ts";
+import { AppError } from "../errors/AppError.ts";
+import { catalog } from "../errors/catalog.ts";
+import type { DeviceStore } from "../store/types.ts";
+
+/** Refuses a relying party's device name that is not 1-128 of A-Z a-z 0-9 . _ : - (INVALID_REQUEST). */
+export function checkDeviceId(deviceId: string): void {
+  if (!DEVICE_ID_RE.test(deviceId)) {
+    throw new AppError(catalog.INVALID_REQUEST, "deviceId must be 1-128 characters of A-Z a-z 0-9 . _ : -");
+  }
+}
+
+/**
+ * Per-device memory as its readers and administrators use it (docs/devices.md): a tenant's device history
+ * (`GET /api/v1/devices/{deviceId}`, `attestd device show`) and the pin reset (`attestd device reset`, and the
+ * portal's tenant admins later). Always within one tenant: another tenant's device is not found, never forbidden,
+ * so a device name tells nothing about other tenants. Appraisals write the records (AttestationService); the pin
+ * rules are devicePinning.ts's.
+ */
+export class DeviceService {
+  constructor(
+    private readonly store: DeviceStore,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The device's record; A_NOT_FOUND when the tenant has none by that name. */
+  async get(tenantId: string, deviceId: string): Promise<DeviceRecord> {
+    checkDeviceId(deviceId);
+    const d = await this.store.getDevice(tenantId, deviceId);
+    if (!d) throw new AppError(catalog.A_NOT_FOUND, "No appraisal of a device by that deviceId");
+    return d;
+  }
+
+  /** The record with its reset audit trail, oldest first (what an operator looks at). */
+  async history(tenantId: string, deviceId: string): Promise<{ device: DeviceRecord; resets: DevicePinReset[] }> {
+    const device = await this.get(tenantId, deviceId);
+    return { device, resets: await this.store.listDevicePinResets(tenantId, deviceId) };
+  }
+
+  /**
+   * Clears the pin so that the device's next Yes pins it afresh (a repaired phone, a new OS the owner chose), and
+   * records who did it: the audit record keeps the pin it cleared. `by` names the actor (`cli`, a portal user id).
+   */
+  async resetPin(tenantId: string, deviceId: string, by: string): Promise<DevicePinReset> {
+    checkDeviceId(deviceId);
+    const reset = await this.store.resetDevicePin(tenantId, deviceId, { at: new Date(this.clock.nowMs()).toISOString(), by });
+    if (!reset) throw new AppError(catalog.A_NOT_FOUND, "No appraisal of a device by that deviceId");
+    return reset;
+  }
+}
