@@ -87,7 +87,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   if (trust.noVendorRoots) log.warn("no --vendor-roots: every vendor blob will be CertificateInvalid");
 
   // the result-signing key: made on the first start of any instance, then shared through the store
-  const earKeys = await EarKeyRing.open(stores.signingKeys, clock, {
+  const earKeys = await EarKeyRing.open(stores.signingKeys, clock, secrets.box, {
     alg: config.earAlg as EarAlgorithm,
     refreshMs: config.earKeyRefresh * 1000,
     onRefreshError: (err) => log.warn({ err }, "re-reading the result-signing keys failed; signing with the last ones read"),

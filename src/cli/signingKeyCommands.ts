@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { systemClock } from "../clock.ts";
 import type { EarAlgorithm } from "../domain/signingKeys.ts";
 import { rotateSigningKey } from "../results/signingKeys.ts";
+import { openSecrets } from "../secrets/openSecrets.ts";
 import { addSettings, STORAGE_SETTINGS, withStores } from "./options.ts";
 
 /** `attestd keys ...`: the keys attestd signs its results (EARs) with (docs/results.md, "Keys and rotation"). */
@@ -18,7 +19,9 @@ export function registerSigningKeyCommands(program: Command): void {
     [...STORAGE_SETTINGS, "earAlg", "earKeyGrace"],
   ).action(async (_opts: unknown, cmd: Command) => {
     await withStores(cmd, async (stores, config) => {
-      const rotated = await rotateSigningKey(stores.signingKeys, systemClock, {
+      // the new private key is sealed with the same secrets key the servers use (--secrets-key-file)
+      const { box } = await openSecrets(stores.secrets, config);
+      const rotated = await rotateSigningKey(stores.signingKeys, systemClock, box, {
         alg: config.earAlg as EarAlgorithm,
         graceSeconds: config.earKeyGrace,
       });

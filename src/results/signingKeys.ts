@@ -3,6 +3,8 @@ import { promisify } from "node:util";
 import { calculateJwkThumbprint, exportJWK, type JWK } from "jose";
 import type { Clock } from "../clock.ts";
 import type { EarAlgorithm, SigningKeyRecord } from "../domain/signingKeys.ts";
+import { sealContext, type SecretBox } from "../secrets/secretBox.ts";
+import { EAR_SIGNING_KEY_PURPOSE } from "../store/sealedColumns.ts";
 import type { SigningKeyStore } from "../store/types.ts";
 
 /**
@@ -10,6 +12,8 @@ import type { SigningKeyStore } from "../store/types.ts";
  * held by each instance in an `EarKeyRing` that re-reads the store every `--ear-key-refresh` seconds, so a rotation
  * (`attestd keys rotate`) reaches every running instance within that time. A rotated-out key stays published in the
  * JWKS until its `retiresAt` (`--ear-key-grace` after the rotation), so results signed just before still verify.
+ * The private key is stored sealed with the operator's secrets key (src/secrets/), bound to its kid, like the
+ * tenants' private keys: a copy of the database alone signs nothing.
  */
 
 const generate = promisify(generateKeyPair);
@@ -38,8 +42,8 @@ async function generateFor(alg: EarAlgorithm): Promise<{ privateKey: KeyObject; 
   }
 }
 
-/** A new key pair as the store keeps it: kid = its RFC 7638 thumbprint, the private key as PKCS#8 PEM. */
-export async function newSigningKey(alg: EarAlgorithm, createdAt: Date): Promise<SigningKeyRecord> {
+/** A new key pair as the store keeps it: kid = its RFC 7638 thumbprint, the private key as PKCS#8 PEM, sealed. */
+export async function newSigningKey(alg: EarAlgorithm, createdAt: Date, secrets: SecretBox): Promise<SigningKeyRecord> {
   const { privateKey, publicKey } = await generateFor(alg);
   const jwk: JWK = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(jwk);
@@ -49,7 +53,7 @@ export async function newSigningKey(alg: EarAlgorithm, createdAt: Date): Promise
     kid,
     alg,
     publicJwk: JSON.stringify(published),
-    privateKey: privateKey.export({ type: "pkcs8", format: "pem" }) as string,
+    privateKey: secrets.seal(privateKey.export({ type: "pkcs8", format: "pem" }) as string, sealContext(EAR_SIGNING_KEY_PURPOSE, kid)),
     createdAt: createdAt.toISOString(),
     retiresAt: null,
   };
@@ -59,10 +63,11 @@ export async function newSigningKey(alg: EarAlgorithm, createdAt: Date): Promise
 export async function rotateSigningKey(
   store: SigningKeyStore,
   clock: Clock,
+  secrets: SecretBox,
   opts: { alg: EarAlgorithm; graceSeconds: number },
 ): Promise<{ kid: string; alg: EarAlgorithm; retired: string | null; retiresAt: string | null }> {
   const now = clock.nowMs();
-  const key = await newSigningKey(opts.alg, new Date(now));
+  const key = await newSigningKey(opts.alg, new Date(now), secrets);
   const retiresAt = new Date(now + opts.graceSeconds * 1000).toISOString();
   const { retired } = await store.rotateSigningKey(key, retiresAt);
   return { kid: key.kid, alg: key.alg, retired, retiresAt: retired ? retiresAt : null };
@@ -92,6 +97,7 @@ export class EarKeyRing {
   private constructor(
     private readonly store: SigningKeyStore,
     private readonly clock: Clock,
+    private readonly secrets: SecretBox,
     private readonly opts: EarKeyRingOptions,
   ) {}
 
@@ -99,11 +105,11 @@ export class EarKeyRing {
    * Loads the keys, making the first one when the store has none. Instances starting together each offer a key and
    * all end up with the one the store kept (putFirstSigningKey).
    */
-  static async open(store: SigningKeyStore, clock: Clock, opts: EarKeyRingOptions): Promise<EarKeyRing> {
-    const ring = new EarKeyRing(store, clock, opts);
+  static async open(store: SigningKeyStore, clock: Clock, secrets: SecretBox, opts: EarKeyRingOptions): Promise<EarKeyRing> {
+    const ring = new EarKeyRing(store, clock, secrets, opts);
     const keys = await store.listSigningKeys(ring.nowIso());
     if (!keys.some((k) => k.retiresAt === null)) {
-      await store.putFirstSigningKey(await newSigningKey(opts.alg, new Date(clock.nowMs())));
+      await store.putFirstSigningKey(await newSigningKey(opts.alg, new Date(clock.nowMs()), secrets));
     }
     await ring.refresh();
     return ring;
@@ -120,7 +126,8 @@ export class EarKeyRing {
     // Only a rotation with no key after it could leave none (it never does); keep signing with what we have.
     if (!current) return;
     if (this.current?.kid !== current.kid) {
-      this.current = { kid: current.kid, alg: current.alg, key: createPrivateKey(current.privateKey) };
+      const pem = this.secrets.open(current.privateKey, sealContext(EAR_SIGNING_KEY_PURPOSE, current.kid));
+      this.current = { kid: current.kid, alg: current.alg, key: createPrivateKey(pem) };
     }
     this.published = keys.map((k) => ({ jwk: JSON.parse(k.publicJwk) as PublicJwk, retiresAt: k.retiresAt }));
   }

@@ -14,7 +14,9 @@ export interface SealedColumn {
 }
 
 export const TENANT_PRIVATE_KEY_PURPOSE = "tenant-private-key";
+export const EAR_SIGNING_KEY_PURPOSE = "ear-signing-key";
 
 export const SEALED_COLUMNS: readonly SealedColumn[] = [
   { table: "tenant_encryption_keys", idColumn: "tenant_id", column: "private_key", purpose: TENANT_PRIVATE_KEY_PURPOSE },
+  { table: "ear_signing_keys", idColumn: "kid", column: "private_key", purpose: EAR_SIGNING_KEY_PURPOSE },
 ];

@@ -12,6 +12,7 @@ import { buildAndroidChain, encodeAndroidChain, type BuildAndroidChainOptions } 
 import { VERDICT_FIELDS } from "../../src/attestation/types.ts";
 import type { EarClaims } from "../../src/results/ear.ts";
 import { EarKeyRing } from "../../src/results/signingKeys.ts";
+import { SecretBox } from "../../src/secrets/secretBox.ts";
 import { openStores } from "../../src/store/openStores.ts";
 import { loadConfig } from "../../src/config.ts";
 import { T0 } from "../helpers/clock.ts";
@@ -350,13 +351,23 @@ for (const backend of [sqliteBackend(), postgresBackend()]) {
       assert.equal(wrong.json().error.code, "4000000");
     });
 
+    it("the signing key's private half is stored sealed with the secrets key, bound to its kid", async () => {
+      const keys = await t.runtime.stores.signingKeys.listSigningKeys(new Date(t.clock.nowMs()).toISOString());
+      assert.ok(keys.length >= 1);
+      for (const k of keys) {
+        assert.match(k.privateKey, /^sealed:v1:[0-9a-f]{16}:/, "sealed, as the tenants' private keys are");
+        assert.doesNotMatch(k.privateKey, /PRIVATE KEY|MII/, "no PEM or DER in the column");
+      }
+    });
+
     it("instances starting together for the first time agree on one key", async () => {
       const fresh = backend.name === "postgres" ? await createTestDatabase("earfirst") : undefined;
       const freshDir = mkdtempSync(path.join(tmpdir(), "attestd-ear-first-"));
       const config = loadConfig(fresh ? { store: "postgres", databaseUrl: fresh.url, dataDir: freshDir } : { dataDir: freshDir }, {});
       const instances = await Promise.all(Array.from({ length: 4 }, () => openStores(config)));
       try {
-        const rings = await Promise.all(instances.map((s) => EarKeyRing.open(s.signingKeys, t.clock, { alg: "ES256", refreshMs: 60_000 })));
+        const box = new SecretBox([randomBytes(32)]);
+        const rings = await Promise.all(instances.map((s) => EarKeyRing.open(s.signingKeys, t.clock, box, { alg: "ES256", refreshMs: 60_000 })));
         const kids = rings.map((r) => r.signingKey().kid);
         assert.equal(new Set(kids).size, 1, kids.join(", "));
         assert.deepEqual(rings.map((r) => r.publicKeys().length), [1, 1, 1, 1]);

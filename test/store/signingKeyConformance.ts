@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { SigningKeyRecord } from "../../src/domain/signingKeys.ts";
 import { newSigningKey } from "../../src/results/signingKeys.ts";
+import { SecretBox } from "../../src/secrets/secretBox.ts";
 import type { SigningKeyStore } from "../../src/store/types.ts";
 import { T0 } from "../helpers/clock.ts";
 
@@ -44,7 +45,7 @@ export function signingKeyConformance(name: string, factory: () => Promise<Signi
 
     it("starts empty; of instances racing to store the first key, all get the one that was kept", async () => {
       assert.deepEqual(await b.keys.listSigningKeys(iso(T0)), []);
-      first = await newSigningKey("ES256", new Date(T0));
+      first = await newSigningKey("ES256", new Date(T0), new SecretBox([randomBytes(32)]));
       const rivals = [first, ...Array.from({ length: 7 }, () => fakeKey(T0))];
       const answers = await Promise.all(rivals.map((k, i) => (i % 2 ? b.other : b.keys).putFirstSigningKey(k)));
       const kept = answers[0]!;
