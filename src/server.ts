@@ -30,6 +30,9 @@ import { TenantDirectory } from "./services/tenantDirectory.ts";
 import { EarIssuer } from "./results/earIssuer.ts";
 import { EarKeyRing } from "./results/signingKeys.ts";
 import type { EarAlgorithm } from "./domain/signingKeys.ts";
+import { TenantAdmin } from "./services/tenantAdmin.ts";
+import { TrustSources } from "./services/trustSources.ts";
+import { PortalOverview } from "./portal/overview.ts";
 
 export interface Runtime {
   app: AppInstance;
@@ -131,6 +134,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     sessions: new PortalSessions(stores.durable, clock, rng, { idleMs: config.portalIdleTimeout * 1000, absoluteMs: config.portalSessionLifetime * 1000 }),
     passkeys: new PortalPasskeys(stores.durable, clock, rng, rateLimiter, { origin: new URL(publicUrl).origin, name: "attestd" }),
   };
+  const trustSources = new TrustSources(trust);
 
   const readiness = async (): Promise<ReadinessReport> => {
     const critical = (await stores.health()).map((h) => ({
@@ -183,6 +187,9 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       }),
       profiles: enrollment.profiles,
       devices: enrollment.devices,
+      overview: new PortalOverview(stores.durable, trustSources, clock),
+      tenantAdmin: new TenantAdmin(stores.durable, clock, rng),
+      trust: trustSources,
     }),
     https: opts.https,
   });

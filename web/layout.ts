@@ -27,6 +27,8 @@ const NAV: { href: string; label: string; only?: "operator" }[] = [
   { href: "/portal/enrollment", label: "Enrollment" },
   { href: "/portal/users", label: "Users", only: "operator" },
   { href: "/portal/account", label: "Account" },
+  { href: "/portal/tenants", label: "Tenants", only: "operator" },
+  { href: "/portal/trust", label: "Trust sources", only: "operator" },
 ];
 
 /** The same path with these query parameters (empty ones left out): filters live in the URL. */
@@ -38,17 +40,19 @@ export function withQuery(path: string, q: Record<string, string | number | unde
 }
 
 export function layout(title: string, ctx: PageContext, body: Html, active?: string): string {
-  const nav = ctx.actor
-    ? html`<ul>
+  // Two rows: who is signed in and the way out beside the name, then the pages, a bar that wraps on a phone.
+  const bar = ctx.actor
+    ? html`<div class="topbar">
+        <strong class="brand">attestd</strong>
+        <p class="who">${ctx.actor.email} · ${ctx.actor.role}${ctx.tenant ? ` · tenant ${ctx.tenant}` : ""}</p>
+        <button type="button" class="secondary outline signout" data-signout>Sign out</button>
+      </div>
+      <nav aria-label="Portal" class="pages"><ul>
         ${NAV.filter((n) => !n.only || n.only === ctx.actor!.role).map(
           (n) => html`<li><a href="${withQuery(n.href, { tenant: ctx.tenant })}" ${n.href === active ? html`aria-current="page"` : ""}>${n.label}</a></li>`,
         )}
-        <li><button type="button" class="secondary outline" data-signout>Sign out</button></li>
-      </ul>`
-    : "";
-  const who = ctx.actor
-    ? html`<p class="who">${ctx.actor.email} · ${ctx.actor.role}${ctx.tenant ? ` · tenant ${ctx.tenant}` : ""}</p>`
-    : "";
+      </ul></nav>`
+    : html`<div class="topbar"><strong class="brand">attestd</strong></div>`;
   return (
     "<!doctype html>\n" +
     html`<html lang="en">
@@ -64,8 +68,7 @@ export function layout(title: string, ctx: PageContext, body: Html, active?: str
   <body>
     <a class="skip" href="#main">Skip to content</a>
     <header class="container">
-      <nav aria-label="Portal"><ul><li><strong>attestd</strong></li></ul>${nav}</nav>
-      ${who}
+      ${bar}
     </header>
     <main id="main" class="container">
       <h1>${title}</h1>
@@ -89,4 +92,16 @@ export function table(caption: string, head: string[], rows: Html[]): Html {
 
 export function hiddenTenant(ctx: PageContext): Html | string {
   return ctx.tenant ? html`<input type="hidden" name="tenant" value="${ctx.tenant}">` : "";
+}
+
+/** For an operator on a page of one tenant who has not said which: the tenants, each a link to that page. */
+export function pickTenantPage(ctx: PageContext, title: string, path: string, tenants: string[]): string {
+  return layout(
+    title,
+    ctx,
+    html`<p>Whose? Operators see one tenant's ${title.toLowerCase()} at a time.</p>
+<ul>${tenants.map((t) => html`<li><a href="${withQuery(path, { tenant: t })}">${t}</a></li>`)}</ul>
+${tenants.length === 0 ? html`<p>No tenant yet: <a href="/portal/tenants">create one</a>.</p>` : ""}`,
+    path,
+  );
 }

@@ -37,8 +37,8 @@ import { openTrust } from "../trust/openTrust.ts";
 import { ReferenceValueAdmin } from "../services/referenceValueAdmin.ts";
 import type { ReferenceValue } from "../attestation/types.ts";
 import type { Stores } from "../store/types.ts";
-import { portalErrors, tenantNamed } from "./clientCommands.ts";
-import { addSettings, CliError, configFrom, STORAGE_SETTINGS, TRUST_SETTINGS, withStores } from "./options.ts";
+import { tenantNamed } from "./clientCommands.ts";
+import { addSettings, CliError, configFrom, refusals, STORAGE_SETTINGS, TRUST_SETTINGS, withStores } from "./options.ts";
 
 const SIM_KEY_TYPES = ["ec", "rsa", "ed25519"] as const;
 export const DEMO_REFERENCE_VALUES_FILE = "reference-values.json";
@@ -77,7 +77,7 @@ export function registerAttestationCommands(program: Command): void {
     const text = readFileOrFail(file, "reference values").toString("utf8");
     await withStores(cmd, async (stores) => {
       const tenant = await scoped(stores, opts.tenant);
-      const n = await portalErrors(() => refvalAdmin(stores).import(text, file, tenant));
+      const n = await refusals(() => refvalAdmin(stores).import(text, file, tenant));
       process.stdout.write(JSON.stringify({ imported: n }) + "\n");
       process.stderr.write(
         `${n} reference value set(s) imported${tenant ? ` for tenant ${tenant.name}` : ""}; running servers pick them up within 10 s\n`,

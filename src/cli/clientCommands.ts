@@ -5,12 +5,11 @@ import { accessTokenRequest, apiToken, formatClientKeys, parseClientKeys, type C
 import { ClientAdmin, ClientAdminError, summarise } from "../enrollment/clients.ts";
 import { encryptForTenant, TenantKeyService } from "../enrollment/tenantKeys.ts";
 import type { Tenant } from "../domain/tenants.ts";
-import { isAppError } from "../errors/AppError.ts";
 import { PortalAccounts } from "../portal/accounts.ts";
 import { RateLimiter } from "../services/rateLimiter.ts";
 import type { Stores } from "../store/types.ts";
 import { publicBaseUrl, type Config } from "../config.ts";
-import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
+import { addSettings, CliError, refusals, STORAGE_SETTINGS, withStores } from "./options.ts";
 import { openSecrets } from "../secrets/openSecrets.ts";
 
 export async function tenantNamed(stores: Stores, name: string): Promise<Tenant> {
@@ -21,16 +20,6 @@ export async function tenantNamed(stores: Stores, name: string): Promise<Tenant>
 
 function portalAccounts(stores: Stores, config: Config): PortalAccounts {
   return new PortalAccounts(stores.durable, systemClock, cryptoRng, new RateLimiter(stores.rateLimits, systemClock, { rps: 1, burst: 1 }), publicBaseUrl(config));
-}
-
-/** The portal's refusals (a taken email, no such tenant) are the operator's to fix too. */
-export async function portalErrors<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    if (isAppError(e)) throw new CliError(e.reason);
-    throw e;
-  }
 }
 
 function admin(stores: Stores): ClientAdmin {
@@ -229,7 +218,7 @@ export function registerClientCommands(program: Command): void {
   ).action(async (o: { email: string; tenant?: string; role: "admin" | "viewer"; operator?: boolean }, cmd: Command) => {
     if (Boolean(o.operator) === (o.tenant !== undefined)) throw new CliError("give --tenant NAME, or --operator (not both)");
     await withStores(cmd, async (stores, config) => {
-      const inv = await portalErrors(() =>
+      const inv = await refusals(() =>
         portalAccounts(stores, config).invite({ email: o.email, role: o.operator ? "operator" : o.role, ...(o.tenant !== undefined ? { tenant: o.tenant } : {}) }),
       );
       process.stdout.write(`${inv.link}\n`);
@@ -241,7 +230,7 @@ export function registerClientCommands(program: Command): void {
     STORAGE_SETTINGS,
   ).action(async (email: string, _o: unknown, cmd: Command) => {
     await withStores(cmd, async (stores, config) => {
-      const ended = await portalErrors(() => portalAccounts(stores, config).disable({ email }));
+      const ended = await refusals(() => portalAccounts(stores, config).disable({ email }));
       process.stderr.write(`${email} disabled; ${ended} session(s) ended\n`);
     });
   });
@@ -250,7 +239,7 @@ export function registerClientCommands(program: Command): void {
     STORAGE_SETTINGS,
   ).action(async (email: string, _o: unknown, cmd: Command) => {
     await withStores(cmd, async (stores, config) => {
-      const user = await portalErrors(() => portalAccounts(stores, config).enable({ email }));
+      const user = await refusals(() => portalAccounts(stores, config).enable({ email }));
       process.stderr.write(`${user.email} is ${user.state}\n`);
     });
   });
@@ -262,7 +251,7 @@ export function registerClientCommands(program: Command): void {
     STORAGE_SETTINGS,
   ).action(async (email: string, role: "admin" | "viewer", _o: unknown, cmd: Command) => {
     await withStores(cmd, async (stores, config) => {
-      const user = await portalErrors(() => portalAccounts(stores, config).setRole({ email }, role));
+      const user = await refusals(() => portalAccounts(stores, config).setRole({ email }, role));
       process.stderr.write(`${user.email} is now ${user.role}\n`);
     });
   });
@@ -275,7 +264,7 @@ export function registerClientCommands(program: Command): void {
     STORAGE_SETTINGS,
   ).action(async (o: { tenant?: string; operators?: boolean }, cmd: Command) => {
     await withStores(cmd, async (stores, config) => {
-      const people = await portalErrors(() => portalAccounts(stores, config).list({ tenant: o.tenant, operators: o.operators }));
+      const people = await refusals(() => portalAccounts(stores, config).list({ tenant: o.tenant, operators: o.operators }));
       process.stdout.write(JSON.stringify(people, null, 2) + "\n");
     });
   });

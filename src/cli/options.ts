@@ -2,6 +2,7 @@ import { Command, Option } from "commander";
 import { flagName, envName, loadConfig, settings, type Config, type SettingName } from "../config.ts";
 import { openStores } from "../store/openStores.ts";
 import type { Stores } from "../store/types.ts";
+import { isAppError } from "../errors/AppError.ts";
 
 export const STORAGE_SETTINGS: SettingName[] = [
   "dataDir",
@@ -60,3 +61,13 @@ export async function withStores<T>(cmd: Command, fn: (stores: Stores, config: C
 
 /** A command failure the user can act on: printed as one line, exit 1, no stack. */
 export class CliError extends Error {}
+
+/** The services' refusals (a taken name, no such tenant, a bad restriction) are the operator's to fix: one line, no stack. */
+export async function refusals<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (isAppError(e)) throw new CliError(e.reason);
+    throw e;
+  }
+}

@@ -1,17 +1,23 @@
 import { Command, Option } from "commander";
 import { cryptoRng, systemClock } from "../clock.ts";
-import { ApiKeyAdmin } from "../services/apiKeyAdmin.ts";
+import { ApiKeyAdmin, type KeyEdit } from "../services/apiKeyAdmin.ts";
+import { TENANT_STATES, TenantAdmin } from "../services/tenantAdmin.ts";
+import type { Stores } from "../store/types.ts";
 import type { TenantState } from "../domain/tenants.ts";
-import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
+import { addSettings, CliError, refusals, STORAGE_SETTINGS, withStores } from "./options.ts";
 
-const STATES: TenantState[] = ["active", "inactive", "blocked"];
+const tenants = (stores: Stores) => new TenantAdmin(stores.durable, systemClock, cryptoRng);
+const keys = (stores: Stores) => new ApiKeyAdmin(stores.durable, systemClock, cryptoRng);
 
-function randomCustomerId(): string {
-  // 10 digits, first non-zero, from the CSPRNG
-  const digits = Array.from(cryptoRng.bytes(10), (b) => String(b % 10));
-  if (digits[0] === "0") digits[0] = "1";
-  return digits.join("");
+function number(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (v.trim() === "" || !Number.isFinite(n)) throw new CliError(`${flag} must be a number`);
+  return n;
 }
+
+/** a comma-separated list; "" is the empty list (no such restriction) */
+const list = (v: string | undefined) => (v === undefined ? undefined : v.split(",").map((x) => x.trim()).filter((x) => x !== ""));
 
 /** `attestd tenant ...` and `attestd key ...` (operator.md). */
 export function registerTenantCommands(program: Command): void {
@@ -25,34 +31,26 @@ export function registerTenantCommands(program: Command): void {
       .option("--customer-id <digits>", "customer ID (digits); random when omitted"),
     STORAGE_SETTINGS,
   ).action(async (name: string, opts: { kind: "customer" | "reseller"; customerId?: string }, cmd: Command) => {
-    if (!/^[A-Za-z0-9._-]{1,64}$/.test(name)) throw new CliError("tenant name must be 1-64 of A-Z a-z 0-9 . _ -");
-    if (opts.customerId !== undefined && !/^\d{1,20}$/.test(opts.customerId)) {
-      throw new CliError("--customer-id must be 1-20 digits");
-    }
-    await withStores(cmd, async ({ durable }) => {
-      if (await durable.getTenantByName(name)) throw new CliError(`tenant "${name}" already exists`);
-      const customerId = opts.customerId ?? randomCustomerId();
-      if (await durable.getTenantByCustomerId(customerId)) throw new CliError(`customer ID ${customerId} is taken`);
-      const t = await durable.createTenant({
-        tenantId: "t_" + cryptoRng.bytes(9).toString("base64url"),
-        name,
-        customerId,
-        kind: opts.kind,
-        createdAt: new Date().toISOString(),
-      });
+    await withStores(cmd, async (stores) => {
+      const t = await refusals(() => tenants(stores).create({ name, kind: opts.kind, ...(opts.customerId !== undefined ? { customerId: opts.customerId } : {}) }));
       process.stdout.write(JSON.stringify(t, null, 2) + "\n");
+    });
+  });
+
+  addSettings(tenant.command("list").description("list every tenant as JSON"), STORAGE_SETTINGS).action(async (_opts: unknown, cmd: Command) => {
+    await withStores(cmd, async (stores) => {
+      process.stdout.write(JSON.stringify(await tenants(stores).list(), null, 2) + "\n");
     });
   });
 
   addSettings(
     tenant
       .command("set-state <name> <state>")
-      .description(`set a tenant's state (${STATES.join(" | ")})`),
+      .description(`set a tenant's state (${TENANT_STATES.join(" | ")})`),
     STORAGE_SETTINGS,
   ).action(async (name: string, state: string, _opts: unknown, cmd: Command) => {
-    if (!STATES.includes(state as TenantState)) throw new CliError(`state must be one of ${STATES.join(", ")}`);
-    await withStores(cmd, async ({ durable }) => {
-      if (!(await durable.setTenantState(name, state as TenantState))) throw new CliError(`no tenant named "${name}"`);
+    await withStores(cmd, async (stores) => {
+      await refusals(() => tenants(stores).setState(name, state as TenantState));
       process.stderr.write(`tenant ${name} is now ${state}\n`);
     });
   });
@@ -64,8 +62,8 @@ export function registerTenantCommands(program: Command): void {
       .option("--disable", "block it again"),
     STORAGE_SETTINGS,
   ).action(async (name: string, opts: { disable?: boolean }, cmd: Command) => {
-    await withStores(cmd, async ({ durable }) => {
-      if (!(await durable.setEnrollmentEnabled(name, !opts.disable))) throw new CliError(`no tenant named "${name}"`);
+    await withStores(cmd, async (stores) => {
+      await refusals(() => tenants(stores).setEnrollment(name, !opts.disable));
       process.stderr.write(`tenant ${name}: enrollment ${opts.disable ? "disabled" : "enabled"}\n`);
     });
   });
@@ -81,14 +79,14 @@ export function registerTenantCommands(program: Command): void {
       .option("--label <text>", "what the key is for, shown in lists and the portal"),
     STORAGE_SETTINGS,
   ).action(async (opts: { tenant: string; rps?: string; burst?: string; label?: string }, cmd: Command) => {
-    const rps = opts.rps === undefined ? 0 : Number(opts.rps);
-    const burst = opts.burst === undefined ? 0 : Number(opts.burst);
-    if (!(rps >= 0) || !Number.isFinite(rps)) throw new CliError("--rps must be a positive number");
-    if (!Number.isInteger(burst) || burst < 0) throw new CliError("--burst must be a positive integer");
-    await withStores(cmd, async ({ durable }) => {
-      const t = await durable.getTenantByName(opts.tenant);
+    const rps = number(opts.rps, "--rps");
+    const burst = number(opts.burst, "--burst");
+    await withStores(cmd, async (stores) => {
+      const t = await stores.durable.getTenantByName(opts.tenant);
       if (!t) throw new CliError(`no tenant named "${opts.tenant}"`);
-      const { key, record } = await new ApiKeyAdmin(durable, systemClock, cryptoRng).create(t, { rps, burst, ...(opts.label ? { label: opts.label } : {}) });
+      const { key, record } = await refusals(() =>
+        keys(stores).create(t, { ...(rps !== undefined ? { rps } : {}), ...(burst !== undefined ? { burst } : {}), ...(opts.label ? { label: opts.label } : {}) }),
+      );
       process.stderr.write(`key id ${record.keyId} for tenant ${t.name}; store the key now, it is not shown again\n`);
       process.stdout.write(key + "\n");
     });
@@ -96,8 +94,8 @@ export function registerTenantCommands(program: Command): void {
 
   addSettings(key.command("revoke <keyId>").description("revoke an API key by its id"), STORAGE_SETTINGS).action(
     async (keyId: string, _opts: unknown, cmd: Command) => {
-      await withStores(cmd, async ({ durable }) => {
-        if (!(await new ApiKeyAdmin(durable, systemClock, cryptoRng).revoke(undefined, keyId))) {
+      await withStores(cmd, async (stores) => {
+        if (!(await keys(stores).revoke(undefined, keyId))) {
           throw new CliError(`no active key with id "${keyId}"`);
         }
         process.stderr.write(`key ${keyId} revoked\n`);
@@ -107,12 +105,40 @@ export function registerTenantCommands(program: Command): void {
 
   addSettings(key.command("list").description("list a tenant's keys (ids, limits, state; never secrets)").requiredOption("--tenant <name>", "tenant name"), STORAGE_SETTINGS).action(
     async (opts: { tenant: string }, cmd: Command) => {
-      await withStores(cmd, async ({ durable }) => {
-        const t = await durable.getTenantByName(opts.tenant);
+      await withStores(cmd, async (stores) => {
+        const t = await stores.durable.getTenantByName(opts.tenant);
         if (!t) throw new CliError(`no tenant named "${opts.tenant}"`);
-        const keys = await new ApiKeyAdmin(durable, systemClock, cryptoRng).list(t);
-        process.stdout.write(JSON.stringify(keys, null, 2) + "\n");
+        process.stdout.write(JSON.stringify(await keys(stores).list(t), null, 2) + "\n");
       });
     },
   );
+
+  addSettings(
+    key
+      .command("set <keyId>")
+      .description("change a key's limits, label or IP / referer restrictions (what the portal's edit changes); prints the key as JSON")
+      .option("--rps <n>", "requests per second (0: the server's --rps)")
+      .option("--burst <n>", "burst (0 or absent with --rps: twice the rps)")
+      .option("--label <text>", "what the key is for (\"\": none)")
+      .option("--ip <list>", "comma-separated addresses or CIDR blocks the key may be used from (\"\": any)")
+      .option("--referer <list>", "comma-separated Referer patterns, * as a wildcard (\"\": any)"),
+    STORAGE_SETTINGS,
+  ).action(async (keyId: string, o: { rps?: string; burst?: string; label?: string; ip?: string; referer?: string }, cmd: Command) => {
+    const edit: KeyEdit = {};
+    const rps = number(o.rps, "--rps");
+    const burst = number(o.burst, "--burst");
+    if (rps !== undefined) edit.rps = rps;
+    if (burst !== undefined) edit.burst = burst;
+    if (o.label !== undefined) edit.label = o.label;
+    const ips = list(o.ip);
+    const referers = list(o.referer);
+    if (ips !== undefined) edit.ipAddresses = ips;
+    if (referers !== undefined) edit.referers = referers;
+    if (Object.keys(edit).length === 0) throw new CliError("give at least one of --rps, --burst, --label, --ip, --referer");
+    await withStores(cmd, async (stores) => {
+      const after = await refusals(() => keys(stores).update(undefined, keyId, edit));
+      if (!after) throw new CliError(`no active key with id "${keyId}"`);
+      process.stdout.write(JSON.stringify(after, null, 2) + "\n");
+    });
+  });
 }

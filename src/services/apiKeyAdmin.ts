@@ -1,12 +1,36 @@
 import { generateApiKey } from "../auth/apiKeys.ts";
+import { parseRestrictions } from "../auth/restrictions.ts";
 import type { Clock, Rng } from "../clock.ts";
 import type { ApiKeyRecord, Tenant } from "../domain/tenants.ts";
-import type { TenantStore } from "../store/types.ts";
+import { AppError } from "../errors/AppError.ts";
+import { catalog } from "../errors/catalog.ts";
+import type { ApiKeyChanges, TenantStore } from "../store/types.ts";
 
 /** A key as shown to people: never its secret's hash. */
 export type ApiKeySummary = Omit<ApiKeyRecord, "secretHash">;
 
 export const MAX_KEY_LABEL = 100;
+
+/** What an edit may change; a list given replaces that list (empty: no such restriction), one not given is kept. */
+export interface KeyEdit {
+  label?: string | null;
+  rps?: number;
+  burst?: number;
+  ipAddresses?: readonly string[];
+  referers?: readonly string[];
+}
+
+const cleanLabel = (label: string | null | undefined) => (label?.trim() ? label.trim().slice(0, MAX_KEY_LABEL) : null);
+
+/**
+ * rps / burst 0 mean "the server's defaults", resolved per request so a changed --rps applies to such keys; a key
+ * with its own rps and no burst gets twice its rps.
+ */
+function limits(rps: number, burst: number | undefined): { rps: number; burst: number } {
+  if (!Number.isFinite(rps) || rps < 0) throw new AppError(catalog.PORTAL_INVALID_REQUEST, "rps must be a number, 0 or more (0: the server's default)");
+  if (burst !== undefined && (!Number.isInteger(burst) || burst < 0)) throw new AppError(catalog.PORTAL_INVALID_REQUEST, "burst must be a whole number, 0 or more");
+  return { rps, burst: burst || (rps ? Math.max(1, Math.ceil(rps * 2)) : 0) };
+}
 
 /**
  * Part A API keys, for the CLI (`attestd key ...`) and the portal alike: one home for how a key is made (shown
@@ -19,14 +43,9 @@ export class ApiKeyAdmin {
     private readonly rng: Rng,
   ) {}
 
-  /**
-   * rps / burst 0 mean "the server's defaults", resolved per request so a changed --rps applies to such keys;
-   * a key with its own rps and no burst gets twice its rps.
-   */
   async create(tenant: Tenant, o: { rps?: number; burst?: number; label?: string | null } = {}): Promise<{ key: string; record: ApiKeySummary }> {
-    const rps = o.rps ?? 0;
-    const burst = o.burst || (rps ? Math.max(1, Math.ceil(rps * 2)) : 0);
-    const label = o.label?.trim() ? o.label.trim().slice(0, MAX_KEY_LABEL) : null;
+    const { rps, burst } = limits(o.rps ?? 0, o.burst);
+    const label = cleanLabel(o.label);
     const k = generateApiKey(this.rng);
     const createdAt = new Date(this.clock.nowMs()).toISOString();
     await this.store.createApiKey({ keyId: k.keyId, tenantId: tenant.tenantId, secretHash: k.secretHash, rps, burst, createdAt, label });
@@ -35,6 +54,32 @@ export class ApiKeyAdmin {
 
   async list(tenant: Tenant): Promise<ApiKeySummary[]> {
     return (await this.store.listApiKeys(tenant.tenantId)).map(({ secretHash: _secret, ...k }) => k);
+  }
+
+  /**
+   * Changes a key's label, limits and IP / referer restrictions at once (effective on every instance within the
+   * authenticator's 2 s key cache). Restrictions are parsed by src/auth/restrictions.ts, as Part B's are; both lists
+   * empty means none. Undefined when the tenant (any tenant: undefined, the CLI) has no active key of that id.
+   */
+  async update(tenant: Tenant | undefined, keyId: string, e: KeyEdit): Promise<ApiKeySummary | undefined> {
+    const k = await this.store.getApiKey(keyId);
+    if (!k || k.revokedAt !== null || (tenant && k.tenantId !== tenant.tenantId)) return undefined;
+    const changes: ApiKeyChanges = {};
+    if (e.label !== undefined) changes.label = cleanLabel(e.label);
+    if (e.rps !== undefined || e.burst !== undefined) Object.assign(changes, limits(e.rps ?? k.rps, e.rps !== undefined ? e.burst : (e.burst ?? k.burst)));
+    if (e.ipAddresses !== undefined || e.referers !== undefined) {
+      const ips = e.ipAddresses ?? k.restrictions?.ipAddresses ?? [];
+      const refs = e.referers ?? k.restrictions?.referers ?? [];
+      if (ips.length === 0 && refs.length === 0) changes.restrictions = null;
+      else {
+        const parsed = parseRestrictions({ ...(ips.length ? { ipAddresses: ips } : {}), ...(refs.length ? { referers: refs } : {}) });
+        if (!parsed.ok) throw new AppError(catalog.PORTAL_INVALID_REQUEST, parsed.reason);
+        changes.restrictions = parsed.restrictions;
+      }
+    }
+    if (!(await this.store.updateApiKey(keyId, changes))) return undefined;
+    const { secretHash: _secret, ...after } = (await this.store.getApiKey(keyId))!;
+    return after;
   }
 
   /** false when the tenant has no active key of that id (another tenant's key is not found either) */

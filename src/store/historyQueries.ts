@@ -1,4 +1,4 @@
-import type { ActivityFilter, VerdictQuery } from "./types.ts";
+import type { ActivityFilter, StatsWindow, TopOf, VerdictQuery } from "./types.ts";
 
 /**
  * The verdict-history and activity-log queries, written once for both SQL backends (`?` for SQLite, `$n` for
@@ -69,6 +69,85 @@ export function activitySql(f: ActivityFilter, ph: Placeholder): { sql: string; 
   const limit = arg(Math.min(Math.max(f.limit ?? 1000, 1), 100_000));
   return {
     sql: `SELECT * FROM activity ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY time DESC, id DESC LIMIT ${limit}`,
+    args,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The overview's counts (migration 004_portal_stats): written with each verdict and activity batch, read here.
+
+/** how much of a failed verdict's deciding rule its counter row keeps (SQL substr: characters) */
+export const STATS_REASON_CHARS = 200;
+/** PostgreSQL's counter rows per (tenant, hour, verdict, status, reason); see the migration */
+export const VERDICT_STATS_SLOTS = 8;
+export const MAX_TOP = 100;
+
+/** The UTC hour of an ISO time, as the counters key it: "2026-11-22T10". */
+export const hourOf = (iso: string): string => iso.slice(0, 13);
+
+/** Which of the counter rows a verdict adds to: its objectId is random, so its first character spreads them. */
+export const statsSlot = (objectId: string): number => objectId.charCodeAt(0) % VERDICT_STATS_SLOTS;
+
+/**
+ * A verdict's counter key: why a Yes passed is not listed, so its reason is "" and all Yes of an hour share a row.
+ * A record without a verdict or status (none is made so; a test's stub may be) counts under "".
+ */
+export function verdictStatsKey(v: { tenantId: string; createdAt: string; record: { verdict?: string; status?: string }; reason: string }) {
+  const verdict = v.record.verdict ?? "";
+  return { tenantId: v.tenantId, hour: hourOf(v.createdAt), verdict, status: v.record.status ?? "", reason: verdict === "Yes" ? "" : v.reason };
+}
+
+function windowWhere(q: StatsWindow, arg: (v: unknown) => string, where: string[]): void {
+  if (q.tenantId !== undefined) where.push(`tenant_id = ${arg(q.tenantId)}`);
+  where.push(`hour >= ${arg(q.fromHour)}`);
+}
+
+const topLimit = (n: number) => Math.min(Math.max(Math.trunc(n), 1), MAX_TOP);
+
+export function verdictCountsSql(q: StatsWindow & { bucket: "hour" | "day" }, ph: Placeholder): { sql: string; args: unknown[] } {
+  const { where, args, arg } = builder(ph);
+  windowWhere(q, arg, where);
+  const len = q.bucket === "hour" ? 13 : 10;
+  return {
+    sql: `SELECT substr(hour, 1, ${len}) AS bucket, verdict, SUM(n) AS n FROM verdict_stats WHERE ${where.join(" AND ")} GROUP BY 1, 2 ORDER BY 1, 2`,
+    args,
+  };
+}
+
+export function topFailuresSql(q: StatsWindow & TopOf, ph: Placeholder): { sql: string; args: unknown[] } {
+  const { where, args, arg } = builder(ph);
+  // placeholders are numbered in the order they are written, so the SELECT's comes first
+  const recent = arg(q.recentFromHour);
+  windowWhere(q, arg, where);
+  where.push("verdict <> 'Yes'");
+  return {
+    sql: `SELECT verdict, status, reason, SUM(n) AS total, SUM(CASE WHEN hour >= ${recent} THEN n ELSE 0 END) AS recent
+          FROM verdict_stats WHERE ${where.join(" AND ")} GROUP BY verdict, status, reason
+          ORDER BY total DESC, recent DESC, verdict, status, reason LIMIT ${arg(topLimit(q.limit))}`,
+    args,
+  };
+}
+
+export function requestCountsSql(q: StatsWindow & { recentFromHour: string }, ph: Placeholder): { sql: string; args: unknown[] } {
+  const { where, args, arg } = builder(ph);
+  const recent = arg(q.recentFromHour);
+  windowWhere(q, arg, where);
+  return {
+    sql: `SELECT status, SUM(n) AS total, SUM(CASE WHEN hour >= ${recent} THEN n ELSE 0 END) AS recent
+          FROM activity_stats WHERE ${where.join(" AND ")} GROUP BY status ORDER BY status`,
+    args,
+  };
+}
+
+export function topRequestErrorsSql(q: StatsWindow & TopOf, ph: Placeholder): { sql: string; args: unknown[] } {
+  const { where, args, arg } = builder(ph);
+  const recent = arg(q.recentFromHour);
+  windowWhere(q, arg, where);
+  where.push("status >= 400");
+  return {
+    sql: `SELECT status, code, method, route, SUM(n) AS total, SUM(CASE WHEN hour >= ${recent} THEN n ELSE 0 END) AS recent
+          FROM activity_stats WHERE ${where.join(" AND ")} GROUP BY status, code, method, route
+          ORDER BY total DESC, recent DESC, status, code, method, route LIMIT ${arg(topLimit(q.limit))}`,
     args,
   };
 }

@@ -11,7 +11,7 @@ import type {
   ResellerAssociation,
   TenantKeyRecord,
 } from "../domain/enrollment.ts";
-import type { JobItem, StoredActivityEntry } from "./types.ts";
+import type { FailureCount, JobItem, RequestErrorCount, StatusCount, StoredActivityEntry, VerdictCount } from "./types.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalSession, PortalUser } from "../domain/portal.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, Tenant } from "../domain/tenants.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
@@ -145,6 +145,25 @@ export function rowMappers(d: Dialect) {
       at: r.reset_at as string,
       by: r.reset_by as string,
       previousPin: d.json(r.previous_pin),
+    }),
+
+    // ---- the overview's counts (SUM over BIGINT arrives as a string from PostgreSQL) ----
+    verdictCount: (r: Row): VerdictCount => ({ bucket: r.bucket as string, verdict: r.verdict as VerdictCount["verdict"], n: num(r.n) }),
+    failureCount: (r: Row): FailureCount => ({
+      verdict: r.verdict as FailureCount["verdict"],
+      status: r.status as string,
+      reason: r.reason as string,
+      total: num(r.total),
+      recent: num(r.recent),
+    }),
+    statusCount: (r: Row): StatusCount => ({ status: num(r.status), total: num(r.total), recent: num(r.recent) }),
+    requestErrorCount: (r: Row): RequestErrorCount => ({
+      status: num(r.status),
+      code: (r.code as string) || null,
+      method: r.method as string,
+      route: r.route as string,
+      total: num(r.total),
+      recent: num(r.recent),
     }),
 
     referenceValue: (r: Row): ReferenceValue => ({

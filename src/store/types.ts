@@ -121,8 +121,17 @@ export interface TenantStore {
   /** returns false when the key is unknown or already revoked */
   revokeApiKey(keyId: string, at: string): Promise<boolean>;
   setApiKeyRestrictions(keyId: string, r: ApiKeyRestrictions | null): Promise<boolean>;
+  /** changes what `f` names, at once (one statement); false when the key is unknown or revoked */
+  updateApiKey(keyId: string, f: ApiKeyChanges): Promise<boolean>;
   /** last-use times batched in memory by the authenticator; a later time never goes backwards */
   touchApiKeys(uses: readonly { keyId: string; at: string }[]): Promise<void>;
+}
+
+export interface ApiKeyChanges {
+  rps?: number;
+  burst?: number;
+  label?: string | null;
+  restrictions?: ApiKeyRestrictions | null;
 }
 
 export interface VerdictStore {
@@ -214,6 +223,66 @@ export interface ActivityStore {
    */
   appendActivity(entries: readonly ActivityEntry[]): Promise<ActivityAppendResult>;
   queryActivity(filter: ActivityFilter): Promise<StoredActivityEntry[]>;
+}
+
+/**
+ * The portal overview's counts, kept per tenant and UTC hour beside the verdicts and activity they count (written in
+ * the same transaction as the row, so they never disagree with it), so an overview of a tenant with millions of
+ * verdicts reads a few hundred rows. Hours are "YYYY-MM-DDTHH" (the first 13 characters of an ISO time); `tenantId`
+ * undefined means every tenant (operators).
+ */
+export interface StatsStore {
+  /** verdicts per bucket (hour, or day "YYYY-MM-DD") and verdict value, from `fromHour` on; buckets without any are absent */
+  verdictCounts(q: StatsWindow & { bucket: "hour" | "day" }): Promise<VerdictCount[]>;
+  /** the most frequent (verdict, status, reason) of No and Unknown verdicts from `fromHour`, most frequent first */
+  topFailures(q: StatsWindow & TopOf): Promise<FailureCount[]>;
+  /** requests per response status from `fromHour` */
+  requestCounts(q: StatsWindow & { recentFromHour: string }): Promise<StatusCount[]>;
+  /** the most frequent refused requests (status >= 400) by status, code, method and route, most frequent first */
+  topRequestErrors(q: StatsWindow & TopOf): Promise<RequestErrorCount[]>;
+}
+
+export interface StatsWindow {
+  tenantId?: string;
+  /** inclusive */
+  fromHour: string;
+}
+
+export interface TopOf {
+  /** `recent` counts from this later hour on (the last 24 h beside the last 30 days) */
+  recentFromHour: string;
+  /** 1..100 */
+  limit: number;
+}
+
+export interface VerdictCount {
+  bucket: string;
+  verdict: VerdictValue;
+  n: number;
+}
+
+export interface FailureCount {
+  verdict: VerdictValue;
+  status: string;
+  /** the deciding rule, cut to STATS_REASON_CHARS characters */
+  reason: string;
+  total: number;
+  recent: number;
+}
+
+export interface StatusCount {
+  status: number;
+  total: number;
+  recent: number;
+}
+
+export interface RequestErrorCount {
+  status: number;
+  code: string | null;
+  method: string;
+  route: string;
+  total: number;
+  recent: number;
 }
 
 /**
@@ -450,7 +519,7 @@ export interface SigningKeyStore {
 }
 
 /** Everything durable, as one backend provides it. */
-export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, ReferenceValueStore, PortalStore {
+export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore {
   readonly kind: string;
   /** cheap round trip for /readyz */
   ping(): Promise<void>;

@@ -5,7 +5,7 @@ import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { ReferenceValueStore } from "../store/types.ts";
 import { loadAndroidPolicies } from "./androidPolicyFile.ts";
-import { loadAndroidTrust } from "./androidTrustSource.ts";
+import { loadAndroidTrust, type AndroidTrustHealth } from "./androidTrustSource.ts";
 import type { TrustLog } from "./refreshingSource.ts";
 import { tenantTrust, type TrustTenant } from "./tenantTrust.ts";
 import { VendorTrustSource } from "./vendorTrustSource.ts";
@@ -75,6 +75,10 @@ export interface Trust {
   readiness(): { checks: TrustCheck[]; degraded: string[] };
   /** android-key can give Success now (roots and status list present and fresh): the attestd_android_trust_fresh gauge */
   androidUsable(): boolean;
+  /** the Google roots and status list as they stand: state, age, last read, last error (the portal's trust page) */
+  androidHealth(): AndroidTrustHealth;
+  /** one refresh of the Android sources now, the one the timer makes (or the one under way); never throws */
+  refreshAndroid(): Promise<void>;
   /** configured vendor roots that cannot anchor a chain, one sentence each (appraisal skips them), for the start-up log */
   vendorProblems: readonly string[];
   /** no --vendor-roots: every vendor blob will be CertificateInvalid, for the start-up log */
@@ -128,6 +132,8 @@ export async function openTrust(c: TrustSettings, opts: OpenTrustOptions): Promi
       return { checks, degraded: checks.filter((x) => !x.ok).map((x) => x.name) };
     },
     androidUsable: () => android.current().fresh,
+    androidHealth: () => android.health(),
+    refreshAndroid: () => android.refresh(),
     vendorProblems: vendorTrustProblems(vendor.get()),
     noVendorRoots: vendor.get().rootsDer.length === 0,
     stop() {

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { SESSION_COOKIE } from "../../src/portal/sessions.ts";
+import { PORTAL_PASSWORD as PASSWORD, portalPeople, type PortalRequest } from "../helpers/portalPeople.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 
-const PASSWORD = "a long and unusual passphrase";
 
 /**
  * The portal over HTTP, in process: sessions, CSRF, roles, tenant scoping, security headers and the admin API's
@@ -14,38 +14,14 @@ describe("portal over HTTP", () => {
   let origin: string;
   const people: Record<string, { cookie: string; csrf: string }> = {};
 
-  async function person(email: string, role: "admin" | "viewer" | "operator", tenant?: string) {
-    const inv = await t.runtime.portal.accounts.invite({ email, role, ...(tenant ? { tenant } : {}) });
-    const set = await t.runtime.app.inject({ method: "POST", url: "/portal/api/invite", headers: { origin }, payload: { token: inv.token, password: PASSWORD } });
-    assert.equal(set.statusCode, 200, set.body);
-    const res = await t.runtime.app.inject({ method: "POST", url: "/portal/api/session", headers: { origin }, payload: { email, password: PASSWORD } });
-    assert.equal(res.statusCode, 200, res.body);
-    const cookie = res.cookies.find((c) => c.name === SESSION_COOKIE)!;
-    assert.equal(cookie.httpOnly, true);
-    assert.equal(cookie.secure, true);
-    assert.equal(cookie.sameSite, "Strict");
-    assert.equal(cookie.path, "/");
-    const page = await t.runtime.app.inject({ method: "GET", url: "/portal/keys" + (role === "operator" ? "?tenant=acme" : ""), cookies: { [SESSION_COOKIE]: cookie.value } });
-    const csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(page.body)![1]!;
-    people[email] = { cookie: cookie.value, csrf };
-    return people[email]!;
-  }
-
-  const as = (email: string, o: { method?: "GET" | "POST" | "DELETE"; url: string; payload?: object; csrf?: string | false }) => {
-    const p = people[email]!;
-    const csrf = o.csrf === undefined ? p.csrf : o.csrf;
-    return t.runtime.app.inject({
-      method: o.method ?? "GET",
-      url: o.url,
-      cookies: { [SESSION_COOKIE]: p.cookie },
-      headers: csrf ? { "x-csrf-token": csrf } : {},
-      ...(o.payload ? { payload: o.payload } : {}),
-    });
-  };
+  let portal: ReturnType<typeof portalPeople>;
+  const person = async (email: string, role: "admin" | "viewer" | "operator", tenant?: string) => (people[email] = await portal.add(email, role, tenant));
+  const as = (email: string, o: PortalRequest) => portal.as(email, o);
 
   before(async () => {
     t = await startTestRuntime();
     origin = "http://localhost:80";
+    portal = portalPeople(t);
     await t.addTenant("globex");
     await person("ada@acme.example", "admin", "acme");
     await person("vic@acme.example", "viewer", "acme");
@@ -202,6 +178,7 @@ describe("portal over HTTP", () => {
       "/portal/api/keys",
       "/portal/api/keys/{keyId}",
       "/portal/api/me",
+      "/portal/api/overview",
       "/portal/api/passkeys",
       "/portal/api/passkeys/options",
       "/portal/api/passkeys/{credentialId}",
@@ -209,11 +186,16 @@ describe("portal over HTTP", () => {
       "/portal/api/session",
       "/portal/api/session/passkey",
       "/portal/api/session/passkey/options",
+      "/portal/api/tenants",
+      "/portal/api/tenants/{name}",
+      "/portal/api/trust",
+      "/portal/api/trust/refresh",
       "/portal/api/users",
       "/portal/api/users/{userId}",
       "/portal/api/users/{userId}/disable",
       "/portal/api/users/{userId}/enable",
       "/portal/api/verdicts",
+      "/portal/api/verdicts.csv",
       "/portal/api/verdicts/{objectId}",
     ]);
     for (const p of portal) {

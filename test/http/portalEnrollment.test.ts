@@ -9,12 +9,11 @@ import { DEFAULT_MEASUREMENTS, DEFAULT_MODEL, encodeVendorBlob, UNKNOWN_FIRMWARE
 import { accessTokenRequest, apiToken, formatClientKeys, parseClientKeys, type ClientKeys } from "../../src/enrollment/clientJwt.ts";
 import { imeiFrom14 } from "../../src/enrollment/deviceIds.ts";
 import { catalog } from "../../src/errors/catalog.ts";
-import { SESSION_COOKIE } from "../../src/portal/sessions.ts";
 import type { Tenant } from "../../src/domain/tenants.ts";
 import { T0 } from "../helpers/clock.ts";
+import { portalPeople, refusalCode, type PortalRequest } from "../helpers/portalPeople.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 
-const PASSWORD = "a long and unusual passphrase";
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 
 /**
@@ -29,36 +28,14 @@ describe("portal enrollment pages over HTTP", () => {
   let leaf: CertifiedKey;
   let keys: Record<string, string>;
   let globex: Tenant;
-  const people: Record<string, { cookie: string; csrf: string }> = {};
-
-  /** A signed-in person, straight through the services (sign-in itself is test/http/portal.test.ts's). */
-  async function person(email: string, role: "admin" | "viewer" | "operator", tenant?: string): Promise<void> {
-    const { accounts, sessions } = t.runtime.portal;
-    const inv = await accounts.invite({ email, role, ...(tenant ? { tenant } : {}) });
-    const user = await accounts.acceptInvite(inv.token, PASSWORD);
-    const { sessionId, session } = await sessions.open(user, "password");
-    people[email] = { cookie: sessionId, csrf: session.csrfToken };
-  }
-
-  const as = (
-    email: string,
-    o: { method?: "GET" | "POST" | "DELETE" | "PATCH"; url: string; payload?: object; csrf?: false },
-  ): Promise<LightMyRequestResponse> => {
-    const p = people[email]!;
-    return t.runtime.app.inject({
-      method: o.method ?? "GET",
-      url: o.url,
-      cookies: { [SESSION_COOKIE]: p.cookie },
-      headers: o.csrf === false ? {} : { "x-csrf-token": p.csrf },
-      ...(o.payload ? { payload: o.payload } : {}),
-    });
-  };
+  let people: ReturnType<typeof portalPeople>;
+  const person = (email: string, role: "admin" | "viewer" | "operator", tenant?: string) => people.add(email, role, tenant);
+  const as = (email: string, o: PortalRequest): Promise<LightMyRequestResponse> => people.as(email, o);
 
   /** The API answers Part B's JSON body; a page, the error page naming the same code. */
   const refused = (res: LightMyRequestResponse, entry: { status: number; code: string }, note = "") => {
     assert.equal(res.statusCode, entry.status, `${note} ${res.body}`);
-    if (String(res.headers["content-type"]).startsWith("text/html")) assert.ok(res.body.includes(entry.code), `${note} ${res.body}`);
-    else assert.equal(res.json().code, entry.code, `${note} ${res.body}`);
+    assert.equal(refusalCode(res), entry.code, `${note} ${res.body}`);
   };
 
   /** A vendor blob of the simulator's default device with `firmwareVersion`, posted with the tenant's key. */
@@ -83,6 +60,7 @@ describe("portal enrollment pages over HTTP", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "attestd-portal-enroll-"));
     writeFileSync(path.join(dir, "roots.pem"), ca.root.certPem);
     t = await startTestRuntime({ vendorRoots: path.join(dir, "roots.pem") }, { enrollment: { startWorker: false, tenantKeyBits: 2048 } });
+    people = portalPeople(t);
     const g = await t.addTenant("globex");
     globex = g.tenant;
     keys = { acme: t.key, globex: g.key };

@@ -7,6 +7,7 @@ import { portalConformance } from "./portalConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { MemorySigningKeyStore } from "../../src/store/memory/memorySigningKeyStore.ts";
 import { deviceConformance } from "./deviceConformance.ts";
+import { statsConformance } from "./statsConformance.ts";
 
 storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () => {
   const durable = new MemoryDurableStore();
@@ -30,6 +31,11 @@ signingKeyConformance("memory", async () => {
 });
 
 deviceConformance("memory", false, async () => {
+  const durable = new MemoryDurableStore();
+  return { durable, close: () => durable.close() };
+});
+
+statsConformance("memory", false, async () => {
   const durable = new MemoryDurableStore();
   return { durable, close: () => durable.close() };
 });

@@ -4,6 +4,7 @@ import { createTestDatabase } from "./backends.ts";
 import { storeConformance } from "./conformance.ts";
 import { portalConformance } from "./portalConformance.ts";
 import { deviceConformance } from "./deviceConformance.ts";
+import { statsConformance } from "./statsConformance.ts";
 import { enrollmentConformance } from "./enrollmentConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { PgSigningKeyStore } from "../../src/store/postgres/pgSigningKeyStore.ts";
@@ -75,6 +76,18 @@ deviceConformance("postgres", true, async () => {
       const peer = await PgStore.open({ url: db.url, poolMax: 10 });
       return { durable: peer, close: () => peer.close() };
     },
+    close: async () => {
+      await store.close();
+      await db.drop();
+    },
+  };
+});
+
+statsConformance("postgres", false, async () => {
+  const db = await createTestDatabase("stats");
+  const store = await PgStore.open({ url: db.url, poolMax: 10 });
+  return {
+    durable: store,
     close: async () => {
       await store.close();
       await db.drop();

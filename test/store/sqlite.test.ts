@@ -6,6 +6,7 @@ import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { storeConformance } from "./conformance.ts";
 import { portalConformance } from "./portalConformance.ts";
 import { deviceConformance } from "./deviceConformance.ts";
+import { statsConformance } from "./statsConformance.ts";
 import { enrollmentConformance } from "./enrollmentConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { SqliteSigningKeyStore } from "../../src/store/sqlite/sqliteSigningKeyStore.ts";
@@ -71,6 +72,19 @@ deviceConformance("sqlite", true, async () => {
       const peer = new SqliteStore({ file });
       return { durable: peer, close: () => peer.close() };
     },
+    close: async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+statsConformance("sqlite", true, async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "attestd-stats-"));
+  const store = new SqliteStore({ file: path.join(dir, "attestd.sqlite") });
+  return {
+    durable: store,
+    nonceVerdicts: store,
     close: async () => {
       await store.close();
       rmSync(dir, { recursive: true, force: true });

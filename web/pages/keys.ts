@@ -1,17 +1,44 @@
 import type { ApiKeySummary } from "../../src/services/apiKeyAdmin.ts";
-import { html } from "../html.ts";
+import { html, type Html } from "../html.ts";
 import { layout, table, withQuery, type PageContext } from "../layout.ts";
+import { when } from "../time.ts";
+
+const limits = (k: ApiKeySummary) => (k.rps ? `${k.rps} / ${k.burst}` : "server default");
+const listed = (xs: string[] | undefined) => (xs && xs.length ? xs.join(", ") : "any");
+
+/** An admin's edit of one active key, below the table (a form per row would not fit a phone's width). */
+function editForm(ctx: PageContext, k: ApiKeySummary): Html {
+  const id = `edit-${k.keyId}`;
+  return html`<details class="edit-key">
+  <summary>Edit ${k.label ? html`“${k.label}” (<code>${k.keyId}</code>)` : html`<code>${k.keyId}</code>`}</summary>
+  <form data-api="${withQuery(`/portal/api/keys/${k.keyId}`, { tenant: ctx.tenant })}" data-method="PATCH" aria-label="Edit key ${k.keyId}">
+    <label>Label <input name="label" maxlength="100" value="${k.label ?? ""}"></label>
+    <div class="grid">
+      <label>Requests per second (0: the server's default) <input name="rps" type="number" min="0" step="any" value="${k.rps}"></label>
+      <label>Burst (0: twice the rps) <input name="burst" type="number" min="0" step="1" value="${k.burst}"></label>
+    </div>
+    <label>IP addresses or CIDR blocks it may be used from (empty: any)
+      <textarea name="ipAddresses" data-list rows="2" spellcheck="false" aria-describedby="${id}-ip" placeholder="203.0.113.0/24, 2001:db8::/32">${(k.restrictions?.ipAddresses ?? []).join("\n")}</textarea></label>
+    <small id="${id}-ip">One per line or comma-separated.</small>
+    <label>Referers it may be used from (empty: any)
+      <textarea name="referers" data-list rows="2" spellcheck="false" aria-describedby="${id}-ref" placeholder="https://*.example.com/*">${(k.restrictions?.referers ?? []).join("\n")}</textarea></label>
+    <small id="${id}-ref"><code>*</code> matches any run of characters. A Referer is sent by browsers and can be forged by others: the IP list is the restriction that holds.</small>
+    <button type="submit">Save key ${k.keyId}</button>
+  </form>
+</details>`;
+}
 
 export function keysPage(ctx: PageContext, keys: ApiKeySummary[], canWrite: boolean): string {
   const rows = keys.map(
     (k) => html`<tr>
-  <td><code>${k.keyId}</code></td><td>${k.label ?? ""}</td><td>${k.createdAt}</td><td>${k.lastUsedAt ?? "never"}</td>
-  <td>${k.rps ? `${k.rps} / ${k.burst}` : "server default"}</td>
-  <td>${k.restrictions ? [...k.restrictions.ipAddresses, ...k.restrictions.referers].join(", ") : "none"}</td>
-  <td>${k.revokedAt ? `revoked ${k.revokedAt}` : "active"}</td>
+  <td><code>${k.keyId}</code></td><td>${k.label ?? ""}</td><td class="nowrap">${when(k.createdAt)}</td><td class="nowrap">${k.lastUsedAt ? when(k.lastUsedAt) : "never"}</td>
+  <td>${limits(k)}</td>
+  <td class="wrap">${listed(k.restrictions?.ipAddresses)}</td>
+  <td class="wrap">${listed(k.restrictions?.referers)}</td>
+  <td>${k.revokedAt ? html`revoked ${when(k.revokedAt)}` : "active"}</td>
   <td>${
     canWrite && !k.revokedAt
-      ? html`<button type="button" class="secondary" data-api="${withQuery(`/portal/api/keys/${k.keyId}`, { tenant: ctx.tenant })}" data-method="DELETE" data-confirm="Revoke key ${k.keyId}? Requests with it are refused at once.">Revoke</button>`
+      ? html`<button type="button" class="secondary" data-api="${withQuery(`/portal/api/keys/${k.keyId}`, { tenant: ctx.tenant })}" data-method="DELETE" data-confirm="Revoke key ${k.keyId}? Requests with it are refused at once." aria-label="Revoke key ${k.keyId}">Revoke</button>`
       : ""
   }</td>
 </tr>`,
@@ -29,10 +56,14 @@ export function keysPage(ctx: PageContext, keys: ApiKeySummary[], canWrite: bool
   <p><code id="new-key-value"></code> <button type="button" class="secondary" data-copy="new-key-value">Copy</button></p>
 </div>`
     : "";
+  const active = keys.filter((k) => !k.revokedAt);
   return layout(
     "API keys",
     ctx,
-    html`${create}${table("API keys", ["Key id", "Label", "Created", "Last used", "rps / burst", "Restrictions", "State", "Action"], rows)}`,
+    html`${create}${table("API keys", ["Key id", "Label", "Created (UTC)", "Last used (UTC)", "rps / burst", "IP addresses", "Referers", "State", "Action"], rows)}
+${canWrite && active.length ? html`<section aria-labelledby="edit-h"><h2 id="edit-h">Change a key</h2>
+<p class="muted">Limits and restrictions apply to new requests within 2 seconds, on every instance. The same as <code>attestd key set</code>.</p>
+${active.map((k) => editForm(ctx, k))}</section>` : ""}`,
     "/portal/keys",
   );
 }

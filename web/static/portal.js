@@ -8,6 +8,8 @@ function say(text, isError) {
   if (!notice) return;
   notice.textContent = text;
   notice.classList.toggle("error", Boolean(isError));
+  // a refusal of a form far down the page (a key's edit) must be seen, not only announced
+  if (isError) notice.scrollIntoView({ block: "nearest" });
 }
 
 // A notice that outlives a reload: set before location.reload(), shown once on the next page.
@@ -70,9 +72,9 @@ function upload(url, body, progress) {
   });
 }
 
-/** Saves `text` as a file the browser downloads (the only copy of a client's keys.json). */
-function download(text, name) {
-  const url = URL.createObjectURL(new Blob([text], { type: "application/json" }));
+/** Saves what the page holds as a file the browser downloads (a client's keys.json, the only copy; an export). */
+function download(parts, name, type) {
+  const url = URL.createObjectURL(new Blob(parts, { type }));
   const a = document.createElement("a");
   a.href = url;
   a.download = name;
@@ -81,6 +83,9 @@ function download(text, name) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
+
+/** one entry per line or comma (an empty field: the empty list) */
+const listOf = (text) => text.split(/[\s,]+/).filter((x) => x !== "");
 
 // data-omit-empty: a field left empty is left out (an optional field the server would otherwise refuse as "")
 function formBody(form) {
@@ -92,7 +97,7 @@ function formBody(form) {
     if (el.type === "checkbox") body[el.name] = el.checked;
     else if (el.type === "number") {
       if (el.value !== "") body[el.name] = Number(el.value); // empty: the server's default
-    } else body[el.name] = el.value;
+    } else body[el.name] = el.hasAttribute("data-list") ? listOf(el.value) : el.value;
   }
   if (form.hasAttribute("data-invite")) body.token = location.hash.slice(1);
   return body;
@@ -114,7 +119,7 @@ for (const form of document.querySelectorAll("form[data-api]")) {
     try {
       const result = await call(form.dataset.method ?? "POST", form.dataset.api, formBody(form));
       if (form.dataset.download) {
-        download(result[form.dataset.download], form.dataset.downloadName ?? "download.json");
+        download([result[form.dataset.download]], form.dataset.downloadName ?? "download.json", "application/json");
         form.reset();
         const done = document.getElementById("download-done");
         if (done) done.hidden = false;
@@ -144,11 +149,14 @@ for (const form of document.querySelectorAll("form[data-api]")) {
 for (const button of document.querySelectorAll("button[data-api]")) {
   button.addEventListener("click", async () => {
     if (button.dataset.confirm && !confirm(button.dataset.confirm)) return;
+    button.setAttribute("aria-busy", "true");
     try {
       await call(button.dataset.method ?? "POST", button.dataset.api, button.dataset.body ? JSON.parse(button.dataset.body) : undefined);
       location.reload();
     } catch (err) {
       say(err.message, true);
+    } finally {
+      button.removeAttribute("aria-busy");
     }
   });
 }
@@ -201,6 +209,49 @@ for (const form of document.querySelectorAll("form[data-upload]")) {
       tell(`Nothing was stored. ${err.message}`, true);
     } finally {
       button?.removeAttribute("aria-busy");
+    }
+  });
+}
+
+// An export (a[data-export]) is fetched here rather than followed, so the page can say how many rows have come so
+// far; the server streams it page by page. The rows are counted by their line ends outside quoted cells.
+for (const link of document.querySelectorAll("a[data-export]")) {
+  const status = document.getElementById(link.dataset.export);
+  const show = (text) => {
+    if (status) status.textContent = text;
+  };
+  link.addEventListener("click", async (event) => {
+    event.preventDefault();
+    if (link.getAttribute("aria-busy") === "true") return;
+    link.setAttribute("aria-busy", "true");
+    let rows = -1; // the header line is not a row
+    try {
+      const res = await fetch(link.href, { credentials: "same-origin", headers: { accept: "text/csv" } });
+      if (!res.ok) {
+        const json = await res.json().catch(() => ({}));
+        throw new Error(`${json.message ?? res.status}${json.data ? `: ${json.data}` : ""}`);
+      }
+      const reader = res.body.getReader();
+      const chunks = [];
+      let quoted = false;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        chunks.push(value);
+        for (const byte of value) {
+          if (byte === 34) quoted = !quoted;
+          else if (byte === 10 && !quoted) rows++;
+        }
+        show(`Exporting… ${Math.max(rows, 0).toLocaleString("en")} rows so far`);
+      }
+      const name = /filename="([^"]+)"/.exec(res.headers.get("content-disposition") ?? "")?.[1] ?? "export.csv";
+      download(chunks, name, "text/csv");
+      link.dataset.rows = String(rows);
+      show(`Exported ${rows.toLocaleString("en")} rows to ${name}.`);
+    } catch (err) {
+      show(`The export failed: ${err.message}`);
+    } finally {
+      link.removeAttribute("aria-busy");
     }
   });
 }
@@ -269,3 +320,5 @@ for (const form of document.querySelectorAll("form[data-passkey-register]")) {
     }
   });
 }
+
+if (document.querySelector("canvas[data-chart]")) import("./overview.js").catch((err) => say(`The charts could not be drawn: ${err.message}`, true));

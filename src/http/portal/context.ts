@@ -11,7 +11,10 @@ import type { ReferenceValueAdmin } from "../../services/referenceValueAdmin.ts"
 import type { ClientAdmin } from "../../enrollment/clients.ts";
 import type { DeviceService } from "../../enrollment/devices.ts";
 import type { ProfileService } from "../../enrollment/profiles.ts";
+import type { PortalOverview } from "../../portal/overview.ts";
+import type { TenantAdmin } from "../../services/tenantAdmin.ts";
 import type { TenantDirectory } from "../../services/tenantDirectory.ts";
+import type { TrustSources } from "../../services/trustSources.ts";
 import type { PageContext } from "../../../web/layout.ts";
 
 /** What the portal's route files share; index.ts builds it and registers them (they never import index.ts). */
@@ -29,6 +32,10 @@ export interface PortalDeps {
   /** what the Enrollment page reads, through the services /svc/v1 uses */
   profiles: ProfileService;
   devices: DeviceService;
+  overview: PortalOverview;
+  /** operators: tenants (the same service as `attestd tenant ...`) and the trust sources */
+  tenantAdmin: TenantAdmin;
+  trust: TrustSources;
 }
 
 declare module "fastify" {

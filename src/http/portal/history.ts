@@ -2,7 +2,8 @@ import { Type } from "typebox";
 import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import type { ActivityView, VerdictFilter } from "../../portal/history.ts";
-import { activityPage, overviewPage, verdictDetailPage, verdictsPage } from "../../../web/pages/history.ts";
+import { Readable } from "node:stream";
+import { activityPage, verdictDetailPage, verdictsPage } from "../../../web/pages/history.ts";
 import { partBErrors } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
 import { TenantQuery, type PortalRoutes } from "./context.ts";
@@ -49,18 +50,39 @@ function activityView(q: Record<string, unknown>): ActivityView {
 
 /** What a tenant has been through: the overview, the verdict history and the activity log, pages and admin API. */
 export function registerHistoryRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
-  app.get("/portal/", { schema: { hide: true, querystring: Type.Object(TenantQuery) }, config: { portal: "viewer" } }, async (request, reply) => {
-    const { tenantId } = await scope(request, true);
-    const recent = await deps.history.verdicts(tenantId, {});
-    const failed = await deps.history.activity(tenantId, { status: 401 });
-    return html(reply, overviewPage(ctxOf(request), recent.items, failed.items));
-  });
   app.get("/portal/verdicts", { schema: { hide: true, querystring: VerdictQuery }, config: { portal: "viewer" } }, async (request, reply) => {
     const { tenantId } = await scope(request, true);
     const f = verdictFilter(request.query);
     const page = await deps.history.verdicts(tenantId, f, request.query.after);
     return html(reply, verdictsPage(ctxOf(request), f, page.items, page.next));
   });
+  app.get(
+    "/portal/api/verdicts.csv",
+    {
+      schema: {
+        tags,
+        summary: "Every verdict the filter selects, newest first, as CSV (streamed page by page; formula-like cells neutralised)",
+        querystring: VerdictQuery,
+        produces: ["text/csv"],
+        // a stream of text/csv; described as the string it adds up to
+        response: { 200: Type.Unsafe<Readable>({ type: "string", description: "text/csv: a header line, then one line per verdict" }), ...partBErrors(400, 401, 404) },
+      },
+      config: { portal: "viewer" },
+    },
+    async (request, reply) => {
+      const { tenant, tenantId } = await scope(request, true);
+      const rows = deps.history.verdictsCsv(tenantId, verdictFilter(request.query));
+      // the first chunk (the header, and any refusal of a filter) before the answer starts, so a bad filter is a 400
+      const first = await rows.next();
+      return reply
+        .type("text/csv; charset=utf-8")
+        .header("content-disposition", `attachment; filename="verdicts-${tenant?.name ?? "all-tenants"}.csv"`)
+        .send(Readable.from((async function* () {
+          if (!first.done) yield first.value;
+          yield* rows;
+        })()));
+    },
+  );
   const ObjectParams = Type.Object({ objectId: Type.String({ minLength: 1, maxLength: 128 }) });
   app.get(
     "/portal/verdicts/:objectId",

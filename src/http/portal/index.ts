@@ -18,6 +18,8 @@ import { registerEnrollmentRoutes } from "./enrollment.ts";
 import { registerReferenceValueRoutes } from "./referenceValues.ts";
 import { registerPasskeyRoutes } from "./passkeys.ts";
 import { registerUserRoutes } from "./users.ts";
+import { registerOperatorRoutes } from "./operator.ts";
+import { registerOverviewRoutes } from "./overview.ts";
 
 /**
  * Strict: nothing inline, nothing from another origin, never framed. web/static/portal.js is the only script;
@@ -48,6 +50,10 @@ const ASSETS: Record<string, { file: string; type: string }> = {
     file: path.join(path.dirname(require.resolve("@simplewebauthn/browser")), "../dist/bundle/index.umd.min.js"),
     type: "text/javascript; charset=utf-8",
   },
+  // the overview's chart (web/static/overview.js imports it); the UMD build, as the ESM one imports a bare specifier
+  "overview.js": { file: path.join(WEB, "overview.js"), type: "text/javascript; charset=utf-8" },
+  // (chart.js exports no subpath for it: found beside its CommonJS entry, dist/chart.cjs)
+  "vendor/chart.umd.min.js": { file: path.join(path.dirname(require.resolve("chart.js")), "chart.umd.min.js"), type: "text/javascript; charset=utf-8" },
 };
 
 const isApi = (url: string) => url.startsWith("/portal/api/");
@@ -175,5 +181,7 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     registerEnrollmentRoutes(app, routes);
     registerPasskeyRoutes(app, routes);
     registerUserRoutes(app, routes);
+    registerOverviewRoutes(app, routes);
+    registerOperatorRoutes(app, routes);
   };
 }

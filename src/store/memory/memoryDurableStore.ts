@@ -2,11 +2,26 @@ import type { ReferenceValue } from "../../attestation/types.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
-import type { ActivityAppendResult, ActivityFilter, DeviceVerdictDecision, DurableStore, ReferenceSetQuery, StoredActivityEntry, VerdictQuery } from "../types.ts";
+import type {
+  ActivityAppendResult,
+  ActivityFilter,
+  ApiKeyChanges,
+  DeviceVerdictDecision,
+  DurableStore,
+  FailureCount,
+  ReferenceSetQuery,
+  RequestErrorCount,
+  StatsWindow,
+  StatusCount,
+  StoredActivityEntry,
+  TopOf,
+  VerdictCount,
+  VerdictQuery,
+} from "../types.ts";
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
-import { MAX_HISTORY_PAGE } from "../historyQueries.ts";
+import { hourOf, MAX_HISTORY_PAGE, MAX_TOP, STATS_REASON_CHARS, verdictStatsKey } from "../historyQueries.ts";
 
 /** A unique or foreign-key rule broken: the memory backend's counterpart of a SQL constraint violation. */
 export class MemoryConstraintError extends Error {
@@ -20,6 +35,26 @@ const deviceKey = (tenantId: string, deviceId: string) => JSON.stringify([tenant
 const ACTIVITY_REQUIRED = ["time", "method", "route", "status", "latencyMs", "remoteAddress"] as const satisfies readonly (keyof ActivityEntry)[];
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The counter tables' GROUP BY over the rows themselves: `key` gives a row's group (or undefined to leave it out)
+ * and its hour; each group sums its rows from `fromHour` (total) and from `recentFromHour` (recent).
+ */
+function countBy<T, K>(rows: Iterable<T>, key: (row: T) => { group: K; hour: string } | undefined, fromHour: string, recentFromHour = fromHour) {
+  const groups = new Map<string, { group: K; total: number; recent: number }>();
+  for (const row of rows) {
+    const k = key(row);
+    if (!k || k.hour < fromHour) continue;
+    const id = JSON.stringify(k.group);
+    const g = groups.get(id) ?? { group: k.group, total: 0, recent: 0 };
+    g.total++;
+    if (k.hour >= recentFromHour) g.recent++;
+    groups.set(id, g);
+  }
+  return [...groups.values()];
+}
+
+const top = (n: number) => Math.min(Math.max(Math.trunc(n), 1), MAX_TOP);
 
 /**
  * Durable records in process memory: a full backend for tests and the conformance suite's reference. It enforces
@@ -129,6 +164,15 @@ export class MemoryDurableStore implements DurableStore {
     k.restrictions = r && structuredClone(r);
     return true;
   }
+  async updateApiKey(keyId: string, f: ApiKeyChanges) {
+    const k = this.keys.get(keyId);
+    if (!k || k.revokedAt !== null) return false;
+    if (f.rps !== undefined) k.rps = f.rps;
+    if (f.burst !== undefined) k.burst = f.burst;
+    if (f.label !== undefined) k.label = f.label;
+    if (f.restrictions !== undefined) k.restrictions = f.restrictions && structuredClone(f.restrictions);
+    return true;
+  }
 
   // ---- verdicts ----
   async saveVerdict(v: StoredVerdict): Promise<void> {
@@ -189,6 +233,60 @@ export class MemoryDurableStore implements DurableStore {
       .sort(newestFirst)
       .slice(0, Math.min(Math.max(Math.trunc(q.limit), 1), MAX_HISTORY_PAGE))
       .map((v) => structuredClone(v));
+  }
+
+  // ---- the overview's counts: computed from the rows (the SQL stores keep counters beside them) ----
+  async verdictCounts(q: StatsWindow & { bucket: "hour" | "day" }): Promise<VerdictCount[]> {
+    const len = q.bucket === "hour" ? 13 : 10;
+    return countBy(
+      this.verdicts.values(),
+      (v) => (q.tenantId === undefined || v.tenantId === q.tenantId ? { group: [v.createdAt.slice(0, len), v.record.verdict] as const, hour: hourOf(v.createdAt) } : undefined),
+      q.fromHour,
+    )
+      .map((g) => ({ bucket: g.group[0], verdict: g.group[1], n: g.total }))
+      .sort((a, b) => cmp(a.bucket, b.bucket) || cmp(a.verdict, b.verdict));
+  }
+  async topFailures(q: StatsWindow & TopOf): Promise<FailureCount[]> {
+    return countBy(
+      this.verdicts.values(),
+      (v) => {
+        if ((q.tenantId !== undefined && v.tenantId !== q.tenantId) || v.record.verdict === "Yes") return undefined;
+        const k = verdictStatsKey(v);
+        return { group: [k.verdict, k.status, [...k.reason].slice(0, STATS_REASON_CHARS).join("")] as const, hour: k.hour };
+      },
+      q.fromHour,
+      q.recentFromHour,
+    )
+      .map((g) => ({ verdict: g.group[0] as FailureCount["verdict"], status: g.group[1], reason: g.group[2], total: g.total, recent: g.recent }))
+      .sort((a, b) => b.total - a.total || b.recent - a.recent || cmp(a.verdict, b.verdict) || cmp(a.status, b.status) || cmp(a.reason, b.reason))
+      .slice(0, top(q.limit));
+  }
+  async requestCounts(q: StatsWindow & { recentFromHour: string }): Promise<StatusCount[]> {
+    return countBy(
+      this.activity,
+      (e) => (q.tenantId === undefined || e.tenantId === q.tenantId ? { group: e.status, hour: hourOf(e.time) } : undefined),
+      q.fromHour,
+      q.recentFromHour,
+    )
+      .map((g) => ({ status: g.group, total: g.total, recent: g.recent }))
+      .sort((a, b) => a.status - b.status);
+  }
+  async topRequestErrors(q: StatsWindow & TopOf): Promise<RequestErrorCount[]> {
+    return countBy(
+      this.activity,
+      (e) =>
+        (q.tenantId === undefined || e.tenantId === q.tenantId) && e.status >= 400
+          ? { group: [e.status, e.code ?? "", e.method, e.route] as const, hour: hourOf(e.time) }
+          : undefined,
+      q.fromHour,
+      q.recentFromHour,
+    )
+      .map((g) => ({ status: g.group[0], code: g.group[1] || null, method: g.group[2], route: g.group[3], total: g.total, recent: g.recent }))
+      .sort(
+        (a, b) =>
+          b.total - a.total || b.recent - a.recent || a.status - b.status || cmp(a.code ?? "", b.code ?? "") || cmp(a.method, b.method) || cmp(a.route, b.route),
+      )
+      .slice(0, top(q.limit));
   }
 
   // ---- reference values ----

@@ -7,7 +7,18 @@ import { isStoreUnavailable } from "../../errors/storeUnavailable.ts";
 import { loadMigrations } from "../migrations.ts";
 import { pgRows, type Row } from "../rows.ts";
 import { query, transaction } from "./pgQuery.ts";
-import { activitySql, pgPlaceholder, verdictHistorySql } from "../historyQueries.ts";
+import {
+  activitySql,
+  pgPlaceholder,
+  requestCountsSql,
+  statsSlot,
+  STATS_REASON_CHARS,
+  topFailuresSql,
+  topRequestErrorsSql,
+  verdictCountsSql,
+  verdictHistorySql,
+  verdictStatsKey,
+} from "../historyQueries.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
@@ -16,12 +27,15 @@ import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../
 import type {
   ActivityAppendResult,
   ActivityFilter,
+  ApiKeyChanges,
   DeviceVerdictDecision,
   DurableStore,
   JtiStore,
   NonceStore,
   ReferenceSetQuery,
+  StatsWindow,
   StoredActivityEntry,
+  TopOf,
   VerdictQuery,
 } from "../types.ts";
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
@@ -66,10 +80,35 @@ function deviceValues(d: DeviceRecord): unknown[] {
   return [d.firstSeen, d.lastSeen, d.count, JSON.stringify(d.last), jsonParam(d.latestFacts), jsonParam(d.pin)];
 }
 
-/** The verdict row's values in column order (saveVerdict's $1..$7, the device statements' $9..$15). */
-function verdictValues(v: StoredVerdict): unknown[] {
-  return [v.objectId, v.tenantId, v.format, JSON.stringify(v.record), v.reason, JSON.stringify(v.detail), v.createdAt];
+/** A verdict row's values in column order, then its overview counter's key: the twelve parameters of insertCountedVerdict. */
+function countedVerdictValues(v: StoredVerdict): unknown[] {
+  const k = verdictStatsKey(v);
+  return [v.objectId, v.tenantId, v.format, JSON.stringify(v.record), v.reason, JSON.stringify(v.detail), v.createdAt, k.hour, k.verdict, k.status, k.reason, statsSlot(v.objectId)];
 }
+
+/**
+ * The one statement that writes a verdict row (saveVerdict, and the device statements with their own CTE first):
+ * the row, and its overview counter (migration 008) only if the row went in, in one round trip. The counter is one
+ * of VERDICT_STATS_SLOTS rows (by the objectId), so concurrent commits of one tenant seldom wait on one row lock.
+ * `first` numbers the first of countedVerdictValues' twelve parameters; `onlyIf` makes the row conditional; the
+ * statement's row count is 1 when the verdict was written.
+ */
+function insertCountedVerdict(first: number, o: { before?: string; onlyIf?: string } = {}): string {
+  const $ = (i: number) => `$${first + i}`;
+  return `WITH ${o.before ? `${o.before},\n` : ""}v AS (
+      INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at)
+      SELECT ${$(0)}, ${$(1)}, ${$(2)}, ${$(3)}::json, ${$(4)}, ${$(5)}::json, ${$(6)}${o.onlyIf ? ` WHERE ${o.onlyIf}` : ""}
+      RETURNING 1)
+    INSERT INTO verdict_stats (tenant_id, hour, verdict, status, reason, slot, n)
+    SELECT ${$(1)}, ${$(7)}, ${$(8)}, ${$(9)}, substr(${$(10)}, 1, ${STATS_REASON_CHARS}), ${$(11)}, 1 FROM v
+    ON CONFLICT (tenant_id, hour, verdict, status, reason, slot) DO UPDATE SET n = verdict_stats.n + 1`;
+}
+
+/** The overview's request counters of the activity rows a statement's `a` CTE returns (inserted ones only). */
+const COUNT_REQUESTS_FROM_A = `INSERT INTO activity_stats (tenant_id, hour, method, route, status, code, n)
+  SELECT COALESCE(tenant_id, ''), substr(time, 1, 13), method, route, status, COALESCE(code, ''), COUNT(*) FROM a
+  GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6
+  ON CONFLICT (tenant_id, hour, method, route, status, code) DO UPDATE SET n = activity_stats.n + excluded.n`;
 
 /**
  * PostgreSQL backend for durable records and (without --redis-url) nonces. Same semantics as SqliteStore; the
@@ -234,6 +273,22 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     ]);
     return res.rowCount === 1;
   }
+  async updateApiKey(keyId: string, f: ApiKeyChanges) {
+    const res = await this.q(
+      "updateKey",
+      `UPDATE api_keys SET rps = CASE WHEN $1 THEN $2::float8 ELSE rps END, burst = CASE WHEN $3 THEN $4::int ELSE burst END,
+         label = CASE WHEN $5 THEN $6::text ELSE label END, restrictions = CASE WHEN $7 THEN $8::json ELSE restrictions END
+       WHERE key_id = $9 AND revoked_at IS NULL`,
+      [
+        f.rps !== undefined, f.rps ?? null,
+        f.burst !== undefined, f.burst ?? null,
+        f.label !== undefined, f.label ?? null,
+        f.restrictions !== undefined, f.restrictions ? JSON.stringify(f.restrictions) : null,
+        keyId,
+      ],
+    );
+    return res.rowCount === 1;
+  }
 
   // ---- nonces ----
   async issue(n: NonceRecord, maxOutstanding: number, nowMs: number): Promise<NonceIssueOutcome> {
@@ -274,13 +329,9 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
 
   // ---- verdicts ----
   async saveVerdict(v: StoredVerdict): Promise<void> {
-    // synchronous_commit (on by default) makes the INSERT durable before the caller acknowledges the verdict.
-    await this.q(
-      "insertVerdict",
-      `INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at)
-       VALUES ($1, $2, $3, $4::json, $5, $6::json, $7)`,
-      verdictValues(v),
-    );
+    // synchronous_commit (on by default) makes the INSERT durable before the caller acknowledges the verdict; one
+    // statement, one round trip, the counter with it (insertCountedVerdict)
+    await this.q("insertVerdict", insertCountedVerdict(1), countedVerdictValues(v));
   }
 
   async getVerdict(objectId: string): Promise<StoredVerdict | undefined> {
@@ -319,14 +370,14 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
         await query(
           c,
           "updateDeviceVerdict",
-          `WITH d AS (
-             UPDATE attested_devices SET first_seen = $3, last_seen = $4, seen_count = $5, last_appraisal = $6::json,
-               latest_facts = $7::json, pin = $8::json
-             WHERE tenant_id = $1 AND device_id = $2
-           )
-           INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at)
-           VALUES ($9, $10, $11, $12::json, $13, $14::json, $15)`,
-          [tenantId, deviceId, ...deviceValues(out.device), ...verdictValues(out.verdict)],
+          insertCountedVerdict(9, {
+            before: `d AS (
+               UPDATE attested_devices SET first_seen = $3, last_seen = $4, seen_count = $5, last_appraisal = $6::json,
+                 latest_facts = $7::json, pin = $8::json
+               WHERE tenant_id = $1 AND device_id = $2
+             )`,
+          }),
+          [tenantId, deviceId, ...deviceValues(out.device), ...countedVerdictValues(out.verdict)],
         );
         return out.verdict;
       };
@@ -336,15 +387,16 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
       const created = await query(
         c,
         "insertDeviceVerdict",
-        `WITH d AS (
-           INSERT INTO attested_devices (tenant_id, device_id, first_seen, last_seen, seen_count, last_appraisal, latest_facts, pin, resets)
-           VALUES ($1, $2, $3, $4, $5, $6::json, $7::json, $8::json, 0)
-           ON CONFLICT (tenant_id, device_id) DO NOTHING
-           RETURNING 1
-         )
-         INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at)
-         SELECT $9, $10, $11, $12::json, $13, $14::json, $15 WHERE EXISTS (SELECT 1 FROM d)`,
-        [tenantId, deviceId, ...deviceValues(first.device), ...verdictValues(first.verdict)],
+        insertCountedVerdict(9, {
+          before: `d AS (
+             INSERT INTO attested_devices (tenant_id, device_id, first_seen, last_seen, seen_count, last_appraisal, latest_facts, pin, resets)
+             VALUES ($1, $2, $3, $4, $5, $6::json, $7::json, $8::json, 0)
+             ON CONFLICT (tenant_id, device_id) DO NOTHING
+             RETURNING 1
+           )`,
+          onlyIf: "EXISTS (SELECT 1 FROM d)",
+        }),
+        [tenantId, deviceId, ...deviceValues(first.device), ...countedVerdictValues(first.verdict)],
       );
       if (created.rowCount === 1) return first.verdict;
       const winner = await query(c, "deviceForUpdate", DEVICE_FOR_UPDATE, [tenantId, deviceId]);
@@ -433,13 +485,19 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     if (entries.length === 0) return { refused: [] };
     // One round trip for the whole batch; unnest keeps array order, so ids (the tiebreak of equal times) follow it.
     const col = <K extends keyof ActivityEntry>(k: K) => entries.map((e) => e[k]);
+    // The rows and their overview counters in one statement, counted only if they went in (an entry already
+    // logged under its error id is skipped, not counted twice). Batches of several instances may add to the same
+    // counters at once: the ORDER BY takes their row locks in one order, so two batches never deadlock.
     try {
       await this.q(
         "insertActivity",
-        `INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address, reason)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],
-                              $8::text[], $9::float8[], $10::text[], $11::text[])
-         ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING`,
+        `WITH a AS (
+           INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address, reason)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],
+                                $8::text[], $9::float8[], $10::text[], $11::text[])
+           ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING
+           RETURNING tenant_id, time, method, route, status, code)
+         ${COUNT_REQUESTS_FROM_A}`,
         [
           col("time"),
           col("errorId"),
@@ -467,8 +525,11 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
             await query(
               c,
               "insertActivityOne",
-              `INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address, reason)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING`,
+              `WITH a AS (
+                 INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address, reason)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING
+                 RETURNING tenant_id, time, method, route, status, code)
+               ${COUNT_REQUESTS_FROM_A}`,
               [e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress, e.reason],
             );
             await query(c, undefined, "RELEASE SAVEPOINT activity_entry");
@@ -486,6 +547,23 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
   async queryActivity(f: ActivityFilter): Promise<StoredActivityEntry[]> {
     const { sql, args } = activitySql(f, pgPlaceholder);
     return (await this.q(undefined, sql.replace("SELECT *", `SELECT ${ACTIVITY_COLS}`), args)).rows.map(pgRows.activity);
+  }
+
+  // ---- the overview's counts ----
+  private async rowsOf({ sql, args }: { sql: string; args: unknown[] }): Promise<Row[]> {
+    return (await this.q(undefined, sql, args)).rows;
+  }
+  async verdictCounts(q: StatsWindow & { bucket: "hour" | "day" }) {
+    return (await this.rowsOf(verdictCountsSql(q, pgPlaceholder))).map(pgRows.verdictCount);
+  }
+  async topFailures(q: StatsWindow & TopOf) {
+    return (await this.rowsOf(topFailuresSql(q, pgPlaceholder))).map(pgRows.failureCount);
+  }
+  async requestCounts(q: StatsWindow & { recentFromHour: string }) {
+    return (await this.rowsOf(requestCountsSql(q, pgPlaceholder))).map(pgRows.statusCount);
+  }
+  async topRequestErrors(q: StatsWindow & TopOf) {
+    return (await this.rowsOf(topRequestErrorsSql(q, pgPlaceholder))).map(pgRows.requestErrorCount);
   }
 
   // ---- portal accounts: people are enroll_users rows with a portal_role ----

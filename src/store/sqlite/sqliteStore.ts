@@ -15,26 +15,49 @@ import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../
 import type {
   ActivityAppendResult,
   ActivityFilter,
+  ApiKeyChanges,
   DeviceVerdictDecision,
   DurableStore,
   NonceDeviceVerdictStore,
   NonceStore,
   NonceVerdictStore,
   ReferenceSetQuery,
+  StatsWindow,
   StoredActivityEntry,
+  TopOf,
   VerdictQuery,
 } from "../types.ts";
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
-import { activitySql, sqlitePlaceholder, verdictHistorySql } from "../historyQueries.ts";
+import {
+  activitySql,
+  hourOf,
+  requestCountsSql,
+  sqlitePlaceholder,
+  STATS_REASON_CHARS,
+  topFailuresSql,
+  topRequestErrorsSql,
+  verdictCountsSql,
+  verdictHistorySql,
+  verdictStatsKey,
+} from "../historyQueries.ts";
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 
 /** The verdicts row's values in insertVerdict's column order. */
-function verdictRow(v: StoredVerdict): unknown[] {
-  return [v.objectId, v.tenantId, v.format, JSON.stringify(v.record), v.reason, JSON.stringify(v.detail), v.createdAt];
+interface CountedVerdictRow {
+  row: unknown[];
+  stats: ReturnType<typeof verdictStatsKey>;
+}
+
+/** Taken when the write is asked for, so what is stored is what the caller passed even if it changes the object before the flush. */
+function countedVerdictRow(v: StoredVerdict): CountedVerdictRow {
+  return {
+    row: [v.objectId, v.tenantId, v.format, JSON.stringify(v.record), v.reason, JSON.stringify(v.detail), v.createdAt],
+    stats: verdictStatsKey(v),
+  };
 }
 
 export interface SqliteOptions {
@@ -139,6 +162,12 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
       keysByTenant: db.prepare("SELECT * FROM api_keys WHERE tenant_id = ? ORDER BY created_at"),
       revokeKey: db.prepare("UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL"),
       setRestrictions: db.prepare("UPDATE api_keys SET restrictions = ? WHERE key_id = ?"),
+      // each field: (whether to set it, its value)
+      updateKey: db.prepare(
+        `UPDATE api_keys SET rps = CASE WHEN ? THEN ? ELSE rps END, burst = CASE WHEN ? THEN ? ELSE burst END,
+           label = CASE WHEN ? THEN ? ELSE label END, restrictions = CASE WHEN ? THEN ? ELSE restrictions END
+         WHERE key_id = ? AND revoked_at IS NULL`,
+      ),
       bumpUnderCap: db.prepare("UPDATE nonce_unused_counts SET n = n + 1 WHERE tenant_id = ? AND n < ?"),
       exactOutstanding: db
         .prepare("SELECT COUNT(*) FROM nonces WHERE tenant_id = ? AND used_at_ms IS NULL AND expires_at_ms > ?")
@@ -157,6 +186,11 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
       purgeNonces: db.prepare("DELETE FROM nonces WHERE expires_at_ms <= ?"),
       insertVerdict: db.prepare(
         "INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      ),
+      // one writer: every verdict adds to slot 0 (the slots are PostgreSQL's, against row-lock queues)
+      countVerdict: db.prepare(
+        `INSERT INTO verdict_stats (tenant_id, hour, verdict, status, reason, slot, n) VALUES (?, ?, ?, ?, substr(?, 1, ${STATS_REASON_CHARS}), 0, 1)
+         ON CONFLICT (tenant_id, hour, verdict, status, reason, slot) DO UPDATE SET n = n + 1`,
       ),
       verdictById: db.prepare("SELECT * FROM verdicts WHERE object_id = ?"),
       deviceById: db.prepare("SELECT * FROM attested_devices WHERE tenant_id = ? AND device_id = ?"),
@@ -183,6 +217,10 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
       deleteTenantRefval: db.prepare("DELETE FROM tenant_reference_values WHERE tenant_id = ? AND model = ? AND firmware_version = ?"),
       insertActivity: db.prepare(
         "INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING",
+      ),
+      countRequest: db.prepare(
+        `INSERT INTO activity_stats (tenant_id, hour, method, route, status, code, n) VALUES (?, ?, ?, ?, ?, ?, 1)
+         ON CONFLICT (tenant_id, hour, method, route, status, code) DO UPDATE SET n = n + 1`,
       ),
     };
   }
@@ -261,6 +299,13 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   async setApiKeyRestrictions(keyId: string, r: ApiKeyRestrictions | null) {
     return this.stmt.setRestrictions.run(r ? JSON.stringify(r) : null, keyId).changes === 1;
   }
+  async updateApiKey(keyId: string, f: ApiKeyChanges) {
+    const set = (v: unknown) => [v !== undefined ? 1 : 0, v ?? null];
+    return (
+      this.stmt.updateKey.run(...set(f.rps), ...set(f.burst), ...set(f.label), ...set(f.restrictions === undefined ? undefined : f.restrictions && JSON.stringify(f.restrictions)), keyId)
+        .changes === 1
+    );
+  }
 
   // ---- nonces ----
   // Both run without a savepoint of their own (groupCommit.ts, RunOptions): their statements are ordered so that a
@@ -297,11 +342,11 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   }
 
   async consumeWithVerdict(nonce: string, tenantId: string, nowMs: number, v: StoredVerdict): Promise<NonceConsumeOutcome> {
-    const row = verdictRow(v);
+    const row = countedVerdictRow(v);
     // In its own savepoint (the default): should the verdict's insert fail, the consumption is undone with it.
     return this.writer.run(() => {
       const outcome = this.consumeTx(nonce, tenantId, nowMs);
-      if (outcome === "ok") this.stmt.insertVerdict.run(...row);
+      if (outcome === "ok") this.insertVerdict(row);
       return outcome;
     });
   }
@@ -335,14 +380,19 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   // ---- verdicts ----
   async saveVerdict(v: StoredVerdict): Promise<void> {
     // serialised now, so the row is what the caller passed even if it changes the object before the flush
-    const row = verdictRow(v);
-    // one statement: SQLite undoes it by itself if it fails, so no savepoint of its own
-    await this.writer.run(
-      () => {
-        this.stmt.insertVerdict.run(...row);
-      },
-      { savepoint: false },
-    );
+    const row = countedVerdictRow(v);
+    // No savepoint of its own (groupCommit.ts, RunOptions): the row first, so a failed insert writes nothing, and a
+    // counter upsert failing after it (nothing in it can: no constraint it could break) would only under-count.
+    await this.writer.run(() => this.insertVerdict(row), { savepoint: false });
+  }
+
+  /**
+   * The one way a verdict row is written: with its overview counter (migration 008), inside the caller's
+   * transaction (about 4 µs more per verdict), whichever path stored it (alone, with its nonce, with its device).
+   */
+  private insertVerdict({ row, stats: k }: CountedVerdictRow): void {
+    this.stmt.insertVerdict.run(...row);
+    this.stmt.countVerdict.run(k.tenantId, k.hour, k.verdict, k.status, k.reason);
   }
 
   async getVerdict(objectId: string): Promise<StoredVerdict | undefined> {
@@ -366,7 +416,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     this.stmt.upsertDevice.run(
       tenantId, deviceId, d.firstSeen, d.lastSeen, d.count, JSON.stringify(d.last), json(d.latestFacts), json(d.pin), d.resets,
     );
-    this.stmt.insertVerdict.run(...verdictRow(v));
+    this.insertVerdict(countedVerdictRow(v));
     return v;
   };
 
@@ -427,15 +477,17 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     if (entries.length === 0) return { refused: [] };
     const rows = entries.slice(); // the caller may reuse its array before the flush
     // Each entry is one INSERT, which SQLite undoes by itself when it fails: a refused entry costs the others nothing,
-    // and no savepoint is needed.
+    // and no savepoint is needed. An entry is counted for the overview only if it went in (a retried batch's entries
+    // already logged are skipped by their error id, and not counted twice).
     return this.writer.run(
       () => {
         const refused: ActivityAppendResult["refused"] = [];
         for (const e of rows) {
           try {
-            this.stmt.insertActivity.run(
+            const written = this.stmt.insertActivity.run(
               e.time, e.errorId, e.tenantId, e.clientId, e.method, e.route, e.status, e.code, e.latencyMs, e.remoteAddress, e.reason,
-            );
+            ).changes;
+            if (written === 1) this.stmt.countRequest.run(e.tenantId ?? "", hourOf(e.time), e.method, e.route, e.status, e.code ?? "");
           } catch (error) {
             // SQLite ended the whole transaction (SQLITE_FULL, SQLITE_IOERR): the batch is lost, the writer says so
             if (!this.db.inTransaction) throw error;
@@ -451,6 +503,23 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   async queryActivity(f: ActivityFilter): Promise<StoredActivityEntry[]> {
     const { sql, args } = activitySql(f, sqlitePlaceholder);
     return (this.db.prepare(sql).all(...args) as Row[]).map(sqliteRows.activity);
+  }
+
+  // ---- the overview's counts ----
+  private rowsOf({ sql, args }: { sql: string; args: unknown[] }): Row[] {
+    return this.db.prepare(sql).all(...args) as Row[];
+  }
+  async verdictCounts(q: StatsWindow & { bucket: "hour" | "day" }) {
+    return this.rowsOf(verdictCountsSql(q, sqlitePlaceholder)).map(sqliteRows.verdictCount);
+  }
+  async topFailures(q: StatsWindow & TopOf) {
+    return this.rowsOf(topFailuresSql(q, sqlitePlaceholder)).map(sqliteRows.failureCount);
+  }
+  async requestCounts(q: StatsWindow & { recentFromHour: string }) {
+    return this.rowsOf(requestCountsSql(q, sqlitePlaceholder)).map(sqliteRows.statusCount);
+  }
+  async topRequestErrors(q: StatsWindow & TopOf) {
+    return this.rowsOf(topRequestErrorsSql(q, sqlitePlaceholder)).map(sqliteRows.requestErrorCount);
   }
 
   // ---- portal accounts: people are enroll_users rows with a portal_role ----

@@ -1,0 +1,76 @@
+import { Type } from "typebox";
+import { overviewPage } from "../../../web/pages/overview.ts";
+import { partBErrors } from "../schemas/common.ts";
+import type { AppInstance } from "../types.ts";
+import { TenantQuery, type PortalRoutes } from "./context.ts";
+
+const Count = Type.Integer({ minimum: 0 });
+const SeriesPoint = Type.Object({ bucket: Type.String({ description: "UTC hour (2026-11-22T10) or day (2026-11-22)" }), Yes: Count, No: Count, Unknown: Count });
+const Totals = Type.Object({ total: Count, succeeded: Count, refused: Count, failed: Count });
+const Verdict = Type.Union([Type.Literal("Yes"), Type.Literal("No"), Type.Literal("Unknown")]);
+
+export const TrustSourcesView = Type.Object({
+  usable: Type.Boolean({ description: "android-key can answer Success now: both sources present and fresh" }),
+  maxAgeSeconds: Type.Number(),
+  sources: Type.Array(
+    Type.Object({
+      name: Type.Union([Type.Literal("android-roots"), Type.Literal("android-status")]),
+      label: Type.String(),
+      state: Type.Union([Type.Literal("ok"), Type.Literal("stale"), Type.Literal("missing")]),
+      configured: Type.Boolean(),
+      origin: Type.Optional(Type.Union([Type.Literal("built-in"), Type.Literal("source"), Type.Literal("cache")])),
+      fetchedAt: Type.Optional(Type.String()),
+      ageSeconds: Type.Optional(Type.Number()),
+      lastAttempt: Type.Optional(Type.String()),
+      lastError: Type.Optional(Type.String()),
+      items: Type.Optional(Type.Number()),
+      pending: Type.Optional(Type.Boolean()),
+      source: Type.Optional(Type.String({ description: "operators only" })),
+      summary: Type.Optional(Type.String({ description: "operators only" })),
+    }),
+  ),
+});
+
+const OverviewBody = Type.Object({
+  generatedAt: Type.String(),
+  verdicts: Type.Object({ hourly: Type.Array(SeriesPoint), daily: Type.Array(SeriesPoint) }),
+  failures: Type.Array(Type.Object({ verdict: Verdict, status: Type.String(), reason: Type.String(), total: Count, recent: Count })),
+  requests: Type.Object({ last24h: Totals, last30d: Totals }),
+  errors: Type.Array(
+    Type.Object({ status: Type.Integer(), code: Type.Union([Type.String(), Type.Null()]), method: Type.String(), route: Type.String(), total: Count, recent: Count }),
+  ),
+  trust: TrustSourcesView,
+});
+
+/**
+ * The overview: the page (tables drawn on the server; web/static/overview.js draws the chart from the admin API's
+ * answer) and GET /portal/api/overview. A tenant user sees their tenant; an operator every tenant, or ?tenant=.
+ */
+export function registerOverviewRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
+  const forOperator = (role: string) => role === "operator";
+
+  app.get("/portal/", { schema: { hide: true, querystring: Type.Object(TenantQuery) }, config: { portal: "viewer" } }, async (request, reply) => {
+    const { tenantId } = await scope(request, true);
+    const actor = request.actor!;
+    const overview = await deps.overview.overview(tenantId, forOperator(actor.role));
+    const tenants = forOperator(actor.role) ? (await deps.tenantAdmin.list()).map((t) => t.name) : undefined;
+    return html(reply, overviewPage(ctxOf(request), overview, tenants));
+  });
+
+  app.get(
+    "/portal/api/overview",
+    {
+      schema: {
+        tags,
+        summary: "The overview: verdicts per hour (24 h) and day (30 d), top failure reasons, requests and refusals, trust sources",
+        querystring: Type.Object(TenantQuery),
+        response: { 200: OverviewBody, ...partBErrors(400, 401, 404) },
+      },
+      config: { portal: "viewer" },
+    },
+    async (request) => {
+      const { tenantId } = await scope(request, true);
+      return deps.overview.overview(tenantId, forOperator(request.actor!.role));
+    },
+  );
+}
