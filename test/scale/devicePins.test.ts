@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -35,9 +36,13 @@ describe("device pins with two instances on PostgreSQL + Redis", () => {
     writeFileSync(refs, JSON.stringify(demoReferenceValues()));
     const redisUrl = `${redis.url}?keyPrefix=${encodeURIComponent(redis.prefix)}`;
     const storeFlags = ["--store", "postgres", "--database-url", db.url, "--redis-url", redisUrl];
+    // one secrets key for both, as docs/deployment.md has the operator give it: two instances starting at once on an
+    // empty database would otherwise each make their own, and the second to seal is refused
+    const keyFile = path.join(dir, "shared-secrets.key");
+    writeFileSync(keyFile, randomBytes(32).toString("base64") + "\n", { mode: 0o600 });
     instances = await Promise.all(
       ["a", "b"].map((n) =>
-        startInstance([...storeFlags, "--data-dir", path.join(dir, n), "--vendor-roots", roots, "--reference-values", refs], { timeoutMs: 60_000 }),
+        startInstance([...storeFlags, "--data-dir", path.join(dir, n), "--secrets-key-file", keyFile, "--vendor-roots", roots, "--reference-values", refs], { timeoutMs: 60_000 }),
       ),
     );
     key = (await tenantWithKeys(storeFlags, "pins", [{ rps: 10_000, burst: 10_000 }]))[0]!;
