@@ -21,6 +21,9 @@ export interface Actor {
   tenantId: string | null;
 }
 
+/** See PortalSessions.touchIntervalMs: a 30-minute idle timeout is kept to within a minute. */
+const TOUCH_INTERVAL_MAX_MS = 60_000;
+
 export const sha256 = (s: string) => createHash("sha256").update(s).digest("base64url");
 
 export function actorOf(u: PortalUser): Actor {
@@ -41,6 +44,15 @@ export class PortalSessions {
     private readonly rng: Rng,
     readonly lifetimes: SessionLifetimes,
   ) {}
+
+  /**
+   * A page view writes the session's last-seen time only when it is this old, so browsing costs reads, not a write
+   * per request (on PostgreSQL, a write is a round trip and a WAL record). The price: idle expiry counts from a
+   * touch at most this long before the last request, so a session may end up to this much earlier, never later.
+   */
+  get touchIntervalMs(): number {
+    return Math.min(TOUCH_INTERVAL_MAX_MS, Math.floor(this.lifetimes.idleMs / 30));
+  }
 
   async open(user: PortalUser, method: PortalSession["method"]): Promise<{ sessionId: string; session: PortalSession }> {
     const now = this.clock.nowMs();
@@ -70,7 +82,7 @@ export class PortalSessions {
       await this.store.deleteSession(hash);
       return undefined;
     }
-    await this.store.touchSession(hash, now);
+    if (now - session.lastSeenAtMs >= this.touchIntervalMs) await this.store.touchSession(hash, now);
     return { actor: actorOf(user), session };
   }
 

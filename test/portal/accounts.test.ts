@@ -140,4 +140,27 @@ describe("portal accounts and sessions", () => {
     await refused(accounts.signIn("eve@acme.example", GOOD, "10.9.9.9"), catalog.PORTAL_SIGNIN_FAILED);
     assert.equal(await sessions.resolve("made-up"), undefined);
   });
+
+  it("a page view writes the session's last-seen time only when it is a minute old; idle expiry ends no later for it", async () => {
+    const { accounts, sessions, clock, store } = await setUp();
+    const inv = await accounts.invite({ email: "tom@acme.example", tenant: "acme", role: "admin" });
+    const user = await accounts.acceptInvite(inv.token, GOOD);
+    const { sessionId, session } = await sessions.open(user, "password");
+    const lastSeen = async () => (await store.getSession(session.sessionHash))?.lastSeenAtMs;
+    assert.equal(sessions.touchIntervalMs, 60_000);
+    clock.advance(59_999);
+    assert.ok(await sessions.resolve(sessionId));
+    assert.equal(await lastSeen(), T0, "a request within the minute writes nothing");
+    clock.advance(1);
+    assert.ok(await sessions.resolve(sessionId));
+    assert.equal(await lastSeen(), T0 + 60_000, "a minute on, it is recorded");
+    // the untouched request 59.999 s after the recorded one does not extend the session past IDLE_MS from the record
+    clock.advance(59_999);
+    assert.ok(await sessions.resolve(sessionId));
+    clock.set(T0 + 60_000 + IDLE_MS);
+    assert.equal(await sessions.resolve(sessionId), undefined);
+    // a short idle timeout keeps its precision: a thirtieth of it
+    const short = new PortalSessions(store, clock, cryptoRng, { idleMs: 90_000, absoluteMs: ABSOLUTE_MS });
+    assert.equal(short.touchIntervalMs, 3_000);
+  });
 });
