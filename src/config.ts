@@ -56,7 +56,7 @@ export const settings = {
   devTls: s("bool", "generate and use a local dev CA + leaf in the data dir (default when no cert is given)"),
   insecureHttp: s("bool", "serve plain HTTP (only behind a TLS-terminating proxy)"),
   publicUrl: s("string", "the URL people reach the service at: the links `user invite` prints, and the origin passkeys are bound to (default https://HOST:PORT, with localhost for a loopback or wildcard HOST)"),
-  portalIdleTimeout: s("int", "seconds a portal session lives without a request", { default: 1800, min: 1, max: 86_400 }),
+  portalIdleTimeout: s("int", "seconds a portal session lives without a request (ends up to a minute early: docs/portal.md)", { default: 1800, min: 1, max: 86_400 }),
   portalSessionLifetime: s("int", "seconds a portal session lives at most after sign-in, however busy", { default: 43_200, min: 1, max: 30 * 86_400 }),
   trustedProxies: s("list", "proxy addresses/CIDRs whose X-Forwarded-For is trusted (comma-separated)", {
     default: [],
