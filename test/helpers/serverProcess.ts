@@ -154,9 +154,12 @@ export interface Instance {
   kill(signal?: NodeJS.Signals): void;
 }
 
+const STARTUP_DEADLINE_MS = 60_000;
+
 /**
  * Starts `attestd serve --insecure-http --host 127.0.0.1 --port P` plus `args` and waits until GET `readyPath`
- * answers 200 (or `readyStatus`).
+ * answers 200 (or `readyStatus`). The default wait is generous (60 s): a deadline for a start that never comes, not
+ * a speed check, and a `--workers` start on a loaded 2-core box took over 20 s.
  */
 export async function startInstance(args: string[], opts: { readyPath?: string; timeoutMs?: number } = {}): Promise<Instance> {
   const port = await freePort();
@@ -204,7 +207,7 @@ export async function startInstance(args: string[], opts: { readyPath?: string; 
         check();
       }),
   };
-  const deadline = Date.now() + (opts.timeoutMs ?? 20_000);
+  const deadline = Date.now() + (opts.timeoutMs ?? STARTUP_DEADLINE_MS);
   for (;;) {
     const early = await Promise.race([exited, new Promise((r) => setTimeout(r, 100, undefined))]);
     if (early !== undefined) throw new Error(`attestd exited (${early}) before it was ready:\n${lines.join("\n")}`);
@@ -217,7 +220,7 @@ export async function startInstance(args: string[], opts: { readyPath?: string; 
     }
     if (Date.now() > deadline) {
       proc.kill("SIGKILL");
-      throw new Error(`attestd not ready after ${opts.timeoutMs ?? 20_000} ms:\n${lines.join("\n")}`);
+      throw new Error(`attestd not ready after ${opts.timeoutMs ?? STARTUP_DEADLINE_MS} ms:\n${lines.join("\n")}`);
     }
   }
 }

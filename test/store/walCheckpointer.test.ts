@@ -84,12 +84,12 @@ describe("sqlite WAL checkpoint thread", () => {
     const c = await WalCheckpointer.start(db, file, { intervalMs: 5, restartFrames });
     try {
       let rows = 0;
-      const until = Date.now() + 1_500;
-      // one small commit per event-loop turn, as group commit does under load
-      while (Date.now() < until) {
+      // one small commit per event-loop turn, as group commit does under load; a count, not a duration, and a 1 ms
+      // timer now and then, so a box loaded by other work still gives the thread its turns (it failed at load 12)
+      while (rows < 12_000) {
         writeRows(db, 20);
         rows += 20;
-        await new Promise((r) => setImmediate(r));
+        await new Promise((r) => (rows % 400 === 0 ? setTimeout(r, 1) : setImmediate(r)));
       }
       const written = rows * 1; // at least a page per row
       assert.ok(written > restartFrames * 5, `enough was written to need restarts (${rows} rows)`);
