@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { Agent, request } from "undici";
 import { attestdCli, freePort, startServer, type ServerProcess } from "../helpers/serverProcess.ts";
-import { launchChromium, newContext, screenshot, seriousAxeViolations } from "./harness.ts";
+import { addVirtualAuthenticator, launchChromium, newContext, screenshot, seriousAxeViolations } from "./harness.ts";
 
 const PASSWORD = "a long and unusual passphrase";
 const KEY_HEADER = "x-vendor-attest-api-key";
@@ -19,7 +19,8 @@ function deviceErrorBlob(): Buffer {
 
 /**
  * The portal in Debian's Chromium against a real `attestd serve` over HTTPS (dev TLS), as a person uses it:
- * invitation → password → sign in → API key → the key used on the API → the verdict in the history → a failed
+ * invitation → password → sign in → a passkey added → signed out and in again with it → API key → the key used on
+ * the API → the verdict in the history and on the overview's chart → a failed
  * request found by its errorId → the key revoked → the API refuses it. Every page visited is screenshotted
  * (test-artifacts/screenshots/) and checked with axe-core (no serious or critical violation), at 1280 and 390 px.
  */
@@ -90,6 +91,20 @@ describe("the portal in a real browser", { timeout: 240_000 }, () => {
     assert.deepEqual([cookie.secure, cookie.httpOnly, cookie.sameSite, cookie.path], [true, true, "Strict", "/"]);
     await visit("3-keys-empty");
 
+    // a passkey from Chromium's virtual authenticator; signed out, back in with the passkey alone
+    await addVirtualAuthenticator(page);
+    await page.getByRole("link", { name: "Account" }).click();
+    await page.waitForURL(`${base}/portal/account`);
+    await page.getByLabel("Name (optional)").fill("laptop");
+    await page.getByRole("button", { name: "Add a passkey" }).click();
+    await page.getByRole("cell", { name: "laptop", exact: true }).waitFor();
+    await visit("3b-passkey-added");
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(`${base}/portal/signin`);
+    await page.getByRole("button", { name: "Use a passkey" }).click();
+    await page.waitForURL(`${base}/portal/`);
+    await page.goto(`${base}/portal/keys`);
+
     // an API key, shown once
     await page.getByLabel("Label").fill("web shop");
     await page.getByRole("button", { name: "Create key" }).click();
@@ -129,6 +144,17 @@ describe("the portal in a real browser", { timeout: 240_000 }, () => {
     await row.getByRole("link").click();
     await page.getByText("The rule that decided").waitFor();
     await visit("6-verdict-detail");
+
+    // and on the overview's chart: this hour's Unknown bar holds it
+    await page.goto(`${base}/portal/`);
+    await page.locator('canvas[data-chart="hourly"][data-drawn="true"]').waitFor();
+    // (evaluated in the page: the tests are compiled without the DOM's types)
+    const thisHour = (await page.evaluate(`(() => {
+      const chart = Chart.getChart(document.querySelector('canvas[data-chart="hourly"]'));
+      return Object.fromEntries(chart.data.datasets.map((d) => [d.label, d.data[d.data.length - 1]]));
+    })()`)) as Record<string, number>;
+    assert.deepEqual(thisHour, { Yes: 0, No: 0, Unknown: 1 });
+    await visit("6b-overview");
 
     // the failed request, found by status, then by its exact errorId at the deep link support would paste
     let errorId = "";
