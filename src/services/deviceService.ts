@@ -32,6 +32,16 @@ export class DeviceService {
     return d;
   }
 
+  /**
+   * A page of the tenant's devices in deviceId order, and the cursor of the next page (the last deviceId shown)
+   * when there may be more (the portal's device list).
+   */
+  async list(tenantId: string, q: { after?: string | undefined; limit: number }): Promise<{ items: DeviceRecord[]; next: string | null }> {
+    if (q.after !== undefined) checkDeviceId(q.after);
+    const items = await this.store.listDevices(tenantId, { after: q.after, limit: q.limit });
+    return { items, next: items.length === q.limit ? items[items.length - 1]!.deviceId : null };
+  }
+
   /** The record with its reset audit trail, oldest first (what an operator looks at). */
   async history(tenantId: string, deviceId: string): Promise<{ device: DeviceRecord; resets: DevicePinReset[] }> {
     const device = await this.get(tenantId, deviceId);
