@@ -14,7 +14,7 @@ export function checkDeviceId(deviceId: string): void {
 /**
  * Per-device memory as its readers and administrators use it (docs/devices.md): a tenant's device history
  * (`GET /api/v1/devices/{deviceId}`, `attestd device show`) and the pin reset (`attestd device reset`, and the
- * portal's tenant admins later). Always within one tenant: another tenant's device is not found, never forbidden,
+ * portal's Attested devices page). Always within one tenant: another tenant's device is not found, never forbidden,
  * so a device name tells nothing about other tenants. Appraisals write the records (AttestationService); the pin
  * rules are devicePinning.ts's.
  */

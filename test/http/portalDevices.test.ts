@@ -98,7 +98,7 @@ describe("portal devices over HTTP", () => {
     assert.match(page.body, /href="\/portal\/devices\/phone-1"/);
     assert.match(page.body, /href="\/portal\/devices\/tablet\.7"/);
     assert.doesNotMatch(page.body, /globex-only/);
-    assert.match(page.body, /<a href="\/portal\/devices" aria-current="page">Devices<\/a>/, "in the navigation");
+    assert.match(page.body, /<a href="\/portal\/devices" aria-current="page">Attested devices<\/a>/, "in the navigation");
   });
 
   it("looks a device up by its id: the lookup form leads to its page with history, pin and latest facts", async () => {
@@ -171,6 +171,8 @@ describe("portal devices over HTTP", () => {
     const page = await as("vic@acme.example", { url: "/portal/devices/tablet.7" });
     assert.match(page.body, /<td data-label="By">portal:ada@acme.example<\/td>/);
     assert.match(page.body, /Not pinned: the device's next <code>Yes<\/code> pins it\./);
+    const adminPage = await as("ada@acme.example", { url: "/portal/devices/tablet.7" });
+    assert.doesNotMatch(adminPage.body, /data-api="\/portal\/api\/devices\/tablet\.7\/reset"/, "nothing left to reset");
 
     // a different device under that name is accepted now, and pins
     assert.equal(await attest("acme", "tablet.7", 0), "first");

@@ -30,13 +30,13 @@ export function devicesPage(ctx: PageContext, items: DeviceRecord[], next: strin
   <td data-label="First seen" class="nowrap">${when(d.firstSeen)}</td>
   <td data-label="Last seen" class="nowrap">${when(d.lastSeen)}</td>
   <td data-label="Appraisals">${d.count}</td>
-  <td data-label="Latest">${d.last.verdict} · ${PIN_WORDS[d.last.pin]}</td>
-  <td data-label="Pin">${d.pin ? html`pinned ${when(d.pin.pinnedAt)}` : "none"}</td>
+  <td data-label="Latest"><span>${d.last.verdict} · ${PIN_WORDS[d.last.pin]}</span></td>
+  <td data-label="Pin"><span>${d.pin ? html`pinned ${when(d.pin.pinnedAt)}` : "none"}</span></td>
   <td data-label="Resets">${d.resets}</td>
 </tr>`,
   );
   return layout(
-    "Devices",
+    "Attested devices",
     ctx,
     html`<p class="muted">Devices your relying party named (<code>deviceId</code> on <code>POST /v2/blobs</code> or in a batch): the first
 <code>Yes</code> pins what the device attested, and a later appraisal that shows a different key or an older OS is refused.
@@ -65,9 +65,9 @@ function changesList(changes: FactChange[] | undefined): Html | string {
   return html`<ul>${changes.map((c) => html`<li><code>${c.fact}</code> from <code class="wrap">${c.from || "(none)"}</code> to <code class="wrap">${c.to || "(none)"}</code></li>`)}</ul>`;
 }
 
-function pinSection(pin: DevicePin | null): Html {
+function pinSection(pin: DevicePin | null, verdictLink: (objectId: string) => Html): Html {
   if (!pin) return html`<p>Not pinned: the device's next <code>Yes</code> pins it.</p>`;
-  return html`<p>Pinned ${when(pin.pinnedAt)} by verdict <code>${pin.objectId}</code> (${pin.format}); a mark last raised ${when(pin.raisedAt)}.</p>
+  return html`<p>Pinned ${when(pin.pinnedAt)} by verdict ${verdictLink(pin.objectId)} (${pin.format}); a mark last raised ${when(pin.raisedAt)}.</p>
 ${facts(pin.identity, pin.levels, "highest seen")}`;
 }
 
@@ -75,9 +75,10 @@ export function devicePage(ctx: PageContext, d: DeviceRecord, resets: DevicePinR
   const verdictLink = (objectId: string) => html`<a href="${withQuery(`/portal/verdicts/${encodeURIComponent(objectId)}`, { tenant: ctx.tenant })}">${objectId}</a>`;
   const resetRows = resets.map(
     (r) => html`<tr><td data-label="When" class="nowrap">${when(r.at)}</td><td data-label="By">${r.by}</td>
-  <td data-label="Pin cleared">${r.previousPin ? html`pinned ${when(r.previousPin.pinnedAt)} (${r.previousPin.format})` : "none (it had no pin)"}</td></tr>`,
+  <td data-label="Pin cleared"><span>${r.previousPin ? html`pinned ${when(r.previousPin.pinnedAt)} (${r.previousPin.format})` : "none (it had no pin)"}</span></td></tr>`,
   );
-  const reset = canReset
+  // nothing to reset on a device that is not pinned (never, or reset already)
+  const reset = canReset && d.pin
     ? html`<button type="button" class="auto" data-api="${withQuery(`/portal/api/devices/${encodeURIComponent(d.deviceId)}/reset`, { tenant: ctx.tenant })}" data-method="POST"
   data-confirm="Reset the pin of ${d.deviceId}? Its next Yes pins it afresh, whatever it then attests." data-done="Pin of ${d.deviceId} reset.">Reset pin of ${d.deviceId}</button>
 <p class="muted">The same as <code>attestd device reset</code>: the history stays, and the reset is recorded below with your name.</p>`
@@ -85,7 +86,7 @@ export function devicePage(ctx: PageContext, d: DeviceRecord, resets: DevicePinR
   return layout(
     `Device ${d.deviceId}`,
     ctx,
-    html`<p><a href="${withQuery("/portal/devices", { tenant: ctx.tenant })}">All devices</a></p>
+    html`<p><a href="${withQuery("/portal/devices", { tenant: ctx.tenant })}">All attested devices</a></p>
 <h2>History</h2>
 <dl class="facts">
   <dt>First seen (UTC)</dt><dd>${when(d.firstSeen)}</dd>
@@ -95,7 +96,7 @@ export function devicePage(ctx: PageContext, d: DeviceRecord, resets: DevicePinR
   <dt>Pin resets</dt><dd>${d.resets}</dd>
 </dl>
 <h2>Pin</h2>
-${pinSection(d.pin)}
+${pinSection(d.pin, verdictLink)}
 ${reset}
 <h2>Latest facts</h2>
 ${d.latestFacts ? html`<p>Attested ${when(d.latestFacts.at)} (${d.latestFacts.format}), verdict ${verdictLink(d.latestFacts.objectId)}.</p>${facts(d.latestFacts.identity, d.latestFacts.levels, "level")}` : html`<p class="muted">No appraisal of this device authenticated any facts yet.</p>`}

@@ -48,7 +48,7 @@ export function registerPinnedDeviceRoutes(app: AppInstance, { deps, scope, ctxO
 
   app.get("/portal/devices", { schema: { hide: true, querystring: PageQuery }, config: { portal: "viewer" } }, async (request, reply) => {
     if (request.actor!.role === "operator" && !request.query.tenant) {
-      return html(reply, pickTenantPage(ctxOf(request), "Devices", "/portal/devices", (await deps.tenantAdmin.list()).map((t) => t.name)));
+      return html(reply, pickTenantPage(ctxOf(request), "Attested devices", "/portal/devices", (await deps.tenantAdmin.list()).map((t) => t.name)));
     }
     const { tenantId } = await scope(request, false);
     const wanted = request.query.deviceId?.trim();
