@@ -88,6 +88,11 @@ describe("bench (quick, results section only)", () => {
     // a compact JWS is three base64url parts: never shorter than the record it signs
     assert.ok(r.ear.ear.bytes > r.ear.plain.bytes);
     assert.equal(typeof r.ear.perVerdictRatio, "number");
+    // over HTTPS: the Accept: application/eat+jwt run answered signed results, and both runs answered
+    assert.equal(r.earHttps.status, undefined, r.earHttps.message);
+    assert.equal(r.earHttps.answeredEar, true);
+    assert.equal(r.earHttps.rounds.length, 1);
+    for (const k of ["plain", "ear"]) assert.ok(r.earHttps.rounds[0][k].requests2xx > 0, `${k} over HTTPS answered`);
     const stores = r.pinning.backends.map((b: { store: string }) => b.store);
     assert.equal(stores[0], "sqlite");
     if (!r.pinning.skipped) assert.deepEqual(stores, ["sqlite", "postgres"]);

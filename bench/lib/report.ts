@@ -186,6 +186,14 @@ export function renderSummary(r: BenchResults): string {
     out.push(
       `  EAR (ES256 JWT, ${e.ear.bytes} B) ${f0(e.ear.cpuUsPerOp)} µs CPU vs the plain record's JSON (${e.plain.bytes} B) ${f2(e.plain.cpuUsPerOp)} µs: +${f0(e.addedCpuUs)} µs per verdict, ×${f2(e.perVerdictRatio)} the CPU of a whole SQLite verdict; verified against the JWKS: ${e.verified ? "yes" : "NO"}`,
     );
+    const h = re.earHttps;
+    if (h && "status" in h) out.push(`  EAR over HTTPS: FAILED: ${h.message}`);
+    else if (h) {
+      const per = (x: { rps: number; serverCpuUsPer2xx?: number }) => `${f0(x.rps)}/s${x.serverCpuUsPer2xx !== undefined ? `, ${f0(x.serverCpuUsPer2xx)} µs server CPU each` : ""}`;
+      out.push(
+        `  over HTTPS, POST /v2/blobs (median of ${h.rounds.length} round(s)): record ${per(h.plain)}; Accept: application/eat+jwt ${per(h.ear)}; CPU ×${f2(h.cpuRatio)}, throughput ÷${f2(h.rpsRatio)}${h.answeredEar ? "" : "; the EAR run did NOT answer JWTs"}`,
+      );
+    }
     if (re.pinning.skipped) out.push(`  PostgreSQL skipped: ${re.pinning.skipped}`);
     for (const n of re.notes) out.push(`  note: ${n}`);
     out.push("");

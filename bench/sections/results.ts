@@ -18,13 +18,15 @@ import type { Stores } from "../../src/store/types.ts";
 import { openTrust } from "../../src/trust/openTrust.ts";
 import { adminQuery, dbUrl, ensureServices } from "../lib/backing.ts";
 import { commandCpuSeconds, selfCpuSeconds, systemBusySeconds } from "../lib/cpu.ts";
+import { devTls, provisionApiKey, startAttestd, type Deployment } from "../lib/attestd.ts";
 import { round } from "../lib/load.ts";
+import { attestdBlobs, blobRequestsFor, measureNonces, type LoadSettings, type MeasuredLoad } from "../lib/partA.ts";
 import type { VendorFixture } from "../lib/vendorFixture.ts";
 
 /**
  * Issue 14's per-verdict costs, at library level in this process (no HTTP): what signing a verdict as an EAR adds
  * to answering the plain record, and what naming the device (`deviceId`, trust on first use) adds to an appraisal,
- * on SQLite and on PostgreSQL. Variants take turns in paired rounds (A B C, then B C A, ...) so a slow patch of the
+ * on SQLite and on PostgreSQL; and the EAR once more over HTTPS against `attestd serve`. Variants take turns in paired rounds (A B C, then B C A, ...) so a slow patch of the
  * shared machine hits all of them; each variant's median round is reported.
  */
 
@@ -89,6 +91,28 @@ export interface EarResult {
   verified: boolean;
 }
 
+/** One paired HTTPS round: the same kind of blob requests, answered as the record or as the EAR. */
+export interface EarHttpsRound {
+  plain: { rps: number; serverCpuUsPer2xx?: number; requests2xx: number };
+  ear: { rps: number; serverCpuUsPer2xx?: number; requests2xx: number };
+  /** cores other processes used during the two runs (server and load generator excluded) */
+  otherCores: number[];
+}
+
+export interface EarHttps {
+  command: string;
+  /** median over rounds of the EAR run's server CPU per answer ÷ the plain run's */
+  cpuRatio?: number;
+  /** median over rounds of plain 2xx/s ÷ EAR 2xx/s */
+  rpsRatio: number;
+  /** medians of the rounds' figures */
+  plain: { rps: number; serverCpuUsPer2xx?: number };
+  ear: { rps: number; serverCpuUsPer2xx?: number };
+  /** an EAR answer looked like a compact JWS (three base64url parts) */
+  answeredEar: boolean;
+  rounds: EarHttpsRound[];
+}
+
 export interface ResultsSection {
   status: "ok";
   how: {
@@ -100,6 +124,8 @@ export interface ResultsSection {
     rounds: number;
   };
   ear: EarResult;
+  /** POST /v2/blobs over HTTPS (attestd serve, SQLite) with and without Accept: application/eat+jwt */
+  earHttps?: EarHttps | { status: "error"; message: string };
   pinning: { backends: PinBackend[]; skipped?: string };
   /** cores used by other processes (not this one, not PostgreSQL/Redis) while the section ran */
   otherCores?: number;
@@ -325,15 +351,94 @@ async function measureEar(b: Backend, verdicts: StoredVerdict[], n: number, roun
   };
 }
 
+const EAR_ACCEPT = { accept: "application/eat+jwt" };
+
+/**
+ * The EAR over HTTPS: `attestd serve` (SQLite, one process, the HTTP section's flags) takes paired rounds of blob
+ * posts, half the round's nonces answered as the record and half with `Accept: application/eat+jwt`, the order
+ * alternating. Ranked on the server's CPU per answer (its process tree, from /proc), which the load generator and
+ * other work on the machine do not move much.
+ */
+async function measureEarHttps(ctx: ResultsContext, s: LoadSettings): Promise<EarHttps> {
+  const dataDir = path.join(ctx.tmp, "results-https");
+  const d: Deployment = { label: "sqlite, EAR", dataDir, storeArgs: ["--data-dir", dataDir], workers: 1 };
+  const tls = await devTls(dataDir);
+  const apiKey = await provisionApiKey(d);
+  const { server, command } = await startAttestd(d, ctx.fx, tls);
+  const rounds: EarHttpsRound[] = [];
+  let answeredEar = true;
+  const figures = (m: MeasuredLoad) => ({
+    rps: m.rps,
+    requests2xx: m.requests2xx,
+    ...(m.rpsPerServerCore ? { serverCpuUsPer2xx: round(1e6 / m.rpsPerServerCore, 1) } : {}),
+  });
+  try {
+    for (let r = 0; r < s.rounds; r++) {
+      const issued: string[] = [];
+      // the nonces are issued by the server under test, as in the HTTP section (their own load run, not measured here)
+      await measureNonces(server.origin, server.pid, apiKey, s, issued);
+      const { requests } = blobRequestsFor(ctx.fx, issued);
+      const half = Math.floor(requests.length / 2);
+      const pools = { plain: requests.slice(0, half), ear: requests.slice(half) };
+      const runs: Partial<Record<"plain" | "ear", MeasuredLoad>> = {};
+      for (const v of r % 2 ? (["ear", "plain"] as const) : (["plain", "ear"] as const)) {
+        runs[v] = await attestdBlobs(server.origin, server.pid, apiKey, pools[v], s, undefined, v === "ear" ? EAR_ACCEPT : {});
+      }
+      if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(runs.ear!.sample ?? "")) answeredEar = false;
+      rounds.push({
+        plain: figures(runs.plain!),
+        ear: figures(runs.ear!),
+        otherCores: [runs.plain!.otherCores, runs.ear!.otherCores].filter((x): x is number => x !== undefined),
+      });
+      ctx.log(`results: HTTPS round ${r + 1}: plain ${Math.round(runs.plain!.rps)}/s, EAR ${Math.round(runs.ear!.rps)}/s`);
+    }
+  } finally {
+    await server.stop();
+  }
+  const cpu = rounds.every((x) => x.plain.serverCpuUsPer2xx && x.ear.serverCpuUsPer2xx);
+  return {
+    command,
+    ...(cpu ? { cpuRatio: round(median(rounds.map((x) => x.ear.serverCpuUsPer2xx! / x.plain.serverCpuUsPer2xx!)), 3) } : {}),
+    rpsRatio: round(median(rounds.map((x) => x.plain.rps / Math.max(1, x.ear.rps))), 3),
+    plain: { rps: median(rounds.map((x) => x.plain.rps)), ...(cpu ? { serverCpuUsPer2xx: median(rounds.map((x) => x.plain.serverCpuUsPer2xx!)) } : {}) },
+    ear: { rps: median(rounds.map((x) => x.ear.rps)), ...(cpu ? { serverCpuUsPer2xx: median(rounds.map((x) => x.ear.serverCpuUsPer2xx!)) } : {}) },
+    answeredEar,
+    rounds,
+  };
+}
+
+/** Starts a window; its end answers the cores other processes (not this one, not PostgreSQL/Redis) used in it. */
+function otherWorkWindow(): () => number | undefined {
+  const self0 = selfCpuSeconds();
+  const sys0 = systemBusySeconds();
+  const back0 = commandCpuSeconds(BACKING);
+  const t0 = performance.now();
+  return () => {
+    const wall = (performance.now() - t0) / 1000;
+    const sys1 = systemBusySeconds();
+    const back1 = commandCpuSeconds(BACKING);
+    if (sys0 === undefined || sys1 === undefined || wall <= 0) return undefined;
+    const backing = back0 !== undefined && back1 !== undefined ? back1 - back0 : 0;
+    return round(Math.max(0, (sys1 - sys0 - (selfCpuSeconds() - self0) - backing) / wall), 2);
+  };
+}
+
 export async function runResultsSection(ctx: ResultsContext): Promise<ResultsSection> {
   const { fx, quick, log } = ctx;
   const n = quick ? 40 : 150;
   const rounds = quick ? 1 : 15;
   const notes: string[] = [];
-  const self0 = selfCpuSeconds();
-  const sys0 = systemBusySeconds();
-  const back0 = commandCpuSeconds(BACKING);
-  const t0 = performance.now();
+  // other processes' CPU during the library-level parts (the HTTPS runs record their own, server excluded)
+  const others: number[] = [];
+  const watch = async <T>(fn: () => Promise<T>): Promise<T> => {
+    const w = otherWorkWindow();
+    try {
+      return await fn();
+    } finally {
+      const x = w();
+      if (x !== undefined) others.push(x);
+    }
+  };
 
   const backends: PinBackend[] = [];
   let ear: EarResult | undefined;
@@ -342,12 +447,18 @@ export async function runResultsSection(ctx: ResultsContext): Promise<ResultsSec
   log(`results: SQLite, ${rounds} round(s) × ${n} verdicts per variant (plain, first pin, pinned device)`);
   const sqlite = await openBackend("sqlite", path.join(ctx.tmp, "results-sqlite"), fx);
   try {
-    backends.push(await measurePinning(sqlite, fx, n, rounds, keep));
+    backends.push(await watch(() => measurePinning(sqlite, fx, n, rounds, keep)));
     log("results: EAR signing vs the plain record");
-    ear = await measureEar(sqlite, keep, quick ? 50 : 300, quick ? 1 : 9);
+    ear = await watch(() => measureEar(sqlite, keep, quick ? 50 : 300, quick ? 1 : 9));
   } finally {
     await sqlite.close();
   }
+
+  log("results: EAR over HTTPS (attestd serve, SQLite): blobs with and without Accept: application/eat+jwt");
+  const https: LoadSettings = quick
+    ? { durationSec: 0.7, warmupSec: 0.2, connections: 20, pipelining: 1, rounds: 1 }
+    : { durationSec: 2, warmupSec: 0.5, connections: 20, pipelining: 1, rounds: 5 };
+  const earHttps = await measureEarHttps(ctx, https).catch((e: unknown) => ({ status: "error" as const, message: String((e as Error)?.message ?? e) }));
 
   let skipped: string | undefined = await ensureServices(log);
   if (!skipped) {
@@ -358,7 +469,7 @@ export async function runResultsSection(ctx: ResultsContext): Promise<ResultsSec
       log(`results: PostgreSQL (nonces in PostgreSQL, no Redis), same rounds`);
       const pg = await openBackend("postgres", path.join(ctx.tmp, "results-pg"), fx, dbUrl(db));
       try {
-        backends.push(await measurePinning(pg, fx, n, rounds, []));
+        backends.push(await watch(() => measurePinning(pg, fx, n, rounds, [])));
       } finally {
         await pg.close();
       }
@@ -372,15 +483,8 @@ export async function runResultsSection(ctx: ResultsContext): Promise<ResultsSec
   const sqliteRow = backends[0]!;
   ear.perVerdictRatio = round((sqliteRow.plain.cpuUsPerVerdict + ear.ear.cpuUsPerOp) / (sqliteRow.plain.cpuUsPerVerdict + ear.plain.cpuUsPerOp), 3);
 
-  const wall = (performance.now() - t0) / 1000;
-  const self1 = selfCpuSeconds();
-  const sys1 = systemBusySeconds();
-  const back1 = commandCpuSeconds(BACKING);
-  let otherCores: number | undefined;
-  if (sys0 !== undefined && sys1 !== undefined) {
-    const backing = back0 !== undefined && back1 !== undefined ? back1 - back0 : 0;
-    otherCores = round(Math.max(0, (sys1 - sys0 - (self1 - self0) - backing) / wall), 2);
-  }
+  if (!("status" in earHttps)) for (const r of earHttps.rounds) others.push(...r.otherCores);
+  const otherCores = others.length ? Math.max(...others) : undefined;
   for (const b of backends) {
     const expect: Record<VariantName, string> = { plain: "Yes/unnamed", firstPin: "Yes/first", repeat: "Yes/matched" };
     for (const v of VARIANTS) {
@@ -403,6 +507,7 @@ export async function runResultsSection(ctx: ResultsContext): Promise<ResultsSec
       rounds,
     },
     ear,
+    earHttps,
     pinning: { backends, ...(skipped ? { skipped } : {}) },
     ...(otherCores !== undefined ? { otherCores } : {}),
     notes,
