@@ -123,6 +123,12 @@ describe("portal devices over HTTP", () => {
 
     refused(await as("vic@acme.example", { url: "/portal/devices/never-seen" }), catalog.PORTAL_NOT_FOUND);
     refused(await as("vic@acme.example", { url: "/portal/api/devices/bad%20name" }), catalog.PORTAL_INVALID_REQUEST);
+    // a mistyped lookup: to the device's page, which says what a device id is
+    const typo = await as("vic@acme.example", { url: "/portal/devices?deviceId=bad%20name" });
+    assert.equal(typo.headers.location, "/portal/devices/bad%20name");
+    const typoPage = await as("vic@acme.example", { url: String(typo.headers.location) });
+    refused(typoPage, catalog.PORTAL_INVALID_REQUEST);
+    assert.match(typoPage.body, /a device id is 1-128 characters/);
   });
 
   it("never shows or resets another tenant's device, whatever the URL says", async () => {

@@ -1,7 +1,9 @@
 import { Type } from "typebox";
 import { devicePage, devicesPage } from "../../../web/pages/devices.ts";
 import { pickTenantPage, withQuery } from "../../../web/layout.ts";
-import { DEVICE_ID_PATTERN, type DevicePinReset } from "../../domain/devices.ts";
+import { DEVICE_ID_PATTERN, DEVICE_ID_RE, type DevicePinReset } from "../../domain/devices.ts";
+import { AppError } from "../../errors/AppError.ts";
+import { catalog } from "../../errors/catalog.ts";
 import { DeviceHistory, historyBody } from "../routes/devices.ts";
 import { DeviceIdSchema, partBErrors } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
@@ -60,9 +62,12 @@ export function registerPinnedDeviceRoutes(app: AppInstance, { deps, scope, ctxO
 
   app.get(
     "/portal/devices/:deviceId",
-    // the name is checked by the service, so a malformed one gets the portal's 400 page rather than a bare schema error
+    // the name is checked here rather than by the schema, so that a mistyped lookup gets a page saying what a name is
     { schema: { hide: true, params: Type.Object({ deviceId: Type.String({ maxLength: 200 }) }), querystring: Type.Object(TenantQuery) }, config: { portal: "viewer" } },
     async (request, reply) => {
+      if (!DEVICE_ID_RE.test(request.params.deviceId)) {
+        throw new AppError(catalog.PORTAL_INVALID_REQUEST, "a device id is 1-128 characters of A-Z a-z 0-9 . _ : -");
+      }
       const { tenantId } = await scope(request, false);
       const shown = await portalNotFound(() => devices.history(tenantId!, request.params.deviceId));
       return html(reply, devicePage(ctxOf(request), shown.device, shown.resets, allowed(request.actor!, "admin")));
