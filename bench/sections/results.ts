@@ -26,8 +26,9 @@ import type { VendorFixture } from "../lib/vendorFixture.ts";
 /**
  * Issue 14's per-verdict costs, at library level in this process (no HTTP): what signing a verdict as an EAR adds
  * to answering the plain record, and what naming the device (`deviceId`, trust on first use) adds to an appraisal,
- * on SQLite and on PostgreSQL; and the EAR once more over HTTPS against `attestd serve`. Variants take turns in paired rounds (A B C, then B C A, ...) so a slow patch of the
- * shared machine hits all of them; each variant's median round is reported.
+ * on SQLite and on PostgreSQL; and the EAR once more over HTTPS against `attestd serve`. Variants take turns in
+ * paired rounds (A B C, then B C A, ...) so a slow patch of the shared machine hits all of them; each variant's
+ * median round is reported.
  */
 
 /**
@@ -497,7 +498,8 @@ export async function runResultsSection(ctx: ResultsContext): Promise<ResultsSec
   return {
     status: "ok",
     how: {
-      level: "library, in the bench process: AttestationService.submitBlob and EarIssuer.ear as src/server.ts builds them, no HTTP",
+      level:
+        "library, in the bench process: AttestationService.submitBlob and EarIssuer.ear as src/server.ts builds them, no HTTP; then the EAR over HTTPS against attestd serve (earHttps.command)",
       ear:
         "paired rounds (order alternating) over verdicts stored by the pinning run: JSON.stringify of the eleven-field record (the default answer) vs EarIssuer.ear (claims + ES256 JWS with jose, the Accept: application/eat+jwt answer); CPU and wall µs per call",
       pinning:
