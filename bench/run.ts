@@ -4,7 +4,7 @@
  *
  *   npm run bench                      full run (~2-3 minutes on 2 cores)
  *   npm run bench -- --quick           smoke run (~1 s per workload); writes bench/results/quick.json only
- *   npm run bench -- --only android    a subset: http, android, cluster, history (comma-separated)
+ *   npm run bench -- --only android    a subset: http, android, results, cluster, history (comma-separated)
  *   npm run bench -- --profile         profile the attestd server even when the targets are met (--no-profile: never)
  *   npm run bench -- --out DIR         write the JSON elsewhere
  *   npm run bench -- --rounds 5        attestd/baseline turns per Part A workload (default 5; median shown)
@@ -24,8 +24,9 @@ import { runAndroidSection } from "./sections/android.ts";
 import { clusterUnavailable, runClusterSection } from "./sections/cluster.ts";
 import { runHistorySection } from "./sections/history.ts";
 import { runHttpSection } from "./sections/http.ts";
+import { runResultsSection } from "./sections/results.ts";
 
-export const SECTIONS = ["http", "android", "cluster", "history"] as const;
+export const SECTIONS = ["http", "android", "results", "cluster", "history"] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 export interface BenchOptions {
@@ -99,7 +100,7 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
     finishedAt: "",
     quick: o.quick,
     environment: environment(),
-    sections: { http: undefined, android: undefined, cluster: undefined, history: undefined },
+    sections: { http: undefined, android: undefined, results: undefined, cluster: undefined, history: undefined },
   };
   const want = (s: SectionName) => o.only.includes(s);
   const tmp = mkdtempSync(path.join(os.tmpdir(), "attestd-bench-"));
@@ -131,6 +132,12 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
       } catch (e) {
         results.sections.http = failure(e);
       }
+    }
+
+    // library level again, but it writes to SQLite and PostgreSQL: after the HTTP runs, before the cluster's
+    if (want("results")) {
+      log("results: what signing (EAR) and device pinning cost per verdict");
+      results.sections.results = await runResultsSection({ tmp, fx: await fixture(), quick: o.quick, log }).catch(failure);
     }
 
     if (want("cluster")) {

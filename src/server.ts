@@ -135,6 +135,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     passkeys: new PortalPasskeys(stores.durable, clock, rng, rateLimiter, { origin: new URL(publicUrl).origin, name: "attestd" }),
   };
   const trustSources = new TrustSources(trust);
+  const devices = new DeviceService(stores.durable, clock);
 
   const readiness = async (): Promise<ReadinessReport> => {
     const critical = (await stores.health()).map((h) => ({
@@ -160,7 +161,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     limits: { maxBlobBytes: config.maxBlobBytes, maxBatch: config.maxBatch },
     attestation,
     results: new EarIssuer(earKeys, clock),
-    devices: new DeviceService(stores.durable, clock),
+    devices,
     auth,
     rateLimiter,
     activity,
@@ -187,6 +188,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       }),
       profiles: enrollment.profiles,
       devices: enrollment.devices,
+      pinnedDevices: devices,
       overview: new PortalOverview(stores.durable, trustSources, clock),
       tenantAdmin: new TenantAdmin(stores.durable, clock, rng),
       trust: trustSources,

@@ -22,6 +22,7 @@ describe("bench (quick, android-key section only)", { skip: !existsSync(VECTORS)
     assert.equal(o.profile, "auto");
     assert.equal(o.outDir, out);
     assert.throws(() => parseBenchArgs(["--only", "nope"]), /unknown section/);
+    assert.deepEqual(parseBenchArgs(["--only", "results,android"]).only, ["results", "android"]);
   });
 
   it("writes quick.json with one result per chain and library", async () => {
@@ -61,5 +62,53 @@ describe("bench (quick, android-key section only)", { skip: !existsSync(VECTORS)
     assert.equal(typeof a.summary.met, "boolean");
     assert.equal(typeof a.summary.speedupVsPkijs, "number");
     assert.match(run.summary, /android-key appraisal/);
+  });
+});
+
+/**
+ * The issue-14 section (signing and pinning per verdict), quick: its JSON shape, and that what it timed were the
+ * verdicts it meant to time (Yes, first pins, matched pins; an EAR that verifies), never the timings themselves.
+ */
+describe("bench (quick, results section only)", () => {
+  const out = mkdtempSync(path.join(tmpdir(), "attestd-bench-test-"));
+  after(() => rmSync(out, { recursive: true, force: true }));
+
+  it("writes the EAR and pinning figures per store", async () => {
+    const run = await runBench({ quick: true, only: ["results"], profile: "never", outDir: out, print: false });
+    const json = JSON.parse(readFileSync(run.files[0]!, "utf8"));
+    assert.equal(json.sections.android, undefined);
+    const r = json.sections.results;
+    assert.equal(r.status, "ok", r.message);
+    assert.equal(r.ear.verified, true);
+    for (const k of ["plain", "ear"]) {
+      assert.ok(r.ear[k].calls > 0, `${k} ran`);
+      for (const m of ["usPerOp", "cpuUsPerOp"]) assert.equal(typeof r.ear[k][m], "number", `${k}.${m}`);
+      assert.ok(r.ear[k].bytes > 0);
+    }
+    // a compact JWS is three base64url parts: never shorter than the record it signs
+    assert.ok(r.ear.ear.bytes > r.ear.plain.bytes);
+    assert.equal(typeof r.ear.perVerdictRatio, "number");
+    // over HTTPS: the Accept: application/eat+jwt run answered signed results, and both runs answered
+    assert.equal(r.earHttps.status, undefined, r.earHttps.message);
+    assert.equal(r.earHttps.answeredEar, true);
+    assert.equal(r.earHttps.rounds.length, 1);
+    for (const k of ["plain", "ear"]) assert.ok(r.earHttps.rounds[0][k].requests2xx > 0, `${k} over HTTPS answered`);
+    const stores = r.pinning.backends.map((b: { store: string }) => b.store);
+    assert.equal(stores[0], "sqlite");
+    if (!r.pinning.skipped) assert.deepEqual(stores, ["sqlite", "postgres"]);
+    const expected = { plain: "Yes/unnamed", firstPin: "Yes/first", repeat: "Yes/matched" } as const;
+    for (const b of r.pinning.backends) {
+      for (const [v, outcome] of Object.entries(expected)) {
+        assert.deepEqual(b[v].outcomes, { [outcome]: b[v].verdicts }, `${b.store} ${v}: every verdict ${outcome}`);
+        assert.equal(b[v].rounds.length, r.how.rounds);
+        for (const m of ["usPerVerdict", "cpuUsPerVerdict"]) assert.equal(typeof b[v][m], "number", `${b.store} ${v}.${m}`);
+        if (b.store === "postgres") assert.equal(typeof b[v].backingCpuUsPerVerdict, "number");
+      }
+      for (const k of ["firstPin", "repeat"]) {
+        for (const m of ["ratio", "wallRatio", "addedCpuUs"]) assert.equal(typeof b[m][k], "number", `${b.store} ${m}.${k}`);
+      }
+    }
+    assert.deepEqual(r.notes.filter((n: string) => /unexpected/.test(n)), []);
+    assert.match(run.summary, /Signed results and device pinning/);
   });
 });

@@ -20,6 +20,7 @@ export interface PageContext {
 const NAV: { href: string; label: string; only?: "operator" }[] = [
   { href: "/portal/", label: "Overview" },
   { href: "/portal/verdicts", label: "Verdicts" },
+  { href: "/portal/devices", label: "Attested devices" },
   { href: "/portal/activity", label: "Activity log" },
   { href: "/portal/keys", label: "API keys" },
   { href: "/portal/clients", label: "Enrollment clients" },

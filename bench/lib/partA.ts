@@ -147,13 +147,15 @@ export async function attestdBlobs(
   blobRequests: readonly LoadRequest[],
   s: LoadSettings,
   marks?: Marks,
+  /** replaces the default headers' (e.g. `accept: application/eat+jwt` for the signed result) */
+  headers: Record<string, string> = {},
 ): Promise<MeasuredLoad> {
   const warm = Math.floor(blobRequests.length * 0.15);
   const blobLoad = (requests: readonly LoadRequest[], durationSec: number, onBody?: (b: string) => void) =>
     runLoad({
       origin,
       method: "POST",
-      headers: blobHeaders(apiKey),
+      headers: { ...blobHeaders(apiKey), ...headers },
       requests,
       cycle: false,
       durationSec,

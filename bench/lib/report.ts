@@ -2,6 +2,7 @@ import type { AndroidSection } from "../sections/android.ts";
 import type { ClusterSection } from "../sections/cluster.ts";
 import type { HistorySection } from "../sections/history.ts";
 import type { HttpSection } from "../sections/http.ts";
+import type { ResultsSection } from "../sections/results.ts";
 import type { MeasuredLoad } from "./partA.ts";
 import type { ProfileSummary } from "./profile.ts";
 
@@ -36,6 +37,7 @@ export interface BenchResults {
   sections: {
     http: Outcome<HttpSection>;
     android: Outcome<AndroidSection>;
+    results: Outcome<ResultsSection>;
     cluster: Outcome<ClusterSection>;
     history: Outcome<HistorySection>;
   };
@@ -73,6 +75,8 @@ export function otherWork(r: BenchResults): { max: number; where: string } {
   }
   const a = r.sections.android;
   if (a?.status === "ok") see(a.otherCores, "the android-key section");
+  const re = r.sections.results;
+  if (re?.status === "ok") see(re.otherCores, "the results section");
   const c = r.sections.cluster;
   if (c?.status === "ok") {
     for (const run of c.runs) {
@@ -164,6 +168,36 @@ export function renderSummary(r: BenchResults): string {
     for (const n of a.notes) out.push(`  note: ${n}`);
     out.push("");
   } else if (a) out.push(notOk("android-key appraisal", a), "");
+
+  const re = r.sections.results;
+  if (re?.status === "ok") {
+    out.push(
+      `Signed results and device pinning (issue 14), library level, ${re.how.concurrency} verdicts in flight: CPU µs per verdict (PostgreSQL's included), median of ${re.how.rounds} paired round(s); wall µs in brackets`,
+    );
+    const cpu = (v: { cpuUsPerVerdict: number; backingCpuUsPerVerdict?: number; usPerVerdict: number }) =>
+      `${f0(v.cpuUsPerVerdict + (v.backingCpuUsPerVerdict ?? 0))} (${f0(v.usPerVerdict)})`;
+    out.push(
+      table(
+        ["store", "no deviceId", "first pin", "× plain", "pinned device", "× plain"],
+        re.pinning.backends.map((b) => [b.store, cpu(b.plain), cpu(b.firstPin), f2(b.ratio.firstPin), cpu(b.repeat), f2(b.ratio.repeat)]),
+      ),
+    );
+    const e = re.ear;
+    out.push(
+      `  EAR (ES256 JWT, ${e.ear.bytes} B) ${f0(e.ear.cpuUsPerOp)} µs CPU vs the plain record's JSON (${e.plain.bytes} B) ${f2(e.plain.cpuUsPerOp)} µs: +${f0(e.addedCpuUs)} µs per verdict, ×${f2(e.perVerdictRatio)} the CPU of a whole SQLite verdict; verified against the JWKS: ${e.verified ? "yes" : "NO"}`,
+    );
+    const h = re.earHttps;
+    if (h && "status" in h) out.push(`  EAR over HTTPS: FAILED: ${h.message}`);
+    else if (h) {
+      const per = (x: { rps: number; serverCpuUsPer2xx?: number }) => `${f0(x.rps)}/s${x.serverCpuUsPer2xx !== undefined ? `, ${f0(x.serverCpuUsPer2xx)} µs server CPU each` : ""}`;
+      out.push(
+        `  over HTTPS, POST /v2/blobs (median of ${h.rounds.length} round(s)): record ${per(h.plain)}; Accept: application/eat+jwt ${per(h.ear)}; CPU ×${f2(h.cpuRatio)}, throughput ÷${f2(h.rpsRatio)}${h.answeredEar ? "" : "; the EAR run did NOT answer JWTs"}`,
+      );
+    }
+    if (re.pinning.skipped) out.push(`  PostgreSQL skipped: ${re.pinning.skipped}`);
+    for (const n of re.notes) out.push(`  note: ${n}`);
+    out.push("");
+  } else if (re) out.push(notOk("Signed results and device pinning", re), "");
 
   const c = r.sections.cluster;
   if (c?.status === "ok") {

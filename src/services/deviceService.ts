@@ -14,7 +14,7 @@ export function checkDeviceId(deviceId: string): void {
 /**
  * Per-device memory as its readers and administrators use it (docs/devices.md): a tenant's device history
  * (`GET /api/v1/devices/{deviceId}`, `attestd device show`) and the pin reset (`attestd device reset`, and the
- * portal's tenant admins later). Always within one tenant: another tenant's device is not found, never forbidden,
+ * portal's Attested devices page). Always within one tenant: another tenant's device is not found, never forbidden,
  * so a device name tells nothing about other tenants. Appraisals write the records (AttestationService); the pin
  * rules are devicePinning.ts's.
  */
@@ -30,6 +30,16 @@ export class DeviceService {
     const d = await this.store.getDevice(tenantId, deviceId);
     if (!d) throw new AppError(catalog.A_NOT_FOUND, "No appraisal of a device by that deviceId");
     return d;
+  }
+
+  /**
+   * A page of the tenant's devices in deviceId order, and the cursor of the next page (the last deviceId shown)
+   * when there may be more (the portal's device list).
+   */
+  async list(tenantId: string, q: { after?: string | undefined; limit: number }): Promise<{ items: DeviceRecord[]; next: string | null }> {
+    if (q.after !== undefined) checkDeviceId(q.after);
+    const items = await this.store.listDevices(tenantId, { after: q.after, limit: q.limit });
+    return { items, next: items.length === q.limit ? items[items.length - 1]!.deviceId : null };
   }
 
   /** The record with its reset audit trail, oldest first (what an operator looks at). */

@@ -174,6 +174,11 @@ export type DeviceVerdictDecision = (current: DeviceRecord | undefined) => { ver
 export interface DeviceStore {
   getDevice(tenantId: string, deviceId: string): Promise<DeviceRecord | undefined>;
   /**
+   * A page of the tenant's devices in deviceId order (bytewise, as the key's index keeps them): those after
+   * `after` when given, at most `limit` (the portal's device list).
+   */
+  listDevices(tenantId: string, q: { after?: string | undefined; limit: number }): Promise<DeviceRecord[]>;
+  /**
    * Stores the verdict of an appraisal of a named device together with the device's new record, in one
    * transaction: reads the record, locked against every concurrent save for the same device on any instance (or
    * learns it does not exist, and then creates it so that of concurrent creators exactly one succeeds and the

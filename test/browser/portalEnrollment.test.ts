@@ -5,7 +5,9 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { request } from "undici";
-import { DEFAULT_MEASUREMENTS, DEFAULT_MODEL } from "../../src/attestation/sim/deviceSim.ts";
+import { writeFileSync } from "node:fs";
+import { createDevCa, issueDeviceLeaf, type CertifiedKey, type DevCa } from "../../src/attestation/sim/devCa.ts";
+import { DEFAULT_MEASUREMENTS, DEFAULT_MODEL, demoReferenceValues, encodeVendorBlob } from "../../src/attestation/sim/deviceSim.ts";
 import { accessTokenRequest, apiToken, parseClientKeys, type ClientKeys } from "../../src/enrollment/clientJwt.ts";
 import { imeiFrom14 } from "../../src/enrollment/deviceIds.ts";
 import { attestdCli, freePort, startServer, type ServerProcess } from "../helpers/serverProcess.ts";
@@ -19,7 +21,8 @@ const DIGESTS = DEFAULT_MEASUREMENTS.map((m) => Buffer.from(m).toString("hex"));
  * creates an enrollment client and the keys.json the browser downloads gets a Part B access token and works on
  * /svc/v1; a reference-values file with a faulty item is refused (the item named, nothing stored), then a valid one
  * is stored; the Enrollment views show what the client did. A reseller not enabled for enrollment sees why its
- * pages are empty. Every page is screenshotted (test-artifacts/screenshots/enrollment-*) and checked with axe-core
+ * pages are empty. A till named by the relying party (`deviceId`) is pinned, then refused after its key changes; the
+ * admin looks it up on the Devices page and resets its pin, and the new key then pins afresh. Every page is screenshotted (test-artifacts/screenshots/enrollment-*) and checked with axe-core
  * at 1280 and 390 px.
  */
 describe("the portal's enrollment pages in a real browser", { timeout: 300_000 }, () => {
@@ -32,6 +35,9 @@ describe("the portal's enrollment pages in a real browser", { timeout: 300_000 }
   let base: string;
   let keys: ClientKeys;
   let transactionId = "";
+  let vendorCa: DevCa;
+  let tills: CertifiedKey[];
+  let apiKey = "";
 
   /** Screenshot and axe-check the page as it is, at 1280 px and again at 390 px. */
   async function visit(p: Page, name: string, url?: string): Promise<void> {
@@ -82,12 +88,38 @@ describe("the portal's enrollment pages in a real browser", { timeout: 300_000 }
     return { status: res.statusCode, ...(json.accessToken ? { token: json.accessToken } : {}) };
   }
 
+  /** A vendor blob of `leaf` for a fresh nonce, posted with the tenant's API key for `deviceId`: the verdict. */
+  async function attestTill(leaf: CertifiedKey, deviceId: string): Promise<string> {
+    const headers = { "x-vendor-attest-api-key": apiKey };
+    const n = await request(`${base}/v2/nonces`, { method: "POST", headers, dispatcher: server.dispatcher });
+    const nonce = ((await n.body.json()) as { nonce: string }).nonce;
+    const res = await request(`${base}/v2/blobs?nonce=${nonce}&deviceId=${deviceId}`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/octet-stream" },
+      body: Buffer.from(encodeVendorBlob({ ca: vendorCa, leaf, nonce })),
+      dispatcher: server.dispatcher,
+    });
+    assert.equal(res.statusCode, 200);
+    return ((await res.body.json()) as { verdict: string }).verdict;
+  }
+
   before(async () => {
     assert.equal(attestdCli(["tenant", "create", "acme", "--customer-id", "1234567890", ...data]).status, 0);
     assert.equal(attestdCli(["tenant", "create", "resell", "--kind", "reseller", ...data]).status, 0);
+    const key = attestdCli(["key", "create", "--tenant", "acme", ...data]);
+    assert.equal(key.status, 0, key.stderr);
+    apiKey = key.stdout.trim().split("\n").pop()!.trim();
+    // the demo vendor CA, so the tills' blobs appraise Yes and can pin
+    vendorCa = await createDevCa({ keyType: "ec" });
+    tills = [await issueDeviceLeaf(vendorCa, { keyType: "ec" }), await issueDeviceLeaf(vendorCa, { keyType: "ec" })];
+    writeFileSync(path.join(dir, "vendor-root.pem"), vendorCa.root.certPem);
+    writeFileSync(path.join(dir, "refs.json"), JSON.stringify(demoReferenceValues()));
     const port = await freePort();
     base = `https://localhost:${port}`;
-    server = await startServer([...data], { port, tls: { caFile: path.join(dir, "tls/ca.pem") } });
+    server = await startServer([...data, "--vendor-roots", path.join(dir, "vendor-root.pem"), "--reference-values", path.join(dir, "refs.json")], {
+      port,
+      tls: { caFile: path.join(dir, "tls/ca.pem") },
+    });
     browser = await launchChromium({ acceptLeafOf: path.join(dir, "tls/server-fullchain.pem") });
     context = await newContext(browser);
     page = await context.newPage();
@@ -200,6 +232,38 @@ describe("the portal's enrollment pages in a real browser", { timeout: 300_000 }
     await visit(p, "12-reseller-enrollment", `${base}/portal/enrollment`);
     await p.getByText("attestd tenant enable-enrollment resell").first().waitFor();
     await other.close();
+  });
+
+  it("looks up a till that was refused after its key changed, resets its pin, and the new key pins afresh", async () => {
+    assert.equal(await attestTill(tills[0]!, "till-7"), "Yes");
+    assert.equal(await attestTill(tills[0]!, "till-7"), "Yes");
+    assert.equal(await attestTill(tills[1]!, "till-7"), "No", "another device key under a pinned name");
+
+    await page.getByRole("navigation", { name: "Portal" }).getByRole("link", { name: "Attested devices" }).click();
+    await page.waitForURL(`${base}/portal/devices`);
+    await page.locator("tbody tr", { hasText: "till-7" }).getByText("refused: a pinned fact changed").waitFor();
+    await visit(page, "14-devices");
+
+    await page.getByLabel(/Device id/).fill("till-7");
+    await page.getByRole("button", { name: "Look up" }).click();
+    await page.waitForURL(`${base}/portal/devices/till-7`);
+    await page.getByText(/^leafKey/).first().waitFor();
+    assert.match(await page.locator("dl.facts").first().innerText(), /Appraisals\s+3/);
+    await visit(page, "15-device");
+
+    // the confirmation dialog is accepted by the page's handler
+    await page.getByRole("button", { name: "Reset pin of till-7" }).click();
+    await page.locator("#notice").getByText("Pin of till-7 reset.").waitFor();
+    await page.getByText("Not pinned: the device's next Yes pins it.").waitFor();
+    await page.locator("tbody tr", { hasText: "portal:ada@acme.example" }).waitFor();
+    await visit(page, "16-device-reset");
+
+    assert.equal(await attestTill(tills[1]!, "till-7"), "Yes", "pinned afresh to the new key");
+    const cli = attestdCli(["device", "show", "till-7", "--tenant", "acme", ...data]);
+    assert.equal(cli.status, 0, cli.stderr);
+    const shown = JSON.parse(cli.stdout) as { device: { count: number; pin: { objectId: string } | null; resets: number }; resets: { by: string }[] };
+    assert.deepEqual([shown.device.count, shown.device.resets, shown.resets.map((r) => r.by)], [4, 1, ["portal:ada@acme.example"]]);
+    assert.ok(shown.device.pin, "the CLI sees the new pin");
   });
 
   it("revoking the client, after a confirmation, ends its token at once", async () => {

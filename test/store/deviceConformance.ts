@@ -123,6 +123,23 @@ export function deviceConformance(name: string, peers: boolean, factory: () => P
       assert.deepEqual(d.latestFacts, before!.latestFacts);
     });
 
+    it("lists one tenant's devices in bytewise deviceId order, a page after a cursor, never another tenant's", async () => {
+      const [t1, t2] = [uid("t_"), uid("t_")];
+      // bytewise: digits < upper case < "_" < lower case, as both SQL backends' keys order them
+      const ids = ["b-2", "B.1", "a:9", "_x", "0"];
+      for (const id of ids) await b.durable.saveDeviceVerdict(t1, id, decision(id, appraisedVerdict(t1), androidFacts()));
+      await b.durable.saveDeviceVerdict(t2, "a:0", decision("a:0", appraisedVerdict(t2), androidFacts()));
+      const names = (ds: DeviceRecord[]) => ds.map((d) => d.deviceId);
+      assert.deepEqual(names(await b.durable.listDevices(t1, { limit: 10 })), ["0", "B.1", "_x", "a:9", "b-2"]);
+      assert.deepEqual(names(await b.durable.listDevices(t1, { limit: 2 })), ["0", "B.1"]);
+      assert.deepEqual(names(await b.durable.listDevices(t1, { after: "B.1", limit: 2 })), ["_x", "a:9"]);
+      assert.deepEqual(names(await b.durable.listDevices(t1, { after: "b-2", limit: 2 })), []);
+      const [listed] = await b.durable.listDevices(t1, { after: "a:8", limit: 1 });
+      assert.deepEqual(listed, await b.durable.getDevice(t1, "a:9"), "the whole record, as getDevice reads it");
+      assert.deepEqual(names(await b.durable.listDevices(t2, { limit: 10 })), ["a:0"]);
+      assert.deepEqual(await b.durable.listDevices(uid("t_"), { limit: 10 }), []);
+    });
+
     it("devices are per tenant: the same deviceId in two tenants is two devices", async () => {
       const [t1, t2] = [uid("t_"), uid("t_")];
       const deviceId = uid("shared-");

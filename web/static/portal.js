@@ -152,7 +152,8 @@ for (const button of document.querySelectorAll("button[data-api]")) {
     button.setAttribute("aria-busy", "true");
     try {
       await call(button.dataset.method ?? "POST", button.dataset.api, button.dataset.body ? JSON.parse(button.dataset.body) : undefined);
-      location.reload();
+      if (button.dataset.done) sayAfterReload(button.dataset.done);
+      else location.reload();
     } catch (err) {
       say(err.message, true);
     } finally {

@@ -1,5 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
+import { AppError, isAppError } from "../../errors/AppError.ts";
+import { catalog } from "../../errors/catalog.ts";
 import type { PortalRole, PortalSession, PortalUser } from "../../domain/portal.ts";
 import type { Tenant } from "../../domain/tenants.ts";
 import type { PortalAccounts } from "../../portal/accounts.ts";
@@ -10,6 +12,7 @@ import type { ApiKeyAdmin } from "../../services/apiKeyAdmin.ts";
 import type { ReferenceValueAdmin } from "../../services/referenceValueAdmin.ts";
 import type { ClientAdmin } from "../../enrollment/clients.ts";
 import type { DeviceService } from "../../enrollment/devices.ts";
+import type { DeviceService as PinnedDevices } from "../../services/deviceService.ts";
 import type { ProfileService } from "../../enrollment/profiles.ts";
 import type { PortalOverview } from "../../portal/overview.ts";
 import type { TenantAdmin } from "../../services/tenantAdmin.ts";
@@ -32,6 +35,8 @@ export interface PortalDeps {
   /** what the Enrollment page reads, through the services /svc/v1 uses */
   profiles: ProfileService;
   devices: DeviceService;
+  /** named devices' history and pin reset (the same DeviceService as `attestd device show|reset`) */
+  pinnedDevices: PinnedDevices;
   overview: PortalOverview;
   /** operators: tenants (the same service as `attestd tenant ...`) and the trust sources */
   tenantAdmin: TenantAdmin;
@@ -74,6 +79,19 @@ export interface PortalRoutes {
 export function requestOrigin(request: FastifyRequest): string {
   const origin = request.headers.origin;
   return typeof origin === "string" ? origin : `${request.protocol}://${request.headers.host}`;
+}
+
+/**
+ * The services shared with the API (Part B's, the device history's) answer their own not-found codes; the portal
+ * answers its own for the same record.
+ */
+export async function portalNotFound<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (isAppError(e) && e.entry.status === 404) throw new AppError(catalog.PORTAL_NOT_FOUND, e.reason);
+    throw e;
+  }
 }
 
 /** `?tenant=NAME`: the tenant an operator acts on; ignored for tenant users, who only ever see their own. */

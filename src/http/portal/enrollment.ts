@@ -1,13 +1,11 @@
 import { Type, type Static } from "typebox";
 import type { DeviceEntry, EnrollTransaction, Profile } from "../../domain/enrollment.ts";
-import { AppError, isAppError } from "../../errors/AppError.ts";
-import { catalog } from "../../errors/catalog.ts";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_NUM, MAX_PAGE_SIZE, numbered, type NumberedPage } from "../../enrollment/paging.ts";
 import { enrollmentDevicesPage, enrollmentProfilePage, enrollmentProfilesPage, enrollmentTransactionsPage } from "../../../web/pages/enrollment.ts";
 import { partBErrors } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
 import { tenantRefusal } from "../../enrollment/tokens.ts";
-import { TenantQuery, type PortalRoutes } from "./context.ts";
+import { portalNotFound, TenantQuery, type PortalRoutes } from "./context.ts";
 
 const Id = Type.String({ maxLength: 64 });
 /** Part B's paging (0-based page numbers), so a portal page and an API page of the same number hold the same records. */
@@ -57,16 +55,6 @@ const DeviceItem = Type.Object({
 });
 const PageOf = <T extends Parameters<typeof Type.Array>[0]>(items: T, extra = {}) =>
   Type.Object({ total: Type.Integer(), totalPages: Type.Integer(), page: Type.Integer(), pageSize: Type.Integer(), items: Type.Array(items), ...extra });
-
-/** The Part B services answer their own not-found codes; the portal answers its own for the same record. */
-async function portalNotFound<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    if (isAppError(e) && e.entry.status === 404) throw new AppError(catalog.PORTAL_NOT_FOUND, e.reason);
-    throw e;
-  }
-}
 
 /**
  * Part B as the tenant sees it: profiles, transactions (with their state) and each device's status. Read through

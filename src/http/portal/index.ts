@@ -20,6 +20,7 @@ import { registerPasskeyRoutes } from "./passkeys.ts";
 import { registerUserRoutes } from "./users.ts";
 import { registerOperatorRoutes } from "./operator.ts";
 import { registerOverviewRoutes } from "./overview.ts";
+import { registerPinnedDeviceRoutes } from "./devices.ts";
 
 /**
  * Strict: nothing inline, nothing from another origin, never framed. web/static/portal.js is the only script;
@@ -179,6 +180,7 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     registerClientRoutes(app, routes);
     registerReferenceValueRoutes(app, routes);
     registerEnrollmentRoutes(app, routes);
+    registerPinnedDeviceRoutes(app, routes);
     registerPasskeyRoutes(app, routes);
     registerUserRoutes(app, routes);
     registerOverviewRoutes(app, routes);

@@ -1,5 +1,5 @@
-import { Type, type TSchema } from "typebox";
-import { PIN_OUTCOMES, type DeviceRecord } from "../../domain/devices.ts";
+import { Type, type TLiteral, type TSchema } from "typebox";
+import { PIN_OUTCOMES, type DeviceRecord, type PinOutcome } from "../../domain/devices.ts";
 import { sendBody } from "../render.ts";
 import { DeviceIdSchema, partAErrors } from "../schemas/common.ts";
 import type { AppDeps, AppInstance } from "../types.ts";
@@ -11,7 +11,7 @@ const Levels = Type.Record(Type.String(), Type.Number(), { description: "OS vers
 const Format = Type.Union([Type.Literal("vendor"), Type.Literal("android-key")]);
 
 /** The device history answer (docs/devices.md has an example); the tenant's id is not part of it. */
-const DeviceHistory = Type.Object(
+export const DeviceHistory = Type.Object(
   {
     deviceId: Type.String(),
     firstSeen: Type.String({ description: "the first stored appraisal naming it" }),
@@ -22,7 +22,8 @@ const DeviceHistory = Type.Object(
       at: Type.String(),
       verdict: Type.String(),
       status: Type.String(),
-      pin: Type.Union(PIN_OUTCOMES.map((p) => Type.Literal(p))),
+      // (typed as one literal of the union, so the answer type-checks; the schema lists each)
+      pin: Type.Union(PIN_OUTCOMES.map((p) => Type.Literal(p)) as [TLiteral<PinOutcome>]),
       changes: Type.Optional(Type.Array(Type.Object({ fact: Type.String(), from: Type.String(), to: Type.String() }))),
     }, { description: "the latest stored appraisal naming it, and how it stood to the pin" }),
     latestFacts: nullable(
@@ -48,7 +49,7 @@ const DeviceHistory = Type.Object(
   { description: "a named device's history and pin (docs/devices.md)" },
 );
 
-function historyBody(d: DeviceRecord): Record<string, unknown> {
+export function historyBody(d: DeviceRecord): Omit<DeviceRecord, "tenantId"> {
   const { tenantId: _tenant, ...rest } = d;
   return rest;
 }

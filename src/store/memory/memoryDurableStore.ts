@@ -186,6 +186,15 @@ export class MemoryDurableStore implements DurableStore {
     const d = this.devices.get(deviceKey(tenantId, deviceId));
     return d && structuredClone(d);
   }
+  async listDevices(tenantId: string, q: { after?: string | undefined; limit: number }): Promise<DeviceRecord[]> {
+    this.check();
+    const after = q.after ?? "";
+    return [...this.devices.values()]
+      .filter((d) => d.tenantId === tenantId && d.deviceId > after)
+      .sort((a, b) => (a.deviceId < b.deviceId ? -1 : 1))
+      .slice(0, q.limit)
+      .map((d) => structuredClone(d));
+  }
   async saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict> {
     this.check();
     const key = deviceKey(tenantId, deviceId);

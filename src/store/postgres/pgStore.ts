@@ -357,6 +357,16 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     return r.rows[0] && pgRows.attestedDevice(r.rows[0]);
   }
 
+  async listDevices(tenantId: string, q: { after?: string | undefined; limit: number }): Promise<DeviceRecord[]> {
+    // device_id is COLLATE "C": bytewise, the order SQLite keeps, served by the primary key
+    const r = await this.q(
+      "devicesAfter",
+      `SELECT ${DEVICE_COLS} FROM attested_devices WHERE tenant_id = $1 AND device_id > $2 ORDER BY device_id LIMIT $3`,
+      [tenantId, q.after ?? "", q.limit],
+    );
+    return r.rows.map(pgRows.attestedDevice);
+  }
+
   /**
    * The row lock decides: an existing device is read FOR UPDATE, so concurrent appraisals of it (on any instance)
    * take turns. A new one is created with INSERT ... ON CONFLICT DO NOTHING, in the statement that also stores the

@@ -194,6 +194,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
       ),
       verdictById: db.prepare("SELECT * FROM verdicts WHERE object_id = ?"),
       deviceById: db.prepare("SELECT * FROM attested_devices WHERE tenant_id = ? AND device_id = ?"),
+      devicesAfter: db.prepare("SELECT * FROM attested_devices WHERE tenant_id = ? AND device_id > ? ORDER BY device_id LIMIT ?"),
       upsertDevice: db.prepare(
         `INSERT INTO attested_devices (tenant_id, device_id, first_seen, last_seen, seen_count, last_appraisal, latest_facts, pin, resets)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -423,6 +424,11 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   async getDevice(tenantId: string, deviceId: string): Promise<DeviceRecord | undefined> {
     const r = this.stmt.deviceById.get(tenantId, deviceId) as Row | undefined;
     return r && sqliteRows.attestedDevice(r);
+  }
+
+  async listDevices(tenantId: string, q: { after?: string | undefined; limit: number }): Promise<DeviceRecord[]> {
+    // "" sorts before every deviceId (1-128 characters), so no cursor is the first page
+    return (this.stmt.devicesAfter.all(tenantId, q.after ?? "", q.limit) as Row[]).map(sqliteRows.attestedDevice);
   }
 
   async saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict> {
