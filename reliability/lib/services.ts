@@ -3,6 +3,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, appendFileSync
 import { userInfo, tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import pg from "pg";
 import { freePort } from "../../test/helpers/serverProcess.ts";
 
 /**
@@ -55,31 +56,31 @@ export class PrivatePostgres {
     const bin = pgBinDir();
     const dir = mkdtempSync(path.join(tmpdir(), "attestd-rel-pg-"));
     if (userInfo().uid === 0) {
-      const pg = await run("id", ["-u", "postgres"]).catch(() => {
+      const owner = await run("id", ["-u", "postgres"]).catch(() => {
         throw new Error("running as root, but there is no `postgres` user to run the private PostgreSQL cluster as");
       });
-      const uid = Number(pg.stdout.trim());
+      const uid = Number(owner.stdout.trim());
       chownSync(dir, uid, uid);
     }
     const data = path.join(dir, "data");
     await run(...asServerUser(path.join(bin, "initdb"), ["-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"]), { cwd: dir });
     const port = await freePort();
-    const pg = new PrivatePostgres(dir, port, bin);
-    pg.cleanup = () => {
+    const cluster = new PrivatePostgres(dir, port, bin);
+    cluster.cleanup = () => {
       try {
         execFileSync(...asServerUser(path.join(bin, "pg_ctl"), ["-D", data, "stop", "-m", "immediate"]), { stdio: "ignore", cwd: dir });
       } catch {
         // not running
       }
     };
-    cleanups.add(pg.cleanup);
+    cleanups.add(cluster.cleanup);
     // the loopback only, no Unix socket outside the cluster's own directory; small, since it shares the machine
     appendFileSync(
       path.join(data, "postgresql.conf"),
       `\nlisten_addresses = '127.0.0.1'\nport = ${port}\nunix_socket_directories = '${dir}'\nshared_buffers = 32MB\nmax_connections = 60\n`,
     );
-    await pg.resume();
-    return pg;
+    await cluster.resume();
+    return cluster;
   }
 
   private ctl(args: string[]) {
@@ -165,16 +166,15 @@ export class PrivateRedis {
 }
 
 /** Creates a database on the private cluster for one part's instances. */
-export async function createDatabase(pg: PrivatePostgres, name: string): Promise<string> {
-  const { default: pgLib } = await import("pg");
-  const c = new pgLib.Client({ connectionString: pg.url });
+export async function createDatabase(cluster: PrivatePostgres, name: string): Promise<string> {
+  const c = new pg.Client({ connectionString: cluster.url });
   await c.connect();
   try {
     await c.query(`CREATE DATABASE ${name}`);
   } finally {
     await c.end();
   }
-  return pg.urlOf(name);
+  return cluster.urlOf(name);
 }
 
 // a campaign interrupted mid-way (a failed assertion, Ctrl-C) must not leave a postmaster or a redis-server behind

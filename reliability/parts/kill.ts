@@ -4,7 +4,7 @@ import type { Deployment } from "../lib/deployment.ts";
 /**
  * Part (b): kill -9 under load. The client keeps a ledger of every verdict answered 200; after the SIGKILL and a
  * restart on the same store, every one must read back identical and its nonce must be refused when posted again.
- * Every 7th cycle posts its blob twice at once (to both instances on a cluster): exactly one may be accepted.
+ * The kill waits for at least 10 acknowledgements. Every 7th cycle posts its blob twice at once (to both instances on a cluster): exactly one may be accepted.
  * On a cluster only instance 0 is killed; the other keeps serving through it.
  */
 
@@ -43,6 +43,8 @@ export async function killUnderLoad(d: Deployment, o: KillOptions): Promise<Kill
       const load = startLoad(client, d.fx, { bases: () => d.bases(), concurrency: o.concurrency, duplicateEvery: 7, ledger, observe: (x) => outcomes.push(x) });
       const killedAfterMs = Math.round(o.loadMs / 2 + Math.random() * (o.loadMs / 2));
       await sleep(killedAfterMs);
+      // on a slow machine the first cycles may still be in flight: a kill before any acknowledgement proves nothing
+      for (const deadline = Date.now() + 30_000; ledger.acks.size < 10 && Date.now() < deadline; ) await sleep(50);
       await d.kill(0);
       // a cluster keeps serving on the other instance for a moment; a single process has nothing left to serve
       if (d.instances.length > 1) await sleep(1_000);
