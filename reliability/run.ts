@@ -73,7 +73,7 @@ export interface CampaignResults {
 function git(): { commit: string; dirty: boolean } | undefined {
   try {
     const commit = execFileSync("git", ["rev-parse", "HEAD"], { cwd: REPO, encoding: "utf8" }).trim();
-    const dirty = execFileSync("git", ["status", "--porcelain"], { cwd: REPO, encoding: "utf8" }).trim() !== "";
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: REPO, encoding: "utf8" }).trim() !== "";
     return { commit, dirty };
   } catch {
     return undefined;

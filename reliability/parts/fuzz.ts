@@ -1,5 +1,6 @@
 import { appraise } from "../../src/attestation/appraise.ts";
 import { isAppError } from "../../src/errors/AppError.ts";
+import { splitDerCertificates } from "../../src/attestation/encoding/derChain.ts";
 import { createDevCa, issueDeviceLeaf } from "../../src/attestation/sim/devCa.ts";
 import { demoReferenceValues, encodeVendorBlob } from "../../src/attestation/sim/deviceSim.ts";
 import { VERDICT_FIELDS, type TrustConfig } from "../../src/attestation/types.ts";
@@ -14,7 +15,7 @@ import { androidTrust, challengeOf, derBlob, nonceFor, pemBlob } from "../../tes
  * Invariants: every call returns a well-formed record or throws the documented container error (AppError
  * BLOB_MALFORMED 4000006 or NOT_IMPLEMENTED 5010000); nothing else escapes. A `Yes` comes only from bytes whose
  * signed region is the seed's: for the vendor container everything but exitCode's label (errLen, errString) is
- * signed or checked; for an android-key DER chain every byte is. The process's peak RSS stays under a bound.
+ * signed or checked; an android-key chain's certificates must be the seed's, the root possibly left out. The process's peak RSS stays under a bound.
  */
 
 export type FuzzFormat = "vendor" | "android-key";
@@ -188,9 +189,18 @@ function mutant(seeds: readonly Seed[], rnd: () => number): { seed: Seed; blob: 
   return { seed, blob: b, how: `${seed.name}: ${steps.join(" ")}` };
 }
 
-/** The vendor container's only unsigned bytes are exitCode's label: errLen and errString (blob-format.md). */
+/**
+ * Whether a mutant's signed bytes are the seed's. The vendor container's only unsigned bytes are exitCode's label:
+ * errLen and errString (blob-format.md). An android-key chain is signed certificate by certificate, and the root
+ * may be left out (it is pinned, docs/android-key.md): a mutant whose certificates are the seed's first ones,
+ * byte for byte, is the same attestation (a truncation at a certificate boundary drops the root).
+ */
 function sameSignedRegion(format: FuzzFormat, a: Uint8Array, seed: Uint8Array): boolean {
-  if (format === "android-key") return Buffer.from(a).equals(seed);
+  if (format === "android-key") {
+    const mine = splitDerCertificates(a);
+    const theirs = splitDerCertificates(seed)!;
+    return !!mine && mine.length > 0 && mine.length <= theirs.length && mine.every((c, i) => Buffer.from(c).equals(theirs[i]!));
+  }
   return a.length >= 2 && a[0] === seed[0] && Buffer.from(a.subarray(2 + a[1]!)).equals(seed.subarray(2 + seed[1]!));
 }
 
