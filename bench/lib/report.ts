@@ -146,13 +146,15 @@ export function renderSummary(r: BenchResults): string {
       `${f0(x.usPerOp)} (${f0(x.opsPerSec)})${x.accepted ? "" : " rejected"}`;
     out.push(
       table(
-        ["chain", "attestd", "attestd cold", "simplewebauthn", "pkijs", "× swa", "× pkijs"],
+        ["chain", "attestd", "attestd cold", "floor", "simplewebauthn", "pkijs", "÷ floor", "× swa", "× pkijs"],
         a.chains.map((c) => [
           c.name,
           cell(c.results.attestd),
           cell(c.results.attestdCold),
+          cell(c.results.floor),
           cell(c.results.simplewebauthn),
           cell(c.results.pkijs),
+          f2(c.timesFloor),
           f2(c.speedup.vsSimplewebauthn),
           f2(c.speedup.vsPkijs),
         ]),
@@ -160,6 +162,7 @@ export function renderSummary(r: BenchResults): string {
     );
     out.push(
       `  geomean speed-up: ${a.summary.speedupVsSimplewebauthn}× simplewebauthn, ${a.summary.speedupVsPkijs}× pkijs (cold: ${a.summary.coldSpeedupVsSimplewebauthn}×, ${a.summary.coldSpeedupVsPkijs}×); target "${a.summary.target}": ${a.summary.met ? "met" : "MISSED"}${a.summary.coldMet ? " (cold too)" : " (cold: not met)"}`,
+      `  attestd ÷ floor: ${a.summary.timesFloor} geomean, ${a.summary.worstTimesFloor} worst chain; issue 15 target "${a.summary.floorTarget}": ${a.summary.floorMet ? "met" : "MISSED"}`,
     );
     for (const n of a.notes) out.push(`  note: ${n}`);
     out.push("");
