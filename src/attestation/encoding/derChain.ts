@@ -476,22 +476,34 @@ function tlvChildren(buf: Uint8Array, t: Tlv): Tlv[] | undefined {
  * time's form). So the fast paths accept nothing decodeDer would refuse; anything else goes to the general reader.
  */
 export function withinDecodeLimits(buf: Uint8Array): boolean {
+  // iterative, allocation-free: this runs on every certificate and KeyDescription the fast paths read
+  const ends: number[] = [buf.length];
   let nodes = 0;
-  const walk = (pos: number, end: number, depth: number): boolean => {
-    while (pos < end) {
-      const t = tlvAt(buf, pos, end);
-      if (!t || ++nodes > DECODE_MAX_NODES - 8) return false;
-      const universal = (t.tag & 0xc0) === 0;
-      if (universal && (t.tag & 0x1f) === 0x1f) return false;
-      if (t.tag & 0x20) {
-        if (universal && t.tag !== 0x30 && t.tag !== 0x31) return false; // constructed strings: BER
-        if (depth + 1 > DECODE_MAX_DEPTH - 4 || !walk(t.start, t.end, depth + 1)) return false;
-      } else if (universal && !plainPrimitive(buf, t)) return false;
-      pos = t.end;
+  let pos = 0;
+  while (ends.length > 0) {
+    const end = ends[ends.length - 1]!;
+    if (pos === end) {
+      ends.pop();
+      continue;
     }
-    return true;
-  };
-  return walk(0, buf.length, 0);
+    const h = readDerHeader(buf, pos, end);
+    // a margin below asn1js's limits, whose counting need not be matched exactly: past it, asn1js decides
+    if (!h || ++nodes > DECODE_MAX_NODES - 8) return false;
+    const tag = h.tag;
+    const start = pos + h.headerLength;
+    const universal = (tag & 0xc0) === 0;
+    if (universal && (tag & 0x1f) === 0x1f) return false;
+    if (tag & 0x20) {
+      if (universal && tag !== 0x30 && tag !== 0x31) return false; // constructed strings: BER
+      if (ends.length > DECODE_MAX_DEPTH - 4) return false;
+      ends.push(start + h.length);
+      pos = start;
+      continue;
+    }
+    if (universal && !plainPrimitive(buf, { tag, pos, start, end: start + h.length })) return false;
+    pos = start + h.length;
+  }
+  return true;
 }
 
 function plainPrimitive(buf: Uint8Array, t: Tlv): boolean {

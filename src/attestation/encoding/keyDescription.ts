@@ -295,12 +295,13 @@ function convert(
 }
 
 function jsonValue(v: unknown): unknown {
+  if (v === null || typeof v !== "object") return v;
   if (Buffer.isBuffer(v)) return v.toString("hex");
   if (Array.isArray(v)) return v.map(jsonValue);
-  if (v !== null && typeof v === "object") {
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, jsonValue(x)]));
-  }
-  return v;
+  // a plain loop (not Object.fromEntries over entries): this runs on every appraisal; key order is kept
+  const out: Record<string, unknown> = {};
+  for (const k in v) out[k] = jsonValue((v as Record<string, unknown>)[k]);
+  return out;
 }
 
 /** JSON-safe form (bytes as lowercase hex) for the stored detail. */
