@@ -4,7 +4,7 @@
  *
  *   npm run bench                      full run (~2-3 minutes on 2 cores)
  *   npm run bench -- --quick           smoke run (~1 s per workload); writes bench/results/quick.json only
- *   npm run bench -- --only android    a subset: http, android, cluster, history (comma-separated)
+ *   npm run bench -- --only android    a subset: http, android, android-https, cluster, history (comma-separated)
  *   npm run bench -- --profile         profile the attestd server even when the targets are met (--no-profile: never)
  *   npm run bench -- --out DIR         write the JSON elsewhere
  *   npm run bench -- --rounds 5        attestd/baseline turns per Part A workload (default 5; median shown)
@@ -21,11 +21,12 @@ import { REPO } from "./lib/processes.ts";
 import { renderSummary, type BenchResults } from "./lib/report.ts";
 import { createVendorFixture, type VendorFixture } from "./lib/vendorFixture.ts";
 import { runAndroidSection } from "./sections/android.ts";
+import { runAndroidHttpSection } from "./sections/androidHttp.ts";
 import { clusterUnavailable, runClusterSection } from "./sections/cluster.ts";
 import { runHistorySection } from "./sections/history.ts";
 import { runHttpSection } from "./sections/http.ts";
 
-export const SECTIONS = ["http", "android", "cluster", "history"] as const;
+export const SECTIONS = ["http", "android", "android-https", "cluster", "history"] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 export interface BenchOptions {
@@ -131,6 +132,12 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
       } catch (e) {
         results.sections.http = failure(e);
       }
+    }
+
+    if (want("android-https")) {
+      log("android-https: android-key chains from the device simulator over HTTPS, attestd vs the floor baseline");
+      results.sections.androidHttps = await runAndroidHttpSection({ tmp, fx: await fixture(), settings: load, quick: o.quick, log })
+        .catch(failure);
     }
 
     if (want("cluster")) {

@@ -1,4 +1,5 @@
 import type { AndroidSection } from "../sections/android.ts";
+import type { AndroidHttpSection } from "../sections/androidHttp.ts";
 import type { ClusterSection } from "../sections/cluster.ts";
 import type { HistorySection } from "../sections/history.ts";
 import type { HttpSection } from "../sections/http.ts";
@@ -36,6 +37,8 @@ export interface BenchResults {
   sections: {
     http: Outcome<HttpSection>;
     android: Outcome<AndroidSection>;
+    /** issue 15: android-key over HTTPS (`--only android-https`) */
+    androidHttps?: Outcome<AndroidHttpSection>;
     cluster: Outcome<ClusterSection>;
     history: Outcome<HistorySection>;
   };
@@ -73,6 +76,11 @@ export function otherWork(r: BenchResults): { max: number; where: string } {
   }
   const a = r.sections.android;
   if (a?.status === "ok") see(a.otherCores, "the android-key section");
+  const ah = r.sections.androidHttps;
+  if (ah?.status === "ok") {
+    see(ah.blobs.attestd.otherCores, "attestd android-key blobs");
+    see(ah.blobs.baseline.otherCores, "baseline android-key blobs");
+  }
   const c = r.sections.cluster;
   if (c?.status === "ok") {
     for (const run of c.runs) {
@@ -167,6 +175,33 @@ export function renderSummary(r: BenchResults): string {
     for (const n of a.notes) out.push(`  note: ${n}`);
     out.push("");
   } else if (a) out.push(notOk("android-key appraisal", a), "");
+
+  const ah = r.sections.androidHttps;
+  if (ah?.status === "ok") {
+    const c = ah.blobs;
+    out.push(`android-key over HTTPS (issue 15): ${ah.how.loadGenerator}`);
+    out.push(
+      table(
+        ["workload", "attestd 2xx/s", "p50 / p99 ms", "srv cores", "floor baseline 2xx/s", "p50 / p99 ms", "srv cores", "ratio", "target", "", "per CPU-s"],
+        [[
+          "POST /v2/blobs (android-key)",
+          f0(c.attestd.rps),
+          lat(c.attestd),
+          f2(c.attestd.serverCores),
+          f0(c.baseline.rps),
+          lat(c.baseline),
+          f2(c.baseline.serverCores),
+          pct(c.ratio),
+          `≥ ${pct(c.target)}`,
+          c.met ? "met" : "MISSED",
+          c.cpuRatio !== undefined ? pct(c.cpuRatio) : "-",
+        ]],
+      ),
+    );
+    out.push(`  rounds: ${c.rounds.map((x) => pct(x.ratio)).join(", ")}; attestd answered ${ah.verdict ?? "?"}`);
+    for (const n of ah.notes) out.push(`  note: ${n}`);
+    out.push("");
+  } else if (ah) out.push(notOk("android-key over HTTPS", ah), "");
 
   const c = r.sections.cluster;
   if (c?.status === "ok") {
