@@ -15,7 +15,8 @@ export interface AndroidHttpSection {
   how: { attestd: string; baseline: string; chains: string; loadGenerator: string };
   settings: LoadSettings;
   blobs: Comparison;
-  pool: { devices: number; chainsPerRound: number; chainBytes: number; certificates: number; buildMs: number[] };
+  /** chainsPerRound and buildMs: one entry per round */
+  pool: { devices: number; chainsPerRound: number[]; chainBytes: number; certificates: number; buildMs: number[] };
   /** what attestd answered (the median round's sample): the verdict must be Yes, or the timing is of a refusal */
   verdict?: string;
   notes: string[];
@@ -72,10 +73,15 @@ export async function runAndroidHttpSection(ctx: AndroidHttpContext): Promise<An
   };
   const tls = await devTls(deployment.dataDir);
   const apiKey = await provisionApiKey(deployment);
-  const androidArgs = ["--android-roots", afx.rootsFile, "--android-status", afx.statusFile];
+  // --nonce-ttl: on a loaded machine making a round's chains can take minutes, longer than the default 300 s
+  const androidArgs = ["--android-roots", afx.rootsFile, "--android-status", afx.statusFile, "--nonce-ttl", "3600"];
   const started = await startAttestd(deployment, fx, tls, { extraArgs: androidArgs });
-  // enough chains for warm-up and the measured seconds at ~600/s; a run that uses them up stops early and says so
-  const perRound = Math.ceil((s.warmupSec + s.durationSec) * (ctx.quick ? 300 : 600));
+  // Enough chains for the warm-up and the measured seconds: at ~600/s for the first round, then 1.5x what attestd
+  // served in the round before (making a chain costs the bench ~5-50 ms, so a pool much larger than needed would
+  // cost minutes); a run that uses its pool up stops early and says so, its rate taken over the time it ran.
+  const poolFor = (rps: number) => Math.max(200, Math.ceil((s.warmupSec + s.durationSec) * rps * 1.5 / 0.85));
+  let perRound = Math.ceil((s.warmupSec + s.durationSec) * (ctx.quick ? 300 : 600));
+  const pools: number[] = [];
   const rounds: { attestd: Awaited<ReturnType<typeof attestdBlobs>>; baseline: Awaited<ReturnType<typeof baselineBlobs>> }[] = [];
   const buildMs: number[] = [];
   let chainBytes = 0;
@@ -90,6 +96,7 @@ export async function runAndroidHttpSection(ctx: AndroidHttpContext): Promise<An
     });
     try {
       for (let r = 1; r <= s.rounds; r++) {
+        pools.push(perRound);
         const nonces = await issueNonces(started.server.origin, apiKey, perRound, s);
         const built = await androidRequestsFor(afx, nonces);
         buildMs.push(built.buildMs);
@@ -97,6 +104,7 @@ export async function runAndroidHttpSection(ctx: AndroidHttpContext): Promise<An
         const a = await attestdBlobs(started.server.origin, started.server.pid, apiKey, built.requests, s);
         const b = await baselineBlobs(baseline.origin, baseline.pid, built.requests, s);
         rounds.push({ attestd: a, baseline: b });
+        perRound = poolFor(a.rps);
         log(`android-https: round ${r}/${s.rounds}: attestd ${Math.round(a.rps)}/s, baseline ${Math.round(b.rps)}/s, ${Math.round((a.rps / b.rps) * 100)} % (${built.requests.length} chains built in ${built.buildMs} ms)`);
       }
     } finally {
@@ -108,7 +116,7 @@ export async function runAndroidHttpSection(ctx: AndroidHttpContext): Promise<An
   const blobs = compare(rounds, ANDROID_HTTP_TARGET);
   for (const [what, r] of [["attestd", blobs.attestd], ["baseline", blobs.baseline]] as const) {
     if (r.non2xx > 0 || r.errors > 0) notes.push(`${what}: ${r.non2xx} non-2xx, ${r.errors} errors (${JSON.stringify(r.statusCodes)})`);
-    if (r.stoppedEarly) notes.push(`${what}: the chain pool (${perRound}) ran out after ${r.durationSec} s (rate is over that time)`);
+    if (r.stoppedEarly) notes.push(`${what}: the chain pool ran out after ${r.durationSec} s (rate is over that time)`);
   }
   let verdict: string | undefined;
   try {
@@ -132,7 +140,7 @@ export async function runAndroidHttpSection(ctx: AndroidHttpContext): Promise<An
     },
     settings: s,
     blobs,
-    pool: { devices, chainsPerRound: perRound, chainBytes, certificates: 4, buildMs },
+    pool: { devices, chainsPerRound: pools, chainBytes, certificates: 4, buildMs },
     ...(verdict ? { verdict } : {}),
     notes,
   };
