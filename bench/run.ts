@@ -4,7 +4,7 @@
  *
  *   npm run bench                      full run (~2-3 minutes on 2 cores)
  *   npm run bench -- --quick           smoke run (~1 s per workload); writes bench/results/quick.json only
- *   npm run bench -- --only android    a subset: http, android, results, cluster, history (comma-separated)
+ *   npm run bench -- --only android    a subset: http, android, android-https, results, cluster, history (comma-separated)
  *   npm run bench -- --profile         profile the attestd server even when the targets are met (--no-profile: never)
  *   npm run bench -- --out DIR         write the JSON elsewhere
  *   npm run bench -- --rounds 5        attestd/baseline turns per Part A workload (default 5; median shown)
@@ -21,12 +21,13 @@ import { REPO } from "./lib/processes.ts";
 import { renderSummary, type BenchResults } from "./lib/report.ts";
 import { createVendorFixture, type VendorFixture } from "./lib/vendorFixture.ts";
 import { runAndroidSection } from "./sections/android.ts";
+import { runAndroidHttpSection } from "./sections/androidHttp.ts";
 import { clusterUnavailable, runClusterSection } from "./sections/cluster.ts";
 import { runHistorySection } from "./sections/history.ts";
 import { runHttpSection } from "./sections/http.ts";
 import { runResultsSection } from "./sections/results.ts";
 
-export const SECTIONS = ["http", "android", "results", "cluster", "history"] as const;
+export const SECTIONS = ["http", "android", "android-https", "results", "cluster", "history"] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 export interface BenchOptions {
@@ -138,6 +139,12 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
     if (want("results")) {
       log("results: what signing (EAR) and device pinning cost per verdict");
       results.sections.results = await runResultsSection({ tmp, fx: await fixture(), quick: o.quick, log }).catch(failure);
+    }
+
+    if (want("android-https")) {
+      log("android-https: android-key chains from the device simulator over HTTPS, attestd vs the floor baseline");
+      results.sections.androidHttps = await runAndroidHttpSection({ tmp, fx: await fixture(), settings: load, quick: o.quick, log })
+        .catch(failure);
     }
 
     if (want("cluster")) {

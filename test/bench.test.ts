@@ -5,6 +5,10 @@ import path from "node:path";
 import { after, describe, it } from "node:test";
 import { parseBenchArgs, runBench } from "../bench/run.ts";
 import { CHAINS, VECTORS } from "../bench/sections/android.ts";
+import { androidFloor } from "../bench/lib/androidFloor.ts";
+import { parsePemBundle } from "../src/attestation/encoding/pem.ts";
+import { findExtension, readCertificate } from "../src/attestation/encoding/derChain.ts";
+import { KEY_DESCRIPTION_OID, parseKeyDescription } from "../src/attestation/encoding/keyDescription.ts";
 
 /**
  * The bench's own smoke test: the quick mode of the library-level android-key section, checked for the shape of
@@ -23,6 +27,7 @@ describe("bench (quick, android-key section only)", { skip: !existsSync(VECTORS)
     assert.equal(o.outDir, out);
     assert.throws(() => parseBenchArgs(["--only", "nope"]), /unknown section/);
     assert.deepEqual(parseBenchArgs(["--only", "results,android"]).only, ["results", "android"]);
+    assert.deepEqual(parseBenchArgs(["--only", "android-https"]).only, ["android-https"]);
   });
 
   it("writes quick.json with one result per chain and library", async () => {
@@ -45,7 +50,7 @@ describe("bench (quick, android-key section only)", { skip: !existsSync(VECTORS)
       assert.equal(typeof c.name, "string");
       assert.ok(!Number.isNaN(Date.parse(c.at)), "pinned time is a date");
       assert.ok(c.certificates >= 2);
-      for (const lib of ["attestd", "attestdCold", "simplewebauthn", "pkijs"]) {
+      for (const lib of ["attestd", "attestdCold", "floor", "simplewebauthn", "pkijs"]) {
         const r = c.results[lib];
         assert.ok(r, `${c.name}: ${lib} result`);
         for (const k of ["iterations", "seconds", "opsPerSec", "usPerOp"]) assert.equal(typeof r[k], "number", `${lib}.${k}`);
@@ -58,10 +63,29 @@ describe("bench (quick, android-key section only)", { skip: !existsSync(VECTORS)
       for (const k of ["vsSimplewebauthn", "vsPkijs", "coldVsSimplewebauthn", "coldVsPkijs"]) {
         assert.equal(typeof c.speedup[k], "number");
       }
+      // the floor (issue 15) accepts every real chain too: its timing is of the same work, not of a refusal
+      assert.equal(c.results.floor.accepted, true, `${c.name}: floor ${c.results.floor.outcome}`);
+      assert.equal(typeof c.timesFloor, "number");
     }
     assert.equal(typeof a.summary.met, "boolean");
     assert.equal(typeof a.summary.speedupVsPkijs, "number");
+    assert.equal(typeof a.summary.timesFloor, "number");
+    assert.equal(typeof a.summary.floorMet, "boolean");
     assert.match(run.summary, /android-key appraisal/);
+  });
+
+  it("has a floor that does the unavoidable checks: leaf signature, challenge, status list", () => {
+    const ders = parsePemBundle(readFileSync(path.join(VECTORS, CHAINS[1]!.file), "utf8"), "chain");
+    const body = Buffer.concat(ders);
+    const challenge = parseKeyDescription(findExtension(readCertificate(ders[0]!), KEY_DESCRIPTION_OID)!.value).attestationChallenge;
+    const none = new Map<string, unknown>();
+    assert.equal(androidFloor(body, challenge, none), true);
+    assert.equal(androidFloor(body, Buffer.alloc(challenge.length), none), false, "another challenge");
+    const issuerSerial = readCertificate(ders[1]!).serialHex.replace(/^0+/, "");
+    assert.equal(androidFloor(body, challenge, new Map([[issuerSerial, true]])), false, "a revoked issuer");
+    const forged = Buffer.from(body);
+    forged[ders[0]!.length - 10]! ^= 1; // inside the leaf's signature
+    assert.equal(androidFloor(forged, challenge, none), false, "a broken leaf signature");
   });
 });
 

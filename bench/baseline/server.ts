@@ -6,19 +6,29 @@
  *   POST /v2/blobs   → read the body, slice the vendor container (fixed offsets, no validation), then the same two
  *                      signature checks attestd makes: crypto.verify of the data with the leaf key, and
  *                      crypto.verify of the leaf's TBSCertificate with the intermediate's key.
+ *                      A body starting 0x30 is an android-key DER chain: bench/lib/androidFloor.ts's unavoidable work
+ *                      (split, the leaf's signature with its issuer's key kept by DER bytes, the KeyDescription's
+ *                      challenge against the nonce, the issuers' serials in --android-status's list).
  *
  * The leaf is parsed on every request (it is per device); the intermediate's key is kept by its DER bytes, as
  * attestd keeps validated issuers, so the baseline pays for nothing attestd does not.
  * No auth, no nonce store, no chain policy, no verdict storage: the ceiling for a Node process on this machine.
- * Usage: node --import tsx bench/baseline/server.ts --cert FULLCHAIN.pem --key KEY.pem  (prints {"port": N})
+ * Usage: node --import tsx bench/baseline/server.ts --cert FULLCHAIN.pem --key KEY.pem [--android-status FILE]
+ * (prints {"port": N})
  */
 import { createServer, type ServerOptions } from "node:https";
 import { randomBytes, verify, X509Certificate, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { androidFloor } from "../lib/androidFloor.ts";
 
 const { values } = parseArgs({
-  options: { cert: { type: "string" }, key: { type: "string" }, port: { type: "string", default: "0" } },
+  options: {
+    cert: { type: "string" },
+    key: { type: "string" },
+    port: { type: "string", default: "0" },
+    "android-status": { type: "string" },
+  },
 });
 if (!values.cert || !values.key) throw new Error("usage: server.ts --cert FILE --key FILE [--port N]");
 
@@ -76,6 +86,19 @@ function appraise(blob: Buffer): boolean {
   return verify("sha256", data, leafKey, sig) && verify("sha256", tbs, interKey, signature);
 }
 
+/** Google's status-list shape; serials as lowercase hex without leading zeros, as the floor looks them up. */
+const androidStatus = new Map<string, unknown>(
+  values["android-status"]
+    ? Object.keys((JSON.parse(readFileSync(values["android-status"], "utf8")) as { entries: object }).entries)
+      .map((k) => [k.toLowerCase().replace(/^0+/, ""), true])
+    : [],
+);
+
+function appraiseAndroid(blob: Buffer, url: string): boolean {
+  const nonce = new URL(url, "https://x").searchParams.get("nonce") ?? "";
+  return androidFloor(blob, Buffer.from(nonce, "base64url"), androidStatus);
+}
+
 const tls: ServerOptions = { cert: readFileSync(values.cert, "utf8"), key: readFileSync(values.key, "utf8") };
 const server = createServer(tls, (req, res) => {
   if (req.method === "POST" && req.url === "/v2/nonces") {
@@ -92,7 +115,8 @@ const server = createServer(tls, (req, res) => {
     req.on("end", () => {
       let ok = false;
       try {
-        ok = appraise(Buffer.concat(chunks));
+        const body = Buffer.concat(chunks);
+        ok = body[0] === 0x30 ? appraiseAndroid(body, req.url!) : appraise(body);
       } catch {
         ok = false;
       }

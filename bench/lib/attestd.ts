@@ -55,12 +55,14 @@ export function serveArgs(d: Deployment, fx: VendorFixture, port: number): strin
 export interface StartOptions {
   /** write a V8 CPU profile of the server (single process) into this directory when it exits */
   cpuProfDir?: string;
+  /** more serve flags (the android-key workload's --android-roots / --android-status) */
+  extraArgs?: string[];
 }
 
 /** Starts `attestd serve` as a child process and waits until every worker listens and /healthz answers. */
 export async function startAttestd(d: Deployment, fx: VendorFixture, tls: DevTls, o: StartOptions = {}): Promise<{ server: Server; command: string }> {
   const port = await freePort();
-  const args = serveArgs(d, fx, port);
+  const args = [...serveArgs(d, fx, port), ...(o.extraArgs ?? [])];
   const nodeFlags = o.cpuProfDir ? ["--cpu-prof", "--cpu-prof-dir", o.cpuProfDir] : [];
   const server = await spawnServer({
     name: `attestd (${d.label})`,

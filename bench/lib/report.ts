@@ -1,4 +1,5 @@
 import type { AndroidSection } from "../sections/android.ts";
+import type { AndroidHttpSection } from "../sections/androidHttp.ts";
 import type { ClusterSection } from "../sections/cluster.ts";
 import type { HistorySection } from "../sections/history.ts";
 import type { HttpSection } from "../sections/http.ts";
@@ -38,6 +39,8 @@ export interface BenchResults {
     http: Outcome<HttpSection>;
     android: Outcome<AndroidSection>;
     results: Outcome<ResultsSection>;
+    /** issue 15: android-key over HTTPS (`--only android-https`) */
+    androidHttps?: Outcome<AndroidHttpSection>;
     cluster: Outcome<ClusterSection>;
     history: Outcome<HistorySection>;
   };
@@ -77,6 +80,11 @@ export function otherWork(r: BenchResults): { max: number; where: string } {
   if (a?.status === "ok") see(a.otherCores, "the android-key section");
   const re = r.sections.results;
   if (re?.status === "ok") see(re.otherCores, "the results section");
+  const ah = r.sections.androidHttps;
+  if (ah?.status === "ok") {
+    see(ah.blobs.attestd.otherCores, "attestd android-key blobs");
+    see(ah.blobs.baseline.otherCores, "baseline android-key blobs");
+  }
   const c = r.sections.cluster;
   if (c?.status === "ok") {
     for (const run of c.runs) {
@@ -150,13 +158,15 @@ export function renderSummary(r: BenchResults): string {
       `${f0(x.usPerOp)} (${f0(x.opsPerSec)})${x.accepted ? "" : " rejected"}`;
     out.push(
       table(
-        ["chain", "attestd", "attestd cold", "simplewebauthn", "pkijs", "× swa", "× pkijs"],
+        ["chain", "attestd", "attestd cold", "floor", "simplewebauthn", "pkijs", "÷ floor", "× swa", "× pkijs"],
         a.chains.map((c) => [
           c.name,
           cell(c.results.attestd),
           cell(c.results.attestdCold),
+          cell(c.results.floor),
           cell(c.results.simplewebauthn),
           cell(c.results.pkijs),
+          f2(c.timesFloor),
           f2(c.speedup.vsSimplewebauthn),
           f2(c.speedup.vsPkijs),
         ]),
@@ -164,6 +174,7 @@ export function renderSummary(r: BenchResults): string {
     );
     out.push(
       `  geomean speed-up: ${a.summary.speedupVsSimplewebauthn}× simplewebauthn, ${a.summary.speedupVsPkijs}× pkijs (cold: ${a.summary.coldSpeedupVsSimplewebauthn}×, ${a.summary.coldSpeedupVsPkijs}×); target "${a.summary.target}": ${a.summary.met ? "met" : "MISSED"}${a.summary.coldMet ? " (cold too)" : " (cold: not met)"}`,
+      `  attestd ÷ floor: ${a.summary.timesFloor} geomean, ${a.summary.worstTimesFloor} worst chain; issue 15 target "${a.summary.floorTarget}": ${a.summary.floorMet ? "met" : "MISSED"}`,
     );
     for (const n of a.notes) out.push(`  note: ${n}`);
     out.push("");
@@ -198,6 +209,32 @@ export function renderSummary(r: BenchResults): string {
     for (const n of re.notes) out.push(`  note: ${n}`);
     out.push("");
   } else if (re) out.push(notOk("Signed results and device pinning", re), "");
+  const ah = r.sections.androidHttps;
+  if (ah?.status === "ok") {
+    const c = ah.blobs;
+    out.push(`android-key over HTTPS (issue 15): ${ah.how.loadGenerator}`);
+    out.push(
+      table(
+        ["workload", "attestd 2xx/s", "p50 / p99 ms", "srv cores", "floor baseline 2xx/s", "p50 / p99 ms", "srv cores", "ratio", "target", "", "per CPU-s"],
+        [[
+          "POST /v2/blobs (android-key)",
+          f0(c.attestd.rps),
+          lat(c.attestd),
+          f2(c.attestd.serverCores),
+          f0(c.baseline.rps),
+          lat(c.baseline),
+          f2(c.baseline.serverCores),
+          pct(c.ratio),
+          `≥ ${pct(c.target)}`,
+          c.met ? "met" : "MISSED",
+          c.cpuRatio !== undefined ? pct(c.cpuRatio) : "-",
+        ]],
+      ),
+    );
+    out.push(`  rounds: ${c.rounds.map((x) => pct(x.ratio)).join(", ")}; attestd answered ${ah.verdict ?? "?"}`);
+    for (const n of ah.notes) out.push(`  note: ${n}`);
+    out.push("");
+  } else if (ah) out.push(notOk("android-key over HTTPS", ah), "");
 
   const c = r.sections.cluster;
   if (c?.status === "ok") {

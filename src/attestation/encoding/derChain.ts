@@ -156,6 +156,11 @@ function walkDerCertificates(body: Uint8Array, maxCount: number): Uint8Array[] |
   return out;
 }
 
+const DECODE_MAX_DEPTH = 32;
+const DECODE_MAX_NODES = 4096;
+/** Larger certificates go to the general reader (none real comes near: Android certificates are < 2 kB). */
+const DECODE_FAST_MAX_BYTES = 16_384;
+
 /**
  * asn1js decode of exactly `bytes` (no trailing data, no embedded parsing). Returns null when unreadable. The
  * tree's views point into `bytes` (no copy): callers pass bytes they own.
@@ -167,7 +172,7 @@ export function decodeDer(bytes: Uint8Array): asn1js.AsnType | null {
     : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let parsed: ReturnType<typeof asn1js.fromBER>;
   try {
-    parsed = asn1js.fromBER(view, { parseEmbedded: false, copyInput: false, maxDepth: 32, maxNodes: 4096 });
+    parsed = asn1js.fromBER(view, { parseEmbedded: false, copyInput: false, maxDepth: DECODE_MAX_DEPTH, maxNodes: DECODE_MAX_NODES });
   } catch {
     return null;
   }
@@ -362,6 +367,11 @@ const sha256Hex = (data: Uint8Array) => createHash("sha256").update(data).digest
  */
 export function readCertificate(input: Uint8Array): CertificateFacts {
   const der = new Uint8Array(input);
+  return readCertificateFast(der) ?? readCertificateGeneral(der);
+}
+
+/** The general reader: asn1js + @peculiar/asn1-x509, which also says what is wrong with a broken certificate. */
+export function readCertificateGeneral(der: Uint8Array): CertificateFacts {
   const tree = decodeDer(der);
   if (!tree) throw new CertificateReadError("certificate is not readable DER");
   let cert: Certificate;
@@ -382,7 +392,8 @@ export function readCertificate(input: Uint8Array): CertificateFacts {
     const spkiDer = Buffer.from(encodedBytes(fields[i + 5]!));
     const outerAlg = encodedBytes(top[1]!);
     const t = cert.tbsCertificate;
-    const extensions: CertificateExtension[] = (t.extensions ?? []).map((e) => ({
+    // Array.from: plain arrays (the library's Extensions and Name subclasses would carry over through map)
+    const extensions: CertificateExtension[] = Array.from(t.extensions ?? [], (e) => ({
       oid: e.extnID,
       critical: e.critical === true,
       value: new Uint8Array(e.extnValue.buffer),
@@ -393,7 +404,7 @@ export function readCertificate(input: Uint8Array): CertificateFacts {
       serialHex: Buffer.from(serial).toString("hex"),
       subject: nameToString(t.subject),
       issuer: nameToString(t.issuer),
-      subjectAttributes: t.subject.flatMap((rdn) => rdn.map((atv) => ({ type: atv.type, value: atv.value.toString() }))),
+      subjectAttributes: Array.from(t.subject.flatMap((rdn) => rdn.map((atv) => ({ type: atv.type, value: atv.value.toString() })))),
       subjectDer,
       issuerDer,
       notBefore: t.validity.notBefore.getTime(),
@@ -421,6 +432,295 @@ export function readCertificate(input: Uint8Array): CertificateFacts {
     if (e instanceof CertificateReadError) throw e;
     throw new CertificateReadError(`certificate fields are unreadable (${(e as Error).message})`);
   }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The fast path (issue 15). The general reader spends ~20x a signature check building asn1js and asn1-schema
+// objects. This one walks the strict DER of the common certificate shape with plain offsets and gives up
+// (undefined) on anything else: BER, an unusual string or time type, issuer/subject unique IDs, a tree deeper or
+// larger than decodeDer allows, an INTEGER or BIT STRING it would have to interpret differently. On a give-up
+// the general reader runs, so every certificate is read exactly as before: the fast path only ever returns what
+// the general one returns (test/android/fastPath.test.ts compares both on every vector certificate).
+
+/** One strict DER element: first identifier octet, where its header starts, its content's [start, end). */
+interface Tlv {
+  tag: number;
+  pos: number;
+  start: number;
+  end: number;
+}
+
+function tlvAt(buf: Uint8Array, pos: number, end: number): Tlv | undefined {
+  const h = readDerHeader(buf, pos, end);
+  if (!h) return undefined;
+  const start = pos + h.headerLength;
+  return { tag: h.tag, pos, start, end: start + h.length };
+}
+
+/** The elements of a constructed element's content, or undefined when they do not tile it exactly. */
+function tlvChildren(buf: Uint8Array, t: Tlv): Tlv[] | undefined {
+  const out: Tlv[] = [];
+  for (let p = t.start; p < t.end;) {
+    const c = tlvAt(buf, p, t.end);
+    if (!c) return undefined;
+    out.push(c);
+    p = c.end;
+  }
+  return out;
+}
+
+/**
+ * True when `buf` is strict DER elements within the limits decodeDer gives asn1js (with a margin: past it, asn1js
+ * decides), made only of types asn1js decodes without complaint: SEQUENCE, SET, constructed tags of other classes,
+ * and a few primitives each checked as asn1js checks them (a BIT STRING's unused bits ≤ 7, an OID's last octet, a
+ * time's form). So the fast paths accept nothing decodeDer would refuse; anything else goes to the general reader.
+ */
+export function withinDecodeLimits(buf: Uint8Array): boolean {
+  // iterative, allocation-free: this runs on every certificate and KeyDescription the fast paths read
+  const ends: number[] = [buf.length];
+  let nodes = 0;
+  let pos = 0;
+  while (ends.length > 0) {
+    const end = ends[ends.length - 1]!;
+    if (pos === end) {
+      ends.pop();
+      continue;
+    }
+    const h = readDerHeader(buf, pos, end);
+    // a margin below asn1js's limits, whose counting need not be matched exactly: past it, asn1js decides
+    if (!h || ++nodes > DECODE_MAX_NODES - 8) return false;
+    const tag = h.tag;
+    const start = pos + h.headerLength;
+    const universal = (tag & 0xc0) === 0;
+    if (universal && (tag & 0x1f) === 0x1f) return false;
+    if (tag & 0x20) {
+      if (universal && tag !== 0x30 && tag !== 0x31) return false; // constructed strings: BER
+      if (ends.length > DECODE_MAX_DEPTH - 4) return false;
+      ends.push(start + h.length);
+      pos = start;
+      continue;
+    }
+    if (universal && !plainPrimitive(buf, { tag, pos, start, end: start + h.length })) return false;
+    pos = start + h.length;
+  }
+  return true;
+}
+
+function plainPrimitive(buf: Uint8Array, t: Tlv): boolean {
+  const len = t.end - t.start;
+  switch (t.tag) {
+    case 0x01: return len === 1;
+    case 0x02: case 0x0a: return len > 0;
+    case 0x03: return len > 0 && buf[t.start]! <= 7;
+    case 0x04: case 0x0c: case 0x13: case 0x16: return true;
+    case 0x05: return len === 0;
+    case 0x06: return oidText(buf, t) !== undefined;
+    case 0x17: case 0x18: return fastTime(buf, t) !== undefined;
+    default: return false;
+  }
+}
+
+function oidText(buf: Uint8Array, t: Tlv): string | undefined {
+  if (t.tag !== 0x06 || t.end === t.start || (buf[t.end - 1]! & 0x80) !== 0) return undefined;
+  const arcs: number[] = [];
+  let v = 0;
+  for (let p = t.start; p < t.end; p++) {
+    const b = buf[p]!;
+    if (v === 0 && b === 0x80) return undefined; // non-minimal arc
+    v = v * 128 + (b & 0x7f);
+    if (v > Number.MAX_SAFE_INTEGER / 128) return undefined;
+    if ((b & 0x80) === 0) {
+      if (arcs.length === 0) arcs.push(v < 40 ? 0 : v < 80 ? 1 : 2, v < 80 ? v % 40 : v - 80);
+      else arcs.push(v);
+      v = 0;
+    }
+  }
+  return arcs.join(".");
+}
+
+/** AlgorithmIdentifier ::= SEQUENCE { OID, parameters ANY OPTIONAL }: the OID, or undefined for another shape. */
+function algorithmOid(buf: Uint8Array, t: Tlv): string | undefined {
+  const parts = t.tag === 0x30 ? tlvChildren(buf, t) : undefined;
+  return parts && parts.length >= 1 && parts.length <= 2 ? oidText(buf, parts[0]!) : undefined;
+}
+
+/** PrintableString, IA5String and ASCII-only UTF8String, the types every decoder reads alike. */
+function asciiString(buf: Uint8Array, t: Tlv): string | undefined {
+  if (t.tag !== 0x13 && t.tag !== 0x16 && t.tag !== 0x0c) return undefined;
+  for (let p = t.start; p < t.end; p++) if (buf[p]! >= 0x80) return undefined;
+  return Buffer.from(buf.buffer, buf.byteOffset + t.start, t.end - t.start).toString("latin1");
+}
+
+/** Name ::= SEQUENCE OF SET OF AttributeTypeAndValue, rendered as nameToString does. */
+function fastName(buf: Uint8Array, t: Tlv): { text: string; attributes: { type: string; value: string }[] } | undefined {
+  const rdns = t.tag === 0x30 ? tlvChildren(buf, t) : undefined;
+  if (!rdns) return undefined;
+  const attributes: { type: string; value: string }[] = [];
+  const parts: string[] = [];
+  for (const rdn of rdns) {
+    const atvs = rdn.tag === 0x31 ? tlvChildren(buf, rdn) : undefined;
+    if (!atvs || atvs.length === 0) return undefined;
+    const texts: string[] = [];
+    for (const atv of atvs) {
+      const tv = atv.tag === 0x30 ? tlvChildren(buf, atv) : undefined;
+      if (!tv || tv.length !== 2) return undefined;
+      const type = oidText(buf, tv[0]!);
+      const value = asciiString(buf, tv[1]!);
+      if (type === undefined || value === undefined) return undefined;
+      attributes.push({ type, value });
+      texts.push(`${NAME_LABELS[type] ?? type}=${value}`);
+    }
+    parts.push(texts.join("+"));
+  }
+  return { text: parts.join(", "), attributes };
+}
+
+/** UTCTime YYMMDDHHMMSSZ or GeneralizedTime YYYYMMDDHHMMSSZ; anything else (fractions, offsets) → undefined. */
+function fastTime(buf: Uint8Array, t: Tlv): Date | undefined {
+  const len = t.end - t.start;
+  if (!((t.tag === 0x17 && len === 13) || (t.tag === 0x18 && len === 15)) || buf[t.end - 1] !== 0x5a) return undefined;
+  const digits: number[] = [];
+  for (let p = t.start; p < t.end - 1; p++) {
+    const d = buf[p]! - 0x30;
+    if (d < 0 || d > 9) return undefined;
+    digits.push(d);
+  }
+  const n = (i: number) => digits[i]! * 10 + digits[i + 1]!;
+  let year: number;
+  let i: number;
+  if (t.tag === 0x17) {
+    year = n(0) < 50 ? 2000 + n(0) : 1900 + n(0);
+    i = 2;
+  } else {
+    year = n(0) * 100 + n(2);
+    i = 4;
+  }
+  const [mo, d, h, mi, s] = [n(i), n(i + 2), n(i + 4), n(i + 6), n(i + 8)];
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 59) return undefined;
+  const date = new Date(Date.UTC(year, mo - 1, d, h, mi, s));
+  return date.getUTCDate() === d ? date : undefined;
+}
+
+/** A non-negative INTEGER that fits a safe JS number, or undefined. */
+function smallUint(buf: Uint8Array, t: Tlv): number | undefined {
+  const len = t.end - t.start;
+  if (t.tag !== 0x02 || len === 0 || len > 6 || (buf[t.start]! & 0x80) !== 0) return undefined;
+  if (len > 1 && buf[t.start] === 0 && (buf[t.start + 1]! & 0x80) === 0) return undefined;
+  let v = 0;
+  for (let p = t.start; p < t.end; p++) v = v * 256 + buf[p]!;
+  return v;
+}
+
+function fastExtensions(buf: Uint8Array, t: Tlv, facts: CertificateFacts): boolean {
+  const list = t.tag === 0xa3 ? tlvChildren(buf, t) : undefined;
+  const seq = list?.length === 1 && list[0]!.tag === 0x30 ? tlvChildren(buf, list[0]!) : undefined;
+  if (!seq) return false;
+  for (const ext of seq) {
+    const parts = ext.tag === 0x30 ? tlvChildren(buf, ext) : undefined;
+    if (!parts || parts.length < 2 || parts.length > 3) return false;
+    const oid = oidText(buf, parts[0]!);
+    if (oid === undefined) return false;
+    let critical = false;
+    if (parts.length === 3) {
+      const c = parts[1]!;
+      // DER encodes a critical flag only as TRUE (DEFAULT FALSE is left out)
+      if (c.tag !== 0x01 || c.end - c.start !== 1 || buf[c.start] !== 0xff) return false;
+      critical = true;
+    }
+    const v = parts[parts.length - 1]!;
+    if (v.tag !== 0x04) return false;
+    const value = buf.subarray(v.start, v.end);
+    facts.extensions.push({ oid, critical, value });
+    if (oid === id_ce_basicConstraints) {
+      const bcSeq = tlvAt(value, 0, value.length);
+      const bc = bcSeq && bcSeq.tag === 0x30 && bcSeq.end === value.length ? tlvChildren(value, bcSeq) : undefined;
+      if (!bc || bc.length > 2) return false;
+      let k = 0;
+      facts.ca = false;
+      if (bc[k]?.tag === 0x01) {
+        const b = bc[k++]!;
+        if (b.end - b.start !== 1 || value[b.start] !== 0xff) return false;
+        facts.ca = true;
+      }
+      if (k < bc.length) {
+        const pl = smallUint(value, bc[k++]!);
+        if (pl === undefined) return false;
+        facts.pathLen = pl;
+      }
+      if (k !== bc.length) return false;
+    } else if (oid === id_ce_keyUsage) {
+      const ku = tlvAt(value, 0, value.length);
+      if (!ku || ku.tag !== 0x03 || ku.end !== value.length || ku.end - ku.start < 2) return false;
+      const unused = value[ku.start]!;
+      if (unused > 7) return false;
+      // KeyUsage.toNumber(): bit i of the BIT STRING (first octet's high bit = 0) is 2^i
+      const bits = (ku.end - ku.start - 1) * 8 - unused;
+      let n = 0;
+      for (let i = 0; i < bits; i++) if (value[ku.start + 1 + (i >> 3)]! & (0x80 >> (i & 7))) n += 2 ** i;
+      facts.keyUsage = n;
+    }
+  }
+  return true;
+}
+
+/** The facts of a certificate of the common strict-DER shape, or undefined to leave it to the general reader. */
+export function readCertificateFast(der: Uint8Array): CertificateFacts | undefined {
+  if (der.length > DECODE_FAST_MAX_BYTES || !withinDecodeLimits(der)) return undefined;
+  const outer = tlvAt(der, 0, der.length);
+  if (!outer || outer.end !== der.length) return undefined;
+  const top = certificateParts(der, 0, { tag: outer.tag, headerLength: outer.start, length: outer.end - outer.start });
+  if (!top) return undefined;
+  const tbs = tlvAt(der, top[0], der.length)!;
+  const outerAlg = tlvAt(der, top[1], der.length)!;
+  const sig = tlvAt(der, top[2], der.length)!;
+  const f = tlvChildren(der, tbs);
+  if (!f) return undefined;
+  let i = 0;
+  if (f[0]?.tag === 0xa0) {
+    const v = tlvChildren(der, f[0]);
+    if (!v || v.length !== 1 || smallUint(der, v[0]!) === undefined) return undefined;
+    i = 1;
+  }
+  if (f.length < i + 6 || f.length > i + 7) return undefined;
+  const [serial, alg, issuer, validity, subject, spki] = f.slice(i, i + 6) as [Tlv, Tlv, Tlv, Tlv, Tlv, Tlv];
+  const ext = f[i + 6];
+  if (serial.tag !== 0x02 || serial.end === serial.start || alg.tag !== 0x30 || validity.tag !== 0x30 || spki.tag !== 0x30) {
+    return undefined;
+  }
+  const algOid = algorithmOid(der, outerAlg);
+  const spkiParts = tlvChildren(der, spki);
+  if (algorithmOid(der, alg) === undefined || spkiParts?.length !== 2 || algorithmOid(der, spkiParts[0]!) === undefined ||
+    spkiParts[1]!.tag !== 0x03) return undefined;
+  const times = tlvChildren(der, validity);
+  const notBefore = times?.length === 2 ? fastTime(der, times[0]!) : undefined;
+  const notAfter = times?.length === 2 ? fastTime(der, times[1]!) : undefined;
+  const issuerName = fastName(der, issuer);
+  const subjectName = fastName(der, subject);
+  if (!algOid || !notBefore || !notAfter || !issuerName || !subjectName || sig.end === sig.start) return undefined;
+  const whole = (t: Tlv) => der.subarray(t.pos, t.end);
+  const spkiDer = Buffer.from(whole(spki));
+  const facts: CertificateFacts = {
+    der,
+    sha256: sha256Hex(der),
+    serialHex: Buffer.from(der.buffer, der.byteOffset + serial.start, serial.end - serial.start).toString("hex"),
+    subject: subjectName.text,
+    issuer: issuerName.text,
+    subjectAttributes: subjectName.attributes,
+    subjectDer: Buffer.from(whole(subject)),
+    issuerDer: Buffer.from(whole(issuer)),
+    notBefore,
+    notAfter,
+    spkiDer,
+    spkiSha256: sha256Hex(spkiDer),
+    tbsDer: der.subarray(top[0], tbs.end),
+    signatureAlgorithm: algOid,
+    signature: Buffer.from(der.subarray(sig.start + 1, sig.end)),
+    signatureUnusedBits: der[sig.start]!,
+    signatureAlgorithmsAgree: Buffer.from(whole(alg)).equals(der.subarray(top[1], outerAlg.end)),
+    extensions: [],
+  };
+  if (ext && !fastExtensions(der, ext, facts)) return undefined;
+  return facts;
 }
 
 /** The contents of the first extension with `oid`, or undefined. */

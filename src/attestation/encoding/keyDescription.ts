@@ -6,7 +6,16 @@ import {
   RootOfTrust,
   id_ce_keyDescription,
 } from "@peculiar/asn1-android";
-import { ExtensionError, children, decodeDer, derViolation, isSequence, screenContextTags } from "./derChain.ts";
+import {
+  ExtensionError,
+  children,
+  decodeDer,
+  derViolation,
+  isSequence,
+  readDerHeader,
+  screenContextTags,
+  withinDecodeLimits,
+} from "./derChain.ts";
 
 /**
  * The Android KeyDescription extension (OID 1.3.6.1.4.1.11129.2.1.17), every schema version from Keymaster 2's
@@ -238,6 +247,11 @@ function authorizationList(list: AuthorizationList, unknownTags: { tag: number; 
 
 /** Parses the extnValue contents of a KeyDescription extension. Throws ExtensionError ("der" | "semantic"). */
 export function parseKeyDescription(extnValue: Uint8Array): KeyDescriptionInfo {
+  return parseKeyDescriptionFast(extnValue) ?? parseKeyDescriptionGeneral(extnValue);
+}
+
+/** The general reader: asn1js and @peculiar/asn1-android, which also say what is wrong with a broken one. */
+export function parseKeyDescriptionGeneral(extnValue: Uint8Array): KeyDescriptionInfo {
   const tree = decodeDer(extnValue);
   if (!tree) throw new ExtensionError("der", "KeyDescription is not readable DER");
   const violation = derViolation(tree);
@@ -281,12 +295,13 @@ function convert(
 }
 
 function jsonValue(v: unknown): unknown {
+  if (v === null || typeof v !== "object") return v;
   if (Buffer.isBuffer(v)) return v.toString("hex");
   if (Array.isArray(v)) return v.map(jsonValue);
-  if (v !== null && typeof v === "object") {
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, jsonValue(x)]));
-  }
-  return v;
+  // a plain loop (not Object.fromEntries over entries): this runs on every appraisal; key order is kept
+  const out: Record<string, unknown> = {};
+  for (const k in v) out[k] = jsonValue((v as Record<string, unknown>)[k]);
+  return out;
 }
 
 /** JSON-safe form (bytes as lowercase hex) for the stored detail. */
@@ -309,4 +324,165 @@ export function sameRootOfTrust(a: RootOfTrustInfo | undefined, b: RootOfTrustIn
     a.verifiedBootKey.equals(b.verifiedBootKey) &&
     (a.verifiedBootHash === undefined) === (b.verifiedBootHash === undefined) &&
     (a.verifiedBootHash === undefined || a.verifiedBootHash.equals(b.verifiedBootHash!));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The fast path (issue 15): the general reader costs ~10 signature checks per KeyDescription in asn1js and
+// asn1-schema objects. This one reads the strict DER of a KeyDescription whose every authorization tag is known,
+// with plain offsets, and gives up (undefined) on anything else — BER, an unknown or out-of-order tag, a negative
+// or large INTEGER, an enumeration out of range, any other shape — so that the general reader decides and words
+// every failure, and unknown tags are reported as before. It returns only what the general reader returns, with
+// the same key order (the stored detail is its JSON): test/android/fastPath.test.ts compares both on every
+// vector and on mutations of them.
+
+interface El {
+  /** identifier octet; for a context tag, its tag number in `n` */
+  tag: number;
+  n: number;
+  pos: number;
+  start: number;
+  end: number;
+}
+
+/** Strict DER elements tiling [pos, end), or undefined. */
+function elements(buf: Uint8Array, pos: number, end: number): El[] | undefined {
+  const out: El[] = [];
+  while (pos < end) {
+    const h = readDerHeader(buf, pos, end);
+    if (!h) return undefined;
+    let n = h.tag & 0x1f;
+    if (n === 0x1f) {
+      n = 0;
+      for (let p = pos + 1; ; p++) {
+        n = n * 128 + (buf[p]! & 0x7f);
+        if ((buf[p]! & 0x80) === 0) break;
+      }
+      if (n < 0x1f) return undefined; // high form for a low number: not DER
+    }
+    const start = pos + h.headerLength;
+    out.push({ tag: h.tag, n, pos, start, end: start + h.length });
+    pos = start + h.length;
+  }
+  return out;
+}
+
+const inner = (buf: Uint8Array, e: El) => elements(buf, e.start, e.end);
+const bytesAt = (buf: Uint8Array, e: El) => Buffer.from(buf.subarray(e.start, e.end));
+
+/** A non-negative INTEGER (or ENUMERATED) below 2^48 in minimal DER, else undefined. */
+function uintAt(buf: Uint8Array, e: El | undefined, tag = 0x02): number | undefined {
+  if (!e || e.tag !== tag) return undefined;
+  const len = e.end - e.start;
+  if (len === 0 || len > 6 || (buf[e.start]! & 0x80) !== 0) return undefined;
+  if (len > 1 && buf[e.start] === 0 && (buf[e.start + 1]! & 0x80) === 0) return undefined;
+  let v = 0;
+  for (let p = e.start; p < e.end; p++) v = v * 256 + buf[p]!;
+  return v;
+}
+
+function enumAt<T>(buf: Uint8Array, e: El | undefined, names: readonly T[]): T | undefined {
+  const v = uintAt(buf, e, 0x0a);
+  return v === undefined ? undefined : names[v];
+}
+
+function fastRootOfTrust(buf: Uint8Array, e: El): RootOfTrustInfo | undefined {
+  const f = e.tag === 0x30 ? inner(buf, e) : undefined;
+  if (!f || f.length < 3 || f.length > 4 || f[0]!.tag !== 0x04 || f[1]!.tag !== 0x01) return undefined;
+  const locked = f[1]!;
+  if (locked.end - locked.start !== 1 || (buf[locked.start] !== 0 && buf[locked.start] !== 0xff)) return undefined;
+  const state = enumAt(buf, f[2], BOOT_STATES);
+  if (state === undefined) return undefined;
+  const out: RootOfTrustInfo = { verifiedBootKey: bytesAt(buf, f[0]!), deviceLocked: buf[locked.start] === 0xff, verifiedBootState: state };
+  if (f[3]) {
+    if (f[3].tag !== 0x04) return undefined;
+    out.verifiedBootHash = bytesAt(buf, f[3]);
+  }
+  return out;
+}
+
+function fastAppId(octets: Uint8Array): AttestationApplicationIdInfo | undefined {
+  if (!withinDecodeLimits(octets)) return undefined;
+  const top = elements(octets, 0, octets.length);
+  const f = top?.length === 1 && top[0]!.tag === 0x30 ? inner(octets, top[0]!) : undefined;
+  if (!f || f.length !== 2 || f[0]!.tag !== 0x31 || f[1]!.tag !== 0x31) return undefined;
+  const infos = inner(octets, f[0]!);
+  const digests = inner(octets, f[1]!);
+  if (!infos || !digests) return undefined;
+  const packages: { name: string; version: number }[] = [];
+  for (const info of infos) {
+    const p = info.tag === 0x30 ? inner(octets, info) : undefined;
+    if (!p || p.length !== 2 || p[0]!.tag !== 0x04) return undefined;
+    const version = uintAt(octets, p[1]);
+    if (version === undefined) return undefined;
+    packages.push({ name: Buffer.from(octets.subarray(p[0]!.start, p[0]!.end)).toString("utf8"), version });
+  }
+  const signatureDigests: string[] = [];
+  for (const d of digests) {
+    if (d.tag !== 0x04) return undefined;
+    signatureDigests.push(Buffer.from(octets.subarray(d.start, d.end)).toString("hex"));
+  }
+  return { packages, signatureDigests };
+}
+
+function fastAuthorizationList(buf: Uint8Array, e: El): AuthorizationListInfo | undefined {
+  const items = e.tag === 0x30 ? inner(buf, e) : undefined;
+  if (!items) return undefined;
+  const out: Record<string, unknown> = {};
+  let last = -1;
+  for (const item of items) {
+    // a constructed context tag, explicitly tagging one known field, in ascending order
+    if ((item.tag & 0xe0) !== 0xa0 || item.n <= last) return undefined;
+    last = item.n;
+    const field = AUTHORIZATION_TAGS.get(item.n);
+    const v = inner(buf, item);
+    if (!field || !v || v.length !== 1) return undefined;
+    const [name, kind] = field;
+    const x = v[0]!;
+    let value: unknown;
+    switch (kind) {
+      case "int": value = uintAt(buf, x); break;
+      case "intSet": {
+        const members = x.tag === 0x31 ? inner(buf, x) : undefined;
+        const ints = members?.map((m) => uintAt(buf, m));
+        // an empty SET OF comes back from the library otherwise than as []: leave it to the general reader
+        value = ints && ints.length > 0 && ints.every((i) => i !== undefined) ? ints : undefined;
+        break;
+      }
+      case "null": value = x.tag === 0x05 && x.end === x.start ? true : undefined; break;
+      case "bytes": value = x.tag === 0x04 ? bytesAt(buf, x) : undefined; break;
+      case "text": value = x.tag === 0x04 ? bytesAt(buf, x).toString("utf8") : undefined; break;
+      case "rot": value = fastRootOfTrust(buf, x); break;
+      case "appId": value = x.tag === 0x04 ? fastAppId(buf.subarray(x.start, x.end)) : undefined; break;
+    }
+    if (value === undefined) return undefined;
+    out[name] = value;
+  }
+  return { ...(out as Omit<AuthorizationListInfo, "unknownTags">), unknownTags: [] };
+}
+
+/** The KeyDescription of the common strict-DER shape, or undefined to leave it to the general reader. */
+export function parseKeyDescriptionFast(extnValue: Uint8Array): KeyDescriptionInfo | undefined {
+  if (!withinDecodeLimits(extnValue)) return undefined;
+  const top = elements(extnValue, 0, extnValue.length);
+  const f = top?.length === 1 && top[0]!.tag === 0x30 ? inner(extnValue, top[0]!) : undefined;
+  if (!f || f.length !== 8 || f[4]!.tag !== 0x04 || f[5]!.tag !== 0x04) return undefined;
+  const attestationVersion = uintAt(extnValue, f[0]);
+  const attestationSecurityLevel = enumAt(extnValue, f[1], SECURITY_LEVELS);
+  const keyMintVersion = uintAt(extnValue, f[2]);
+  const keyMintSecurityLevel = enumAt(extnValue, f[3], SECURITY_LEVELS);
+  if (attestationVersion === undefined || attestationSecurityLevel === undefined || keyMintVersion === undefined ||
+    keyMintSecurityLevel === undefined) return undefined;
+  const softwareEnforced = fastAuthorizationList(extnValue, f[6]!);
+  const hardwareEnforced = softwareEnforced && fastAuthorizationList(extnValue, f[7]!);
+  if (!softwareEnforced || !hardwareEnforced) return undefined;
+  return {
+    attestationVersion,
+    attestationSecurityLevel,
+    keyMintVersion,
+    keyMintSecurityLevel,
+    attestationChallenge: bytesAt(extnValue, f[4]!),
+    uniqueId: bytesAt(extnValue, f[5]!),
+    softwareEnforced,
+    hardwareEnforced,
+  };
 }

@@ -184,9 +184,25 @@ function webCryptoAlgorithms(key: KeyObject): { importAs: Algorithm; signWith: A
   throw new Error(`cannot sign certificates with a ${type} key`);
 }
 
+// Kept per key object: the bench's device simulator certifies the same keys thousands of times (issue 15), and
+// deriving and importing them dominated the cost of a chain.
+const spkis = new WeakMap<KeyObject, Uint8Array>();
+const signingKeys = new WeakMap<KeyObject, Promise<webcrypto.CryptoKey>>();
+
 function spkiOf(key: KeyObject): Uint8Array {
+  let spki = spkis.get(key);
   // createPublicKey derives the public half of a private KeyObject.
-  return new Uint8Array(createPublicKey(key).export({ type: "spki", format: "der" }));
+  if (!spki) spkis.set(key, (spki = new Uint8Array(createPublicKey(key).export({ type: "spki", format: "der" }))));
+  return spki;
+}
+
+function signingKeyOf(key: KeyObject, importAs: Algorithm): Promise<webcrypto.CryptoKey> {
+  let k = signingKeys.get(key);
+  if (!k) {
+    k = crypto.subtle.importKey("pkcs8", key.export({ type: "pkcs8", format: "der" }), importAs, false, ["sign"]);
+    signingKeys.set(key, k);
+  }
+  return k;
 }
 
 /** A random positive 16-byte serial, as hex. */
@@ -220,13 +236,7 @@ async function certify(
   extensions.push(...(opts.extensions ?? []));
 
   const { importAs, signWith } = webCryptoAlgorithms(issuerKey);
-  const signingKey = await crypto.subtle.importKey(
-    "pkcs8",
-    issuerKey.export({ type: "pkcs8", format: "der" }),
-    importAs,
-    false,
-    ["sign"],
-  );
+  const signingKey = await signingKeyOf(issuerKey, importAs);
   const cert = await x509.X509CertificateGenerator.create(
     {
       serialNumber: opts.serial ?? randomSerial(),
