@@ -4,6 +4,7 @@ import type { HistorySection } from "../sections/history.ts";
 import type { HttpSection } from "../sections/http.ts";
 import type { MeasuredLoad } from "./partA.ts";
 import type { ProfileSummary } from "./profile.ts";
+import { SQLITE_CACHE_ALLOWANCE_MB } from "./soak.ts";
 
 export interface Skipped {
   status: "skipped";
@@ -51,6 +52,7 @@ function table(head: string[], rows: (string | number)[][]): string {
 const f0 = (x: number | undefined) => (x === undefined ? "-" : Math.round(x).toLocaleString("en-US"));
 const f2 = (x: number | undefined) => (x === undefined ? "-" : x.toFixed(2));
 const mb = (x: number | undefined) => (x === undefined ? "-" : `${Math.round(x)} MB`);
+const signedPct = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} %`;
 const pct = (x: number) => `${Math.round(x * 100)} %`;
 const lat = (r: MeasuredLoad) => `${r.latencyMs.p50.toFixed(2)} / ${r.latencyMs.p99.toFixed(2)}`;
 
@@ -127,9 +129,10 @@ export function renderSummary(r: BenchResults): string {
     );
     if (h.soak) {
       for (const p of [h.soak.nonces, h.soak.blobs]) {
-        const growth = p.growth === undefined ? "-" : `${p.growth >= 0 ? "+" : ""}${(p.growth * 100).toFixed(1)} %`;
+        const growth = p.growth === undefined ? "-" : signedPct(p.growth);
+        const heap = p.heap ? `; JS heap ${mb(p.heap.firstWindowPeakMb)} → ${mb(p.heap.lastWindowPeakMb)} (${signedPct(p.heap.growth)})` : "";
         out.push(
-          `  memory soak, ${p.workload}: ${p.durationSec} s at ${f0(p.rps)}/s, peak RSS ${mb(p.peakRssMb)}; peak of the first ${p.windowSec} s ${mb(p.firstWindowPeakMb)}, of the last ${p.windowSec} s ${mb(p.lastWindowPeakMb)} (${growth}, bound +${pct(p.bound)}): ${p.flat === undefined ? "-" : p.flat ? "flat" : "GROWING"}`,
+          `  memory soak, ${p.workload}: ${p.durationSec.toFixed(0)} s at ${f0(p.rps)}/s, peak RSS ${mb(p.peakRssMb)}; peak of the first ${p.windowSec} s ${mb(p.firstWindowPeakMb)}, of the last ${p.windowSec} s ${mb(p.lastWindowPeakMb)} (${growth})${heap}; bound ${p.heap ? `heap +${pct(p.bound)}, RSS +${pct(p.bound)} + ${SQLITE_CACHE_ALLOWANCE_MB} MB of SQLite page cache` : `+${pct(p.bound)}`}: ${p.flat === undefined ? "-" : p.flat ? "flat" : "GROWING"}`,
         );
       }
     }

@@ -1,4 +1,6 @@
 import { RssSampler } from "./cpu.ts";
+import { httpsGet } from "./processes.ts";
+import { performance } from "node:perf_hooks";
 import { round, runLoad, type LoadRequest } from "./load.ts";
 import { blobHeaders, blobRequestsFor, nonceHeaders } from "./partA.ts";
 import type { VendorFixture } from "./vendorFixture.ts";
@@ -12,6 +14,13 @@ import type { VendorFixture } from "./vendorFixture.ts";
 
 /** how much the last window's peak may exceed the first's before the run counts as growing */
 export const RSS_GROWTH_BOUND = 0.1;
+
+/**
+ * What RSS may grow by besides the bound: SQLite's page cache (`cache_size = -65536` in sqliteStore.ts, 64 MiB) is
+ * allocated as pages are first read, so it fills while the tables grow and then stops. A soak on a young database
+ * sees that filling (tens of MB over a minute of nonces, with the JS heap flat); it is capped, not a leak.
+ */
+export const SQLITE_CACHE_ALLOWANCE_MB = 64;
 
 export interface SoakPhase {
   workload: string;
@@ -32,6 +41,11 @@ export interface SoakPhase {
   flat?: boolean;
   /** RSS once a second, MB, for plotting */
   rssBySecondMb: number[];
+  /**
+   * the JS heap in use (attestd's /metrics, `nodejs_heap_size_used_bytes`, read once a second): its peaks over the
+   * first and last window, MB, and their growth. A leak in attestd's own code shows here whatever SQLite caches.
+   */
+  heap?: { firstWindowPeakMb: number; lastWindowPeakMb: number; growth: number; bySecondMb: number[] };
 }
 
 export interface SoakSettings {
@@ -41,15 +55,43 @@ export interface SoakSettings {
   pipelining: number;
 }
 
+/** attestd's JS heap in use, from its /metrics (prom-client's default metrics, prefixed attestd_) */
+export type HeapReader = () => Promise<number | undefined>;
+
+export function metricsHeapReader(origin: string, ca: string): HeapReader {
+  return async () => {
+    const r = await httpsGet(origin, "/metrics", ca, 5000).catch(() => undefined);
+    const m = r && /^attestd_nodejs_heap_size_used_bytes (\S+)$/m.exec(r.body);
+    return m ? Number(m[1]) : undefined;
+  };
+}
+
 async function phase(
   workload: string,
   serverPid: number,
   s: SoakSettings,
   run: () => ReturnType<typeof runLoad>,
+  heapOf?: HeapReader,
 ): Promise<SoakPhase> {
   const rss = new RssSampler(serverPid, 250);
-  const r = await run().finally(() => rss.stop());
-  return {
+  const heap: { atMs: number; bytes: number }[] = [];
+  const t0 = performance.now();
+  let reading = true;
+  const readHeap = async () => {
+    while (reading && heapOf) {
+      const at = performance.now() - t0;
+      const bytes = await heapOf();
+      if (bytes !== undefined) heap.push({ atMs: at, bytes });
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  };
+  const heapLoop = readHeap();
+  const r = await run().finally(() => {
+    rss.stop();
+    reading = false;
+  });
+  await heapLoop;
+  const out: SoakPhase = {
     workload,
     durationSec: r.durationSec,
     rps: r.rps,
@@ -57,6 +99,14 @@ async function phase(
     non2xx: r.non2xx,
     ...judgeRss(rss.samples, s.windowSec),
   };
+  const h = judgeRss(heap, s.windowSec);
+  if (h.firstWindowPeakMb !== undefined && h.lastWindowPeakMb !== undefined && h.growth !== undefined) {
+    out.heap = { firstWindowPeakMb: h.firstWindowPeakMb, lastWindowPeakMb: h.lastWindowPeakMb, growth: h.growth, bySecondMb: h.rssBySecondMb };
+    // flat: the heap within the bound, and RSS within it plus what SQLite's page cache may still fill
+    const rssAllowed = (out.firstWindowPeakMb ?? 0) * (1 + RSS_GROWTH_BOUND) + SQLITE_CACHE_ALLOWANCE_MB;
+    out.flat = h.growth <= RSS_GROWTH_BOUND && (out.lastWindowPeakMb ?? 0) <= rssAllowed;
+  }
+  return out;
 }
 
 /** Peak, first- and last-window peaks, growth and the verdict of a run's RSS samples (ms since start, bytes). */
@@ -98,6 +148,7 @@ export async function soak(
   fx: VendorFixture,
   s: SoakSettings,
   blobsPerSec: number,
+  heapOf?: HeapReader,
 ): Promise<{ nonces: SoakPhase; blobs: SoakPhase }> {
   const issued: string[] = [];
   const nonces = await phase("POST /v2/nonces", serverPid, s, () =>
@@ -115,6 +166,7 @@ export async function soak(
         if (n) issued.push(n);
       },
     }),
+    heapOf,
   );
   // enough for the phase at 1.5× the rate the rounds measured; a pool that runs dry ends the phase early (noted)
   const want = Math.min(issued.length, Math.ceil(blobsPerSec * s.durationSec * 1.5) + 1000);
@@ -130,6 +182,7 @@ export async function soak(
       connections: s.connections,
       pipelining: s.pipelining,
     }),
+    heapOf,
   );
   return { nonces, blobs };
 }

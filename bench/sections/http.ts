@@ -15,7 +15,7 @@ import {
 } from "../lib/partA.ts";
 import { freePort, REPO, spawnServer } from "../lib/processes.ts";
 import { monotonicUs, profilesIn, summariseProfile, type ProfileSummary } from "../lib/profile.ts";
-import { soak, type SoakPhase, type SoakSettings } from "../lib/soak.ts";
+import { metricsHeapReader, soak, type SoakPhase, type SoakSettings } from "../lib/soak.ts";
 import type { VendorFixture } from "../lib/vendorFixture.ts";
 
 export const NONCE_TARGET = 0.5;
@@ -157,9 +157,9 @@ export async function runHttpSection(ctx: HttpContext): Promise<{ section: HttpS
     if (ctx.soak) {
       const blobRates = blobRounds.map((x) => x.attestd.rps).sort((x, y) => x - y);
       log(`http: memory soak, ${ctx.soak.durationSec} s of nonces then ${ctx.soak.durationSec} s of blobs`);
-      soaked = await soak(started.server.origin, started.server.pid, apiKey, fx, ctx.soak, blobRates.at(-1) ?? 1000);
+      soaked = await soak(started.server.origin, started.server.pid, apiKey, fx, ctx.soak, blobRates.at(-1) ?? 1000, metricsHeapReader(started.server.origin, tls.ca));
       for (const p of [soaked.nonces, soaked.blobs]) {
-        log(`http: soak ${p.workload}: peak RSS ${p.peakRssMb} MB, first ${p.windowSec} s ${p.firstWindowPeakMb} MB, last ${p.lastWindowPeakMb} MB`);
+        log(`http: soak ${p.workload}: peak RSS ${p.peakRssMb} MB, first ${p.windowSec} s ${p.firstWindowPeakMb} MB, last ${p.lastWindowPeakMb} MB; JS heap ${p.heap?.firstWindowPeakMb} → ${p.heap?.lastWindowPeakMb} MB`);
       }
     }
   } finally {
