@@ -8,6 +8,7 @@
  *   npm run bench -- --profile         profile the attestd server even when the targets are met (--no-profile: never)
  *   npm run bench -- --out DIR         write the JSON elsewhere
  *   npm run bench -- --rounds 5        attestd/baseline turns per Part A workload (default 5; median shown)
+ *   npm run bench -- --soak 60         seconds per phase of the memory soak (default 60; 0: none)
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -17,6 +18,7 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { LoadSettings } from "./lib/partA.ts";
 import type { MicroOptions } from "./lib/micro.ts";
+import type { SoakSettings } from "./lib/soak.ts";
 import { REPO } from "./lib/processes.ts";
 import { renderSummary, type BenchResults } from "./lib/report.ts";
 import { createVendorFixture, type VendorFixture } from "./lib/vendorFixture.ts";
@@ -40,6 +42,8 @@ export interface BenchOptions {
   durationSec?: number;
   connections?: number;
   rounds?: number;
+  /** seconds of each memory-soak phase (0: no soak) */
+  soakSec?: number;
   /** print progress and the summary table (default true) */
   print?: boolean;
 }
@@ -50,7 +54,7 @@ export interface BenchRun {
   summary: string;
 }
 
-function settingsFor(o: BenchOptions): { load: LoadSettings; micro: MicroOptions; profileSec: number } {
+function settingsFor(o: BenchOptions): { load: LoadSettings; micro: MicroOptions; profileSec: number; soak: SoakSettings | undefined } {
   const load: LoadSettings = o.quick
     ? { durationSec: 1, warmupSec: 0.3, connections: 20, pipelining: 1, rounds: 1 }
     : { durationSec: 4, warmupSec: 1, connections: 20, pipelining: 1, rounds: 5 };
@@ -58,7 +62,10 @@ function settingsFor(o: BenchOptions): { load: LoadSettings; micro: MicroOptions
   if (o.durationSec) load.durationSec = o.durationSec;
   if (o.connections) load.connections = o.connections;
   const micro: MicroOptions = o.quick ? { warmupMs: 30, roundMs: 100, rounds: 1 } : { warmupMs: 200, roundMs: 500, rounds: 3 };
-  return { load, micro, profileSec: o.quick ? 1 : 3 };
+  // the soak compares its first and last window: 10 s of 60 in a full run, a proportionate 1 s of 3 in a quick one
+  const soakSec = o.soakSec ?? (o.quick ? 3 : 60);
+  const soak = soakSec > 0 ? { durationSec: soakSec, windowSec: Math.min(10, soakSec / 3), connections: load.connections, pipelining: load.pipelining } : undefined;
+  return { load, micro, profileSec: o.quick ? 1 : 3, soak };
 }
 
 function gitInfo(): { commit: string; dirty: boolean } | undefined {
@@ -94,7 +101,7 @@ function failure(e: unknown): { status: "error"; message: string } {
 export async function runBench(o: BenchOptions): Promise<BenchRun> {
   const print = o.print ?? true;
   const log = (line: string) => print && process.stderr.write(`bench: ${line}\n`);
-  const { load, micro, profileSec } = settingsFor(o);
+  const { load, micro, profileSec, soak } = settingsFor(o);
   const results: BenchResults = {
     schema: "attestd-bench/1",
     startedAt: new Date().toISOString(),
@@ -124,6 +131,7 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
           settings: load,
           profile: o.profile,
           profileSec,
+          ...(soak ? { soak } : {}),
           ...(o.quick ? {} : { keepProfilesIn: path.join(o.outDir, "profiles") }),
           stamp: results.startedAt.replace(/[:.]/g, "-"),
           log,
@@ -202,6 +210,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
       duration: { type: "string" },
       connections: { type: "string" },
       rounds: { type: "string" },
+      soak: { type: "string" },
     },
     allowPositionals: false,
   });
@@ -216,6 +225,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
   const durationSec = num(values.duration, "--duration");
   const connections = num(values.connections, "--connections");
   const rounds = num(values.rounds, "--rounds");
+  const soakSec = values.soak === "0" ? 0 : num(values.soak, "--soak");
   return {
     quick: values.quick ?? false,
     only,
@@ -224,6 +234,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
     ...(durationSec ? { durationSec } : {}),
     ...(connections ? { connections: Math.round(connections) } : {}),
     ...(rounds ? { rounds: Math.round(rounds) } : {}),
+    ...(soakSec !== undefined ? { soakSec } : {}),
   };
 }
 

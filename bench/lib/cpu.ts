@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { performance } from "node:perf_hooks";
 import { readdirSync, readFileSync } from "node:fs";
 
 /**
@@ -89,5 +90,81 @@ export function systemBusySeconds(): number | undefined {
     return (user + nice + system + irq + softirq + steal) / clockTicks();
   } catch {
     return undefined;
+  }
+}
+
+/** `rootPid` and every process below it (live ones), read once: a server's workers are forked at start-up. */
+export function treePids(rootPid: number): number[] {
+  try {
+    const stats = allStats();
+    const out: number[] = [];
+    const stack = stats.filter((s) => s.pid === rootPid);
+    while (stack.length) {
+      const s = stack.pop()!;
+      out.push(s.pid);
+      stack.push(...stats.filter((c) => c.ppid === s.pid));
+    }
+    return out;
+  } catch {
+    return [];
+  }
+}
+
+let pageBytes: number | undefined;
+/** Resident set of the given processes together, in bytes (/proc/PID/statm); undefined where /proc is missing. */
+export function rssBytes(pids: readonly number[]): number | undefined {
+  if (pageBytes === undefined) {
+    try {
+      pageBytes = Number(execFileSync("getconf", ["PAGESIZE"], { encoding: "utf8" }).trim()) || 4096;
+    } catch {
+      pageBytes = 4096;
+    }
+  }
+  let total = 0;
+  let seen = false;
+  for (const pid of pids) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/statm`, "utf8").split(" ")[1]) * pageBytes;
+      seen = true;
+    } catch {
+      // exited meanwhile: counts as nothing
+    }
+  }
+  return seen ? total : undefined;
+}
+
+/**
+ * Samples the resident memory of a server's process tree every `everyMs` while a load runs, so every run can say
+ * how much memory it peaked at (and the soak whether it kept growing). The interval is unref'd and costs the load
+ * generator one small file read per process per sample.
+ */
+export class RssSampler {
+  readonly samples: { atMs: number; bytes: number }[] = [];
+  private readonly pids: number[];
+  private readonly t0 = performance.now();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(rootPid: number, everyMs = 250) {
+    this.pids = treePids(rootPid);
+    this.take();
+    this.timer = setInterval(() => this.take(), everyMs);
+    this.timer.unref();
+  }
+
+  private take(): void {
+    const bytes = rssBytes(this.pids);
+    if (bytes !== undefined) this.samples.push({ atMs: performance.now() - this.t0, bytes });
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.take();
+  }
+
+  /** the highest sample, in MB (undefined without /proc) */
+  peakMb(fromMs = 0, toMs = Infinity): number | undefined {
+    let peak: number | undefined;
+    for (const s of this.samples) if (s.atMs >= fromMs && s.atMs <= toMs) peak = Math.max(peak ?? 0, s.bytes);
+    return peak === undefined ? undefined : Math.round((peak / 2 ** 20) * 10) / 10;
   }
 }

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import { commandCpuSeconds, selfCpuSeconds, systemBusySeconds, treeCpuSeconds } from "./cpu.ts";
+import { commandCpuSeconds, RssSampler, selfCpuSeconds, systemBusySeconds, treeCpuSeconds } from "./cpu.ts";
 import { round, runLoad, type LoadRequest, type LoadResult } from "./load.ts";
 import { buildBlobs, type VendorFixture } from "./vendorFixture.ts";
 
@@ -30,6 +30,8 @@ export interface MeasuredLoad extends LoadResult {
    * a run where this is well above 0 are not trustworthy
    */
   otherCores?: number;
+  /** the server process tree's highest resident memory during the run (MB; sampled every 250 ms from /proc) */
+  peakRssMb?: number;
   /** a few response bodies, to show what was answered */
   sample?: string;
 }
@@ -66,8 +68,9 @@ async function measured(serverPid: number, run: () => Promise<LoadResult>, sampl
   const back0 = commandCpuSeconds(BACKING);
   const sys0 = systemBusySeconds();
   const self0 = selfCpuSeconds();
+  const rss = new RssSampler(serverPid);
   const t0 = performance.now();
-  const r = await run();
+  const r = await run().finally(() => rss.stop());
   const wall = (performance.now() - t0) / 1000;
   const cpu1 = treeCpuSeconds(serverPid);
   const back1 = commandCpuSeconds(BACKING);
@@ -83,6 +86,8 @@ async function measured(serverPid: number, run: () => Promise<LoadResult>, sampl
     const other = (sys1 - sys0) / wall - out.serverCores - out.loadGenCores - (out.backingCores ?? 0);
     out.otherCores = round(Math.max(0, other), 2);
   }
+  const peak = rss.peakMb();
+  if (peak !== undefined) out.peakRssMb = peak;
   if (sample?.length) out.sample = sample[0];
   return out;
 }

@@ -6,6 +6,7 @@ import type { HttpSection } from "../sections/http.ts";
 import type { ResultsSection } from "../sections/results.ts";
 import type { MeasuredLoad } from "./partA.ts";
 import type { ProfileSummary } from "./profile.ts";
+import { SQLITE_CACHE_ALLOWANCE_MB } from "./soak.ts";
 
 export interface Skipped {
   status: "skipped";
@@ -55,6 +56,8 @@ function table(head: string[], rows: (string | number)[][]): string {
 
 const f0 = (x: number | undefined) => (x === undefined ? "-" : Math.round(x).toLocaleString("en-US"));
 const f2 = (x: number | undefined) => (x === undefined ? "-" : x.toFixed(2));
+const mb = (x: number | undefined) => (x === undefined ? "-" : `${Math.round(x)} MB`);
+const signedPct = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} %`;
 const pct = (x: number) => `${Math.round(x * 100)} %`;
 const lat = (r: MeasuredLoad) => `${r.latencyMs.p50.toFixed(2)} / ${r.latencyMs.p99.toFixed(2)}`;
 
@@ -115,7 +118,7 @@ export function renderSummary(r: BenchResults): string {
     out.push(`Part A over HTTPS (issue 2): ${h.how.loadGenerator}; servers as child processes`);
     out.push(
       table(
-        ["workload", "attestd 2xx/s", "p50 / p99 ms", "srv cores", "baseline 2xx/s", "p50 / p99 ms", "srv cores", "ratio", "target", "", "per CPU-s"],
+        ["workload", "attestd 2xx/s", "p50 / p99 ms", "srv cores", "peak RSS", "baseline 2xx/s", "p50 / p99 ms", "srv cores", "peak RSS", "ratio", "target", "", "per CPU-s"],
         (["nonces", "blobs"] as const).map((w) => {
           const c = h[w];
           return [
@@ -123,9 +126,11 @@ export function renderSummary(r: BenchResults): string {
             f0(c.attestd.rps),
             lat(c.attestd),
             f2(c.attestd.serverCores),
+            mb(c.attestd.peakRssMb),
             f0(c.baseline.rps),
             lat(c.baseline),
             f2(c.baseline.serverCores),
+            mb(c.baseline.peakRssMb),
             pct(c.ratio),
             `≥ ${pct(c.target)}`,
             c.met ? "met" : "MISSED",
@@ -134,6 +139,15 @@ export function renderSummary(r: BenchResults): string {
         }),
       ),
     );
+    if (h.soak) {
+      for (const p of [h.soak.nonces, h.soak.blobs]) {
+        const growth = p.growth === undefined ? "-" : signedPct(p.growth);
+        const heap = p.heap ? `; JS heap ${mb(p.heap.firstWindowPeakMb)} → ${mb(p.heap.lastWindowPeakMb)} (${signedPct(p.heap.growth)})` : "";
+        out.push(
+          `  memory soak, ${p.workload}: ${p.durationSec.toFixed(0)} s at ${f0(p.rps)}/s, peak RSS ${mb(p.peakRssMb)}; peak of the first ${p.windowSec} s ${mb(p.firstWindowPeakMb)}, of the last ${p.windowSec} s ${mb(p.lastWindowPeakMb)} (${growth})${heap}; bound ${p.heap ? `heap +${pct(p.bound)}, RSS +${pct(p.bound)} + ${SQLITE_CACHE_ALLOWANCE_MB} MB of SQLite page cache` : `+${pct(p.bound)}`}: ${p.flat === undefined ? "-" : p.flat ? "flat" : "GROWING"}`,
+        );
+      }
+    }
     for (const w of ["POST /v2/nonces", "POST /v2/blobs"]) {
       const a = h.profiles.find((p) => p.server === "attestd" && p.workload === w);
       if (!a) continue;
@@ -241,7 +255,7 @@ export function renderSummary(r: BenchResults): string {
     out.push(`Multi-instance (issue 5): ${c.how.loadGenerator}`);
     out.push(
       table(
-        ["deployment", "nonces 2xx/s", "p50 / p99 ms", "blobs 2xx/s", "p50 / p99 ms", "srv cores", "pg+redis cores", "blobs/s per srv core"],
+        ["deployment", "nonces 2xx/s", "p50 / p99 ms", "blobs 2xx/s", "p50 / p99 ms", "srv cores", "pg+redis cores", "blobs/s per srv core", "peak RSS"],
         c.runs.map((x) => [
           x.label,
           f0(x.nonces.rps),
@@ -251,6 +265,7 @@ export function renderSummary(r: BenchResults): string {
           f2(x.blobs.serverCores),
           f2(x.blobs.backingCores),
           f0(x.blobs.rpsPerServerCore),
+          mb(Math.max(x.nonces.peakRssMb ?? 0, x.blobs.peakRssMb ?? 0) || undefined),
         ]),
       ),
     );

@@ -15,6 +15,7 @@ import {
 } from "../lib/partA.ts";
 import { freePort, REPO, spawnServer } from "../lib/processes.ts";
 import { monotonicUs, profilesIn, summariseProfile, type ProfileSummary } from "../lib/profile.ts";
+import { metricsHeapReader, soak, type SoakPhase, type SoakSettings } from "../lib/soak.ts";
 import type { VendorFixture } from "../lib/vendorFixture.ts";
 
 export const NONCE_TARGET = 0.5;
@@ -61,6 +62,11 @@ export interface HttpSection {
    * present when a target was missed (or with --profile)
    */
   profiles: ProfileSummary[];
+  /**
+   * attestd's resident memory under a long run of each workload after the rounds (issue 15): flat when the last
+   * window's peak is within `bound` of the first's
+   */
+  soak?: { nonces: SoakPhase; blobs: SoakPhase };
   notes: string[];
 }
 
@@ -71,6 +77,8 @@ export interface HttpContext {
   /** "auto": profile only the workloads that missed their target */
   profile: "auto" | "always" | "never";
   profileSec: number;
+  /** the memory soak after the rounds; undefined: none */
+  soak?: SoakSettings;
   /** copy the raw .cpuprofile files here (open them in Chrome DevTools); undefined: don't keep them */
   keepProfilesIn?: string;
   /** prefix of kept profile file names */
@@ -118,6 +126,7 @@ export async function runHttpSection(ctx: HttpContext): Promise<{ section: HttpS
   const nonceRounds: { attestd: MeasuredLoad; baseline: MeasuredLoad }[] = [];
   const blobRounds: { attestd: MeasuredLoad; baseline: MeasuredLoad }[] = [];
   let sqlite: PartAResult;
+  let soaked: HttpSection["soak"];
   try {
     const baseline = await spawnServer({ name: "baseline", args: baselineArgs, origin: `https://127.0.0.1:${port}`, ca: tls.ca });
     try {
@@ -145,6 +154,14 @@ export async function runHttpSection(ctx: HttpContext): Promise<{ section: HttpS
     } finally {
       await baseline.stop();
     }
+    if (ctx.soak) {
+      const blobRates = blobRounds.map((x) => x.attestd.rps).sort((x, y) => x - y);
+      log(`http: memory soak, ${ctx.soak.durationSec} s of nonces then ${ctx.soak.durationSec} s of blobs`);
+      soaked = await soak(started.server.origin, started.server.pid, apiKey, fx, ctx.soak, blobRates.at(-1) ?? 1000, metricsHeapReader(started.server.origin, tls.ca));
+      for (const p of [soaked.nonces, soaked.blobs]) {
+        log(`http: soak ${p.workload}: peak RSS ${p.peakRssMb} MB, first ${p.windowSec} s ${p.firstWindowPeakMb} MB, last ${p.lastWindowPeakMb} MB; JS heap ${p.heap?.firstWindowPeakMb} → ${p.heap?.lastWindowPeakMb} MB`);
+      }
+    }
   } finally {
     await started.server.stop();
   }
@@ -157,6 +174,10 @@ export async function runHttpSection(ctx: HttpContext): Promise<{ section: HttpS
   for (const [what, r] of [["attestd nonces", nonces.attestd], ["attestd blobs", blobs.attestd], ["baseline nonces", nonces.baseline], ["baseline blobs", blobs.baseline]] as const) {
     if (r.non2xx > 0 || r.errors > 0) notes.push(`${what}: ${r.non2xx} non-2xx, ${r.errors} errors (${JSON.stringify(r.statusCodes)})`);
     if (r.stoppedEarly) notes.push(`${what}: the nonce pool ran out after ${r.durationSec} s (rate is over that time)`);
+  }
+  for (const p of soaked ? [soaked.nonces, soaked.blobs] : []) {
+    if (p.non2xx > 0) notes.push(`soak ${p.workload}: ${p.non2xx} non-2xx`);
+    if (ctx.soak && p.durationSec < ctx.soak.durationSec - 0.5) notes.push(`soak ${p.workload}: the nonce pool ran out after ${p.durationSec} s`);
   }
 
   const profiles: ProfileSummary[] = [];
@@ -245,6 +266,7 @@ export async function runHttpSection(ctx: HttpContext): Promise<{ section: HttpS
     blobs,
     pool: { ...sqlite.pool, devices: fx.devices.length },
     profiles,
+    ...(soaked ? { soak: soaked } : {}),
     notes,
   };
   return { section, sqlite, deployment, tls };

@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import fastifyCookie from "@fastify/cookie";
-import type { FastifyRequest } from "fastify";
+import type { FastifyContextConfig, FastifyReply, FastifyRequest } from "fastify";
 import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { SESSION_COOKIE } from "../../portal/sessions.ts";
@@ -92,19 +92,20 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
 
     // Who is asking, what they may do, and that a state change carries its CSRF token: before every portal route,
     // and before its input is validated, so a person without the right learns nothing of what a valid request is.
-    app.addHook("preValidation", async (request, reply) => {
-      const need = request.routeOptions.config?.portal;
-      if (!need) return;
+    const gate = async (request: FastifyRequest, reply: FastifyReply, need: NonNullable<FastifyContextConfig["portal"]>): Promise<boolean> => {
       const isWrite = !["GET", "HEAD"].includes(request.method);
       if (need === "public") {
         if (isWrite && !sameOrigin(request)) throw new AppError(catalog.PORTAL_CSRF, "the request did not come from this site");
-        return;
+        return false;
       }
       const resolved = await deps.sessions.resolve(request.cookies[SESSION_COOKIE]);
       if (!resolved) {
         // a cookie that names no live session: the person was signed in, and the sign-in page says why they are back
         const ended = request.cookies[SESSION_COOKIE] ? "&ended=1" : "";
-        if (!isApi(request.url)) return reply.redirect(`/portal/signin?next=${encodeURIComponent(request.url)}${ended}`, 302);
+        if (!isApi(request.url)) {
+          void reply.redirect(`/portal/signin?next=${encodeURIComponent(request.url)}${ended}`, 302);
+          return true;
+        }
         throw new AppError(catalog.PORTAL_SIGNED_OUT, "Sign in first");
       }
       request.actor = resolved.actor;
@@ -118,18 +119,35 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
         }
       }
       if (!allowed(resolved.actor, need)) throw new AppError(catalog.PORTAL_FORBIDDEN, `this needs the ${need} role`);
-      return undefined;
+      return false;
+    };
+    // Every route passes this hook (the portal's routes share the root scope with the API's), so a route that is
+    // not the portal's leaves at once, in Fastify's callback form: an async hook would cost each Part A request a
+    // promise and a microtask hop. A portal route goes through `gate`, which says whether it answered (redirect).
+    app.addHook("preValidation", (request, reply, done) => {
+      const need = request.routeOptions.config?.portal;
+      if (!need) return done();
+      gate(request, reply, need).then((answered) => {
+        if (!answered) done();
+      }, done);
     });
 
     // A page (not the API) that fails answers with a page saying why, for a person; the API keeps its JSON body.
-    app.addHook("onSend", async (request, reply, payload) => {
+    // callback form for the same reason as the preValidation hook above: every response passes it
+    app.addHook("onSend", (request, reply, payload, done) => {
       const page = request.method === "GET" && request.url.startsWith("/portal/") && !isApi(request.url) && !request.url.startsWith("/portal/assets/");
       if (!page || reply.statusCode < 400 || typeof payload !== "string" || !String(reply.getHeader("content-type")).startsWith("application/json")) {
-        return payload;
+        return done(null, payload);
       }
-      reply.type("text/html; charset=utf-8");
-      const ctx = request.actor && request.csrfToken ? { actor: request.actor, csrf: request.csrfToken } : {};
-      return errorPage(ctx, reply.statusCode, JSON.parse(payload) as ErrorBody);
+      let html: string;
+      try {
+        reply.type("text/html; charset=utf-8");
+        const ctx = request.actor && request.csrfToken ? { actor: request.actor, csrf: request.csrfToken } : {};
+        html = errorPage(ctx, reply.statusCode, JSON.parse(payload) as ErrorBody);
+      } catch (err) {
+        return done(err as Error);
+      }
+      done(null, html);
     });
 
     app.get("/portal/assets/*", { schema: { hide: true } }, (request, reply) => {
