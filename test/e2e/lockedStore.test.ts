@@ -111,3 +111,41 @@ describe("a SQLite file locked by another process (real processes)", () => {
     assert.deepEqual(inst.logs().filter((l) => l.msg === "internal error"), [], "no 500 anywhere");
   });
 });
+
+/**
+ * Servers making their first start at once on one data directory (a `--workers`-less fleet on one host, a
+ * supervisor starting several, a test): each migrates, seals the secrets and records the first signing key, and
+ * each of those takes the file's write lock. Seen in CI: one met another's lock while sealing, with busy_timeout
+ * 0, and exited "database is locked". The start-up writes now wait for the lock as request writes do.
+ */
+describe("first starts at once on one SQLite data directory (real processes)", () => {
+  let dir: string;
+  let instances: Instance[] = [];
+
+  before(() => {
+    dir = mkdtempSync(path.join(tmpdir(), "attestd-firststarts-"));
+  });
+  after(async () => {
+    for (const i of instances) i.kill("SIGKILL");
+    await Promise.all(instances.map((i) => i.exited));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  // a start whose key file did not match the secrets the store was sealed with would have refused to come up
+  it("all of them start, and they share one secrets key and one signing key", async () => {
+    const starts = await Promise.allSettled([1, 2, 3].map(() => startInstance(["--data-dir", dir, "--log-format", "json"])));
+    instances = starts.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
+    const failed = starts.flatMap((s) => (s.status === "rejected" ? [String(s.reason)] : []));
+    assert.deepEqual(failed, [], "every first start came up");
+    const kids = await Promise.all(
+      instances.map(async (i) => {
+        const res = await request("GET", `${i.base}/.well-known/jwks.json`);
+        assert.equal(res.status, 200);
+        return (JSON.parse(res.body) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+      }),
+    );
+    assert.equal(kids[0]!.length, 1, "one signing key");
+    assert.deepEqual(kids[1], kids[0]);
+    assert.deepEqual(kids[2], kids[0]);
+  });
+});

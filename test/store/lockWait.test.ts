@@ -5,6 +5,8 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { StoreUnavailableError } from "../../src/errors/storeUnavailable.ts";
+import { openSecrets } from "../../src/secrets/openSecrets.ts";
+import { openStores, sqliteFile } from "../../src/store/openStores.ts";
 import { SqliteEnrollmentStore } from "../../src/store/sqlite/sqliteEnrollmentStore.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { T0 } from "../helpers/clock.ts";
@@ -78,6 +80,48 @@ describe("sqlite store: waiting for another process's lock off the event loop", 
     } finally {
       await store.close();
       locker.close();
+    }
+  });
+
+  it("every store openStores builds on a serving connection waits the same way, the start-up writes included", async () => {
+    // Seen in CI: three servers making their first start at once on one data directory; one sealed its secrets
+    // (SqliteSecretsStore) while another ran its migrations, met the lock with busy_timeout 0, and exited with
+    // "database is locked". The stores sharing the connection had no lock wait of their own.
+    const dataDir = mkdtempSync(path.join(tmpdir(), "attestd-lockwait-start-"));
+    const stores = await openStores(
+      { store: "sqlite", dataDir, sqliteSynchronous: "NORMAL", sqliteLockWaitMs: 60_000, pgPoolMax: 1 } as Parameters<typeof openStores>[0],
+      { serving: true },
+    );
+    const other = new Database(sqliteFile(dataDir));
+    try {
+      for (const [role, store] of Object.entries(stores)) {
+        if (typeof store !== "object" || !store.constructor.name.startsWith("Sqlite")) continue;
+        const proto = Object.getPrototypeOf(store) as object;
+        for (const name of Object.getOwnPropertyNames(proto)) {
+          if (name === "constructor" || typeof (proto as Record<string, unknown>)[name] !== "function") continue;
+          assert.ok(Object.hasOwn(store, name), `${role} (${store.constructor.name}).${name} does not wait out a lock held elsewhere`);
+        }
+      }
+      other.exec("BEGIN IMMEDIATE");
+      let settled = false;
+      const startUp = (async () => {
+        const secrets = await openSecrets(stores.secrets, { dataDir });
+        const key = await stores.signingKeys.putFirstSigningKey({
+          kid: "kid-1", alg: "ES256", publicJwk: "{}", privateKey: "not a key", createdAt: new Date(T0).toISOString(), retiresAt: null,
+        });
+        return { secrets, key };
+      })().finally(() => (settled = true));
+      for (let i = 0; i < 10; i++) await new Promise((r) => setTimeout(r, 5));
+      assert.equal(settled, false, "the start-up writes wait for the lock instead of failing with SQLITE_BUSY");
+      other.exec("COMMIT");
+      const { secrets, key } = await startUp;
+      assert.equal(await stores.secrets.sealingKeyId(), secrets.box.keyIds[0]);
+      assert.equal(key.kid, "kid-1");
+    } finally {
+      if (other.inTransaction) other.exec("ROLLBACK");
+      other.close();
+      await stores.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

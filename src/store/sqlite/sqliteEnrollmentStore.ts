@@ -28,8 +28,7 @@ import type {
 } from "../types.ts";
 import { jobFailure, sqliteRows, str, type Row } from "../rows.ts";
 import type { ApiKeyRestrictions } from "../../domain/tenants.ts";
-import { groupCommitFor, type GroupCommit } from "./groupCommit.ts";
-import { waitOutLocks } from "./lockWait.ts";
+import { SqliteConnectionStore } from "./connectionStore.ts";
 
 /** SQLite's own error for a UNIQUE violation: how a name conflict is detected without a racy pre-check. */
 function isUniqueViolation(e: unknown): boolean {
@@ -44,15 +43,12 @@ function isUniqueViolation(e: unknown): boolean {
  * serialises concurrent processes on the file instead of failing them mid-way, and it is answered after COMMIT.
  * Single-statement operator writes and reads run directly.
  */
-export class SqliteEnrollmentStore implements EnrollmentStore {
+export class SqliteEnrollmentStore extends SqliteConnectionStore implements EnrollmentStore {
   private readonly s: ReturnType<SqliteEnrollmentStore["prepare"]>;
-  private readonly writer: GroupCommit;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(db: Database.Database) {
+    super(db);
     this.s = this.prepare();
-    this.writer = groupCommitFor(db);
-    // the connection's lock wait (lockWait.ts), as its SqliteStore set it
-    waitOutLocks(this, this.writer.lockWaitMs);
   }
 
   private prepare() {
@@ -458,18 +454,16 @@ export class SqliteEnrollmentStore implements EnrollmentStore {
  * deleted every `purgeEvery` insertions rather than on a timer: the table's size then follows its write rate.
  * Writes go through the connection's group-commit writer: "fresh" is answered only once the id is committed.
  */
-export class SqliteJtiStore implements JtiStore {
+export class SqliteJtiStore extends SqliteConnectionStore implements JtiStore {
   private readonly upsert: Database.Statement;
   private readonly purge: Database.Statement;
-  private readonly writer: GroupCommit;
   private inserts = 0;
 
   constructor(
     db: Database.Database,
     private readonly purgeEvery = 1000,
   ) {
-    this.writer = groupCommitFor(db);
-    waitOutLocks(this, this.writer.lockWaitMs);
+    super(db);
     // an expired entry for the same jti is replaced (a reuse after expiry is no replay: the JWT itself is stale)
     this.upsert = db.prepare(
       "INSERT INTO jti_seen (jti, expires_at_ms) VALUES (?, ?) ON CONFLICT (jti) DO UPDATE SET expires_at_ms = excluded.expires_at_ms WHERE jti_seen.expires_at_ms <= ?",

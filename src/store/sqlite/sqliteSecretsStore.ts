@@ -1,10 +1,13 @@
 import type Database from "better-sqlite3";
 import { SEALED_COLUMNS } from "../sealedColumns.ts";
 import type { SealAllOutcome, SealAllRequest, SecretsStore } from "../types.ts";
+import { SqliteConnectionStore } from "./connectionStore.ts";
 
 /** SecretsStore on the SQLite file (see types.ts). */
-export class SqliteSecretsStore implements SecretsStore {
-  constructor(private readonly db: Database.Database) {}
+export class SqliteSecretsStore extends SqliteConnectionStore implements SecretsStore {
+  constructor(db: Database.Database) {
+    super(db);
+  }
 
   async sealingKeyId(): Promise<string | undefined> {
     return this.recorded();

@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import type { SigningKeyRecord } from "../../domain/signingKeys.ts";
 import { sqliteRows, type Row } from "../rows.ts";
 import type { SigningKeyStore } from "../types.ts";
+import { SqliteConnectionStore } from "./connectionStore.ts";
 
 const COLS = "kid, alg, public_jwk, private_key, created_at, retires_at";
 
@@ -10,10 +11,11 @@ const COLS = "kid, alg, public_jwk, private_key, created_at, retires_at";
  * they run outside the group-commit writer: the first key in one statement against the one-current-key index,
  * a rotation in its own IMMEDIATE transaction, which also serialises `attestd keys rotate` with a running server.
  */
-export class SqliteSigningKeyStore implements SigningKeyStore {
+export class SqliteSigningKeyStore extends SqliteConnectionStore implements SigningKeyStore {
   private readonly s;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(db: Database.Database) {
+    super(db);
     this.s = {
       published: db.prepare(`SELECT ${COLS} FROM ear_signing_keys WHERE retires_at IS NULL OR retires_at > ? ORDER BY created_at DESC, kid`),
       current: db.prepare(`SELECT ${COLS} FROM ear_signing_keys WHERE retires_at IS NULL`),

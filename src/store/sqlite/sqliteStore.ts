@@ -100,9 +100,11 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     // 0600 before SQLite opens it, so its -wal and -shm (made with the database file's mode) are private too
     if (opts.file !== ":memory:") ensurePrivateFile(opts.file);
     this.db = new Database(opts.file);
+    // first: switching a new file to WAL and the migrations wait for a concurrent first start's lock (synchronously,
+    // before there is anything to serve); a serving connection sets 0 once they are done
+    this.db.pragma("busy_timeout = 10000");
     this.db.pragma("journal_mode = WAL");
     this.db.pragma(`synchronous = ${opts.synchronous ?? "NORMAL"}`);
-    this.db.pragma("busy_timeout = 10000");
     this.db.pragma("foreign_keys = ON");
     // Nonce keys are random, so issuing and consuming touch pages all over the nonce table; with SQLite's 2 MiB
     // default, a table of a few hundred thousand nonces no longer fits and each write first reads its page back.
