@@ -159,6 +159,17 @@ function verdictOf(blob: Buffer, seed: YesSeed): string {
   }
 }
 
+/**
+ * What a mutant that still appraises Yes may be: the seed's own certificates, leaf first, with only trailing ones
+ * dropped (a chain that stops before a root the trust pins is genuine). Any changed byte inside a certificate must
+ * cost the Yes.
+ */
+function isSeedChainPrefix(blob: Buffer, seed: YesSeed): boolean {
+  const mutant = splitDerCertificates(blob);
+  const original = splitDerCertificates(seed.blob)!;
+  return !!mutant && mutant.length > 0 && mutant.length <= original.length && mutant.every((d, i) => Buffer.from(d).equals(Buffer.from(original[i]!)));
+}
+
 test("fuzz: no mutation of a chain that appraises Yes appraises Yes (DER)", () => {
   const seen = new Map<string, number>();
   fc.assert(
@@ -168,11 +179,23 @@ test("fuzz: no mutation of a chain that appraises Yes appraises Yes (DER)", () =
       if (blob.equals(seed.blob)) return;
       const v = verdictOf(blob, seed);
       seen.set(v, (seen.get(v) ?? 0) + 1);
-      assert.notEqual(v, "Yes", `${seed.name}: mutation ${JSON.stringify(muts)} still appraises Yes`);
+      if (v === "Yes") assert.ok(isSeedChainPrefix(blob, seed), `${seed.name}: mutation ${JSON.stringify(muts)} still appraises Yes`);
     }),
     { numRuns: 3000, seed: 20261122 },
   );
   assert.ok((seen.get("No") ?? 0) > 300, `mutants must reach the chain rules: ${JSON.stringify([...seen])}`);
+});
+
+test("the one Yes the DER fuzz allows: a chain cut before the root it carries, which the trust pins", () => {
+  const seed = yesSeeds.find((s) => s.name.includes("root carried"))!;
+  const ders = splitDerCertificates(seed.blob)!;
+  const cut = Buffer.concat(ders.slice(0, -1).map((d) => Buffer.from(d)));
+  assert.equal(verdictOf(cut, seed), "Yes");
+  assert.equal(isSeedChainPrefix(cut, seed), true);
+  const changed = Buffer.from(cut);
+  changed[changed.length - 40] ^= 1; // inside the last certificate's signature
+  assert.equal(isSeedChainPrefix(changed, seed), false);
+  assert.notEqual(verdictOf(changed, seed), "Yes");
 });
 
 test("fuzz: mutated PEM and x5c text gives Yes only when it decodes to the very same chain", () => {
