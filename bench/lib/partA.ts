@@ -54,6 +54,52 @@ export const blobHeaders = (apiKey: string | undefined): Record<string, string> 
   "content-type": "application/octet-stream",
 });
 
+/** How long and how wide one load run is; `repeat`: requests go round again once all were sent (the baseline's). */
+export type LoadShape = Pick<LoadSettings, "durationSec" | "connections" | "pipelining"> & { repeat?: boolean };
+
+/**
+ * The nonce workload, the one definition every bench run uses (the rounds, the soak): POST /v2/nonces over and
+ * over for `durationSec`, each body handed to `onBody`. No `apiKey`: the baseline.
+ */
+export function nonceLoad(origin: string, apiKey: string | undefined, shape: LoadShape, onBody: (body: string) => void) {
+  return runLoad({
+    origin,
+    method: "POST",
+    headers: nonceHeaders(apiKey),
+    requests: [{ path: "/v2/nonces" }],
+    cycle: true,
+    durationSec: shape.durationSec,
+    connections: shape.connections,
+    pipelining: shape.pipelining,
+    onBody,
+  });
+}
+
+/**
+ * The blob workload: each of `requests` sent once, in order across the connections (a nonce is never sent twice),
+ * until they run out or `durationSec` ends (with `repeat`, round again until it ends). `headers` add to (or replace) the default ones.
+ */
+export function blobLoad(
+  origin: string,
+  apiKey: string | undefined,
+  requests: readonly LoadRequest[],
+  shape: LoadShape,
+  onBody?: (body: string) => void,
+  headers: Record<string, string> = {},
+) {
+  return runLoad({
+    origin,
+    method: "POST",
+    headers: { ...blobHeaders(apiKey), ...headers },
+    requests,
+    cycle: shape.repeat ?? false,
+    durationSec: shape.durationSec,
+    connections: shape.connections,
+    pipelining: shape.pipelining,
+    ...(onBody ? { onBody } : {}),
+  });
+}
+
 /** Callbacks around the measured part of each workload (the profiler's time windows). */
 export interface Marks {
   nonces?: (phase: "start" | "end") => void;
@@ -108,23 +154,11 @@ export async function measureNonces(
     const n = (JSON.parse(body) as { nonce?: string }).nonce;
     if (n && keep) keep.push(n);
   };
-  const nonceLoad = (durationSec: number, onBody: (body: string) => void) =>
-    runLoad({
-      origin,
-      method: "POST",
-      headers: nonceHeaders(apiKey),
-      requests: [{ path: "/v2/nonces" }],
-      cycle: true,
-      durationSec,
-      connections: s.connections,
-      pipelining: s.pipelining,
-      onBody,
-    });
-  await nonceLoad(s.warmupSec, collect);
+  await nonceLoad(origin, apiKey, { ...s, durationSec: s.warmupSec }, collect);
   const sample: string[] = [];
   marks?.nonces?.("start");
   const r = await measured(serverPid, () =>
-    nonceLoad(s.durationSec, (body) => {
+    nonceLoad(origin, apiKey, s, (body) => {
       if (sample.length < 1) sample.push(body);
       collect(body);
     }),
@@ -156,25 +190,13 @@ export async function attestdBlobs(
   headers: Record<string, string> = {},
 ): Promise<MeasuredLoad> {
   const warm = Math.floor(blobRequests.length * 0.15);
-  const blobLoad = (requests: readonly LoadRequest[], durationSec: number, onBody?: (b: string) => void) =>
-    runLoad({
-      origin,
-      method: "POST",
-      headers: { ...blobHeaders(apiKey), ...headers },
-      requests,
-      cycle: false,
-      durationSec,
-      connections: s.connections,
-      pipelining: s.pipelining,
-      ...(onBody ? { onBody } : {}),
-    });
-  await blobLoad(blobRequests.slice(0, warm), s.warmupSec);
+  await blobLoad(origin, apiKey, blobRequests.slice(0, warm), { ...s, durationSec: s.warmupSec }, undefined, headers);
   const sample: string[] = [];
   marks?.blobs?.("start");
   const r = await measured(serverPid, () =>
-    blobLoad(blobRequests.slice(warm), s.durationSec, (b) => {
+    blobLoad(origin, apiKey, blobRequests.slice(warm), s, (b) => {
       if (sample.length < 1) sample.push(b);
-    }),
+    }, headers),
   sample);
   marks?.blobs?.("end");
   return r;
@@ -209,22 +231,12 @@ export async function baselineBlobs(
   s: LoadSettings,
   marks?: Marks,
 ): Promise<MeasuredLoad> {
-  const blobLoad = (durationSec: number, onBody?: (b: string) => void) =>
-    runLoad({
-      origin,
-      method: "POST",
-      headers: blobHeaders(undefined),
-      requests: blobRequests,
-      cycle: true,
-      durationSec,
-      connections: s.connections,
-      pipelining: s.pipelining,
-      ...(onBody ? { onBody } : {}),
-    });
-  await blobLoad(s.warmupSec);
+  // the baseline keeps no nonces: attestd's requests go round again for as long as the run lasts
+  const repeated = (durationSec: number) => ({ ...s, durationSec, repeat: true });
+  await blobLoad(origin, undefined, blobRequests, repeated(s.warmupSec));
   const sample: string[] = [];
   marks?.blobs?.("start");
-  const r = await measured(serverPid, () => blobLoad(s.durationSec, (b) => void (sample.length < 1 && sample.push(b))), sample);
+  const r = await measured(serverPid, () => blobLoad(origin, undefined, blobRequests, repeated(s.durationSec), (b) => void (sample.length < 1 && sample.push(b))), sample);
   marks?.blobs?.("end");
   return r;
 }

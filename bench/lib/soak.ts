@@ -1,8 +1,8 @@
 import { RssSampler } from "./cpu.ts";
 import { httpsGet } from "./processes.ts";
 import { performance } from "node:perf_hooks";
-import { round, runLoad, type LoadRequest } from "./load.ts";
-import { blobHeaders, blobRequestsFor, nonceHeaders } from "./partA.ts";
+import { round, type runLoad } from "./load.ts";
+import { blobLoad, blobRequestsFor, nonceLoad } from "./partA.ts";
 import type { VendorFixture } from "./vendorFixture.ts";
 
 /**
@@ -152,37 +152,15 @@ export async function soak(
 ): Promise<{ nonces: SoakPhase; blobs: SoakPhase }> {
   const issued: string[] = [];
   const nonces = await phase("POST /v2/nonces", serverPid, s, () =>
-    runLoad({
-      origin,
-      method: "POST",
-      headers: nonceHeaders(apiKey),
-      requests: [{ path: "/v2/nonces" }],
-      cycle: true,
-      durationSec: s.durationSec,
-      connections: s.connections,
-      pipelining: s.pipelining,
-      onBody: (body) => {
-        const n = (JSON.parse(body) as { nonce?: string }).nonce;
-        if (n) issued.push(n);
-      },
+    nonceLoad(origin, apiKey, s, (body) => {
+      const n = (JSON.parse(body) as { nonce?: string }).nonce;
+      if (n) issued.push(n);
     }),
     heapOf,
   );
   // enough for the phase at 1.5× the rate the rounds measured; a pool that runs dry ends the phase early (noted)
   const want = Math.min(issued.length, Math.ceil(blobsPerSec * s.durationSec * 1.5) + 1000);
   const { requests } = blobRequestsFor(fx, issued.slice(0, want));
-  const blobs = await phase("POST /v2/blobs", serverPid, s, () =>
-    runLoad({
-      origin,
-      method: "POST",
-      headers: blobHeaders(apiKey),
-      requests: requests as LoadRequest[],
-      cycle: false,
-      durationSec: s.durationSec,
-      connections: s.connections,
-      pipelining: s.pipelining,
-    }),
-    heapOf,
-  );
+  const blobs = await phase("POST /v2/blobs", serverPid, s, () => blobLoad(origin, apiKey, requests, s), heapOf);
   return { nonces, blobs };
 }

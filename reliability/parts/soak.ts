@@ -20,7 +20,10 @@ export interface SoakResult {
   peakCyclesPerSecond: number;
   rateCyclesPerSecond: number;
   cycles: number;
-  /** cycles the generator could not start on time (it fell behind, not the server) */
+  /**
+   * cycles not started on time because `concurrency` (256) were still in flight: the answers were slow for a
+   * moment (a stall of ~256 ÷ rate seconds) or the generator lagged. Not failures: those are `errors`.
+   */
   shed: number;
   answers: Record<string, number>;
   errors: number;
