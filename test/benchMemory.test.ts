@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { rssBytes, treePids } from "../bench/lib/cpu.ts";
-import { judgeRss, RSS_GROWTH_BOUND } from "../bench/lib/soak.ts";
+import { judgeRss, RSS_GROWTH_BOUND, windowFloorsMb } from "../bench/lib/soak.ts";
 import { parseBenchArgs } from "../bench/run.ts";
 
 /**
@@ -27,6 +27,17 @@ describe("bench memory soak", () => {
     assert.equal(leak.firstWindowPeakMb, 112);
     assert.equal(leak.lastWindowPeakMb, 157);
     assert.equal(leak.flat, false);
+  });
+
+  it("judges the JS heap on each window's floor, which a young generation's sawtooth does not move", () => {
+    // the bench run that prompted it: once-a-second heap readings, peaks 58 -> 72 MB, floors 40 -> 42 MB, nothing kept
+    const sawtooth = samples([50, 44, 52, 45, 58, 40, 47, 52, 45, 51, 48, 41, 62, 47, 72, 42, 51, 45, 61, 56], 1000);
+    assert.deepEqual(windowFloorsMb(sawtooth, 5), { first: 40, last: 42 });
+    assert.equal(judgeRss(sawtooth, 5).flat, false, "peaks alone would call it growing");
+    const leak = samples(Array.from({ length: 20 }, (_, i) => 40 + i * 2 + (i % 2) * 10), 1000);
+    const floors = windowFloorsMb(leak, 5)!;
+    assert.ok(floors.last > floors.first * 1.1, JSON.stringify(floors));
+    assert.equal(windowFloorsMb([], 5), undefined);
   });
 
   it("says nothing it did not measure", () => {

@@ -142,9 +142,11 @@ export function renderSummary(r: BenchResults): string {
     if (h.soak) {
       for (const p of [h.soak.nonces, h.soak.blobs]) {
         const growth = p.growth === undefined ? "-" : signedPct(p.growth);
-        const heap = p.heap ? `; JS heap ${mb(p.heap.firstWindowPeakMb)} → ${mb(p.heap.lastWindowPeakMb)} (${signedPct(p.heap.growth)})` : "";
+        const heap = p.heap
+          ? `; JS heap floor ${mb(p.heap.firstWindowFloorMb)} → ${mb(p.heap.lastWindowFloorMb)} (${signedPct(p.heap.growth)}; peaks ${mb(p.heap.firstWindowPeakMb)} → ${mb(p.heap.lastWindowPeakMb)})`
+          : "";
         out.push(
-          `  memory soak, ${p.workload}: ${p.durationSec.toFixed(0)} s at ${f0(p.rps)}/s, peak RSS ${mb(p.peakRssMb)}; peak of the first ${p.windowSec} s ${mb(p.firstWindowPeakMb)}, of the last ${p.windowSec} s ${mb(p.lastWindowPeakMb)} (${growth})${heap}; bound ${p.heap ? `heap +${pct(p.bound)}, RSS +${pct(p.bound)} + ${SQLITE_CACHE_ALLOWANCE_MB} MB of SQLite page cache` : `+${pct(p.bound)}`}: ${p.flat === undefined ? "-" : p.flat ? "flat" : "GROWING"}`,
+          `  memory soak, ${p.workload}: ${p.durationSec.toFixed(0)} s at ${f0(p.rps)}/s, peak RSS ${mb(p.peakRssMb)}; peak of the first ${p.windowSec} s ${mb(p.firstWindowPeakMb)}, of the last ${p.windowSec} s ${mb(p.lastWindowPeakMb)} (${growth})${heap}; bound ${p.heap ? `heap floor +${pct(p.bound)}, RSS +${pct(p.bound)} + ${SQLITE_CACHE_ALLOWANCE_MB} MB of SQLite page cache` : `+${pct(p.bound)}`}: ${p.flat === undefined ? "-" : p.flat ? "flat" : "GROWING"}`,
         );
       }
     }

@@ -159,7 +159,7 @@ export async function runHttpSection(ctx: HttpContext): Promise<{ section: HttpS
       log(`http: memory soak, ${ctx.soak.durationSec} s of nonces then ${ctx.soak.durationSec} s of blobs`);
       soaked = await soak(started.server.origin, started.server.pid, apiKey, fx, ctx.soak, blobRates.at(-1) ?? 1000, metricsHeapReader(started.server.origin, tls.ca));
       for (const p of [soaked.nonces, soaked.blobs]) {
-        log(`http: soak ${p.workload}: peak RSS ${p.peakRssMb} MB, first ${p.windowSec} s ${p.firstWindowPeakMb} MB, last ${p.lastWindowPeakMb} MB; JS heap ${p.heap?.firstWindowPeakMb} → ${p.heap?.lastWindowPeakMb} MB`);
+        log(`http: soak ${p.workload}: peak RSS ${p.peakRssMb} MB, first ${p.windowSec} s ${p.firstWindowPeakMb} MB, last ${p.lastWindowPeakMb} MB; JS heap floor ${p.heap?.firstWindowFloorMb} → ${p.heap?.lastWindowFloorMb} MB`);
       }
     }
   } finally {
