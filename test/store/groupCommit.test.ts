@@ -381,6 +381,37 @@ describe("GroupCommit on a raw connection", () => {
     assert.equal(count(), n + 1);
   });
 
+  it("holds its commits while held (writes queue, the loop turns), commits them in order on release", async () => {
+    const w = new GroupCommit(db, { maxBatch: 2 });
+    const stmt = ins();
+    const n = count();
+    const order: string[] = [];
+    const release = w.hold();
+    const writes = ["h-1", "h-2", "h-3"].map((k) => w.run(() => stmt.run(k)).then(() => order.push(k)));
+    for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 1));
+    assert.deepEqual(order, [], "nothing answered while held, not even past maxBatch");
+    assert.equal(count(), n, "nothing written while held");
+    assert.equal(w.pending, 3);
+    release();
+    release(); // a second call is a no-op
+    await Promise.all(writes);
+    assert.deepEqual(order, ["h-1", "h-2", "h-3"]);
+    assert.equal(count(), n + 3);
+    await w.run(() => stmt.run("h-after")); // and the writer is back to normal
+    assert.equal(count(), n + 4);
+  });
+
+  it("close() commits what is queued even while held", async () => {
+    const w = new GroupCommit(db);
+    const stmt = ins();
+    const n = count();
+    w.hold();
+    const write = w.run(() => stmt.run("hc-1"));
+    w.close();
+    await write;
+    assert.equal(count(), n + 1);
+  });
+
   it("never leaves the connection inside a transaction between turns", async () => {
     const w = new GroupCommit(db);
     const stmt = ins();

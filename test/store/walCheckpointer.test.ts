@@ -8,6 +8,7 @@ import { after, describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { openStores } from "../../src/store/openStores.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
+import { groupCommitFor } from "../../src/store/sqlite/groupCommit.ts";
 import { WalCheckpointer } from "../../src/store/sqlite/walCheckpointer.ts";
 
 /**
@@ -81,13 +82,15 @@ describe("sqlite WAL checkpoint thread", () => {
     const file = tmpFile();
     const db = openWal(file);
     const restartFrames = 400;
-    const c = await WalCheckpointer.start(db, file, { intervalMs: 5, restartFrames });
+    // as SqliteStore wires it: the rewind holds the connection's group-commit writer while the thread restarts
+    const writer = groupCommitFor(db);
+    const c = await WalCheckpointer.start(db, file, { intervalMs: 5, restartFrames, holdWrites: () => writer.hold() });
     try {
       let rows = 0;
       // one small commit per event-loop turn, as group commit does under load; a count, not a duration, and a 1 ms
       // timer now and then, so a box loaded by other work still gives the thread its turns (it failed at load 12)
       while (rows < 12_000) {
-        writeRows(db, 20);
+        await writer.run(() => writeRows(db, 20));
         rows += 20;
         await new Promise((r) => (rows % 400 === 0 ? setTimeout(r, 1) : setImmediate(r)));
       }

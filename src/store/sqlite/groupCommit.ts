@@ -102,6 +102,8 @@ export class GroupCommit {
   private lockError: unknown;
   /** close() has begun: what cannot get the lock in its flush is refused, not kept waiting */
   private closing = false;
+  /** holds in force (`hold()`): while any is, nothing is committed and operations queue */
+  private holds = 0;
   /** BEGIN IMMEDIATE; run each operation in a savepoint; COMMIT (better-sqlite3 rolls back if this throws) */
   private readonly batchTx: Database.Transaction<(batch: readonly Pending[], out: Outcome[]) => void>;
   /** called inside batchTx, so better-sqlite3 makes it SAVEPOINT / RELEASE, or ROLLBACK TO + RELEASE on a throw */
@@ -141,6 +143,23 @@ export class GroupCommit {
     });
   }
 
+  /**
+   * Stops committing until the returned release is called: operations queue (their callers wait) and the event loop
+   * goes on. For a moment when another connection of this process needs the write lock and could not win it from
+   * a writer that commits every turn: the WAL checkpoint thread rewinding the WAL (`walCheckpointer.ts`). Whoever
+   * holds must release, on every path; `close()` commits what is queued regardless.
+   */
+  hold(): () => void {
+    this.holds++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.holds--;
+      if (this.holds === 0 && this.queue.length > 0 && !this.lockRetry) this.flush();
+    };
+  }
+
   /** how many operations wait for the next batch */
   get pending(): number {
     return this.queue.length;
@@ -171,6 +190,7 @@ export class GroupCommit {
     }
     this.turnsWaited = 0;
     if (this.flushing) return; // an operation queued another one: the loop below picks it up
+    if (this.holds > 0 && !this.closing) return; // the release flushes
     this.flushing = true;
     try {
       while (this.queue.length > 0) {

@@ -234,7 +234,8 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
    */
   async startWalCheckpointer(opts: WalCheckpointerOptions = {}): Promise<void> {
     if (this.checkpointer || this.file === ":memory:") return;
-    this.checkpointer = await WalCheckpointer.start(this.db, this.file, opts);
+    // the rewind holds this connection's commits while the thread takes the write lock (walCheckpointer.ts)
+    this.checkpointer = await WalCheckpointer.start(this.db, this.file, { holdWrites: () => this.writer.hold(), ...opts });
   }
 
   /** the checkpoint thread's counters, when it runs */

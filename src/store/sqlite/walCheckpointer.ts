@@ -10,7 +10,7 @@ export interface WalCheckpointStats {
   walFrames: number;
   /** frames copied back into the database file by then */
   checkpointedFrames: number;
-  /** RESTART checkpoints the connection itself ran, when the WAL outgrew `restartFrames` */
+  /** RESTART checkpoints that rewound the WAL once it outgrew `restartFrames` (run by the thread, writes held) */
   restarts: number;
 }
 
@@ -18,10 +18,17 @@ export interface WalCheckpointerOptions {
   /** how often the thread checkpoints (default 50 ms) */
   intervalMs?: number;
   /**
-   * past this many frames in the WAL (default 16384, 64 MiB at 4 KiB pages) the connection rewinds it: see the
-   * class comment
+   * past this many frames in the WAL (default 16384, 64 MiB at 4 KiB pages) the WAL is rewound: see the class
+   * comment
    */
   restartFrames?: number;
+  /**
+   * Stops the connection's commits until the returned release is called (its group-commit writer's `hold`), so the
+   * thread can take the write lock for the rewind. Without it the thread still tries, and may lose to the commits.
+   */
+  holdWrites?: () => () => void;
+  /** how long the rewind may hold the writes at most, whatever the thread does (default 2 000 ms) */
+  maxHoldMs?: number;
   /** the thread failed; the connection is back on SQLite's own automatic checkpoints */
   onError?: (err: unknown) => void;
 }
@@ -34,6 +41,7 @@ const THREAD_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.driver);
 const db = new Database(workerData.file, { fileMustExist: true });
+const ownBusyTimeout = db.pragma("busy_timeout", { simple: true });
 let runs = 0;
 const timer = setInterval(() => {
   let r;
@@ -47,7 +55,22 @@ const timer = setInterval(() => {
   runs++;
   parentPort.postMessage({ runs, walFrames: r.log, checkpointedFrames: r.checkpointed });
 }, workerData.intervalMs);
+// The rewind, asked for by the connection once it has stopped committing: a RESTART checkpoint copies what is left
+// and makes the next commit start the WAL afresh. Its busy wait covers other processes' writers and readers.
+function restart() {
+  db.pragma("busy_timeout = " + workerData.restartBusyMs);
+  try {
+    const [r] = db.pragma("wal_checkpoint(RESTART)");
+    return { restarted: true, busy: r.busy };
+  } catch (err) {
+    if (err && err.code === "SQLITE_BUSY") return { restarted: true, busy: 1 };
+    throw err;
+  } finally {
+    db.pragma("busy_timeout = " + ownBusyTimeout);
+  }
+}
 parentPort.on("message", (m) => {
+  if (m === "restart") return parentPort.postMessage(restart());
   if (m !== "stop") return;
   clearInterval(timer);
   db.close();
@@ -57,6 +80,9 @@ parentPort.postMessage({ started: true });
 `;
 
 const driverPath = createRequire(import.meta.url).resolve("better-sqlite3");
+
+/** how long the thread's rewind waits for another process's writer or reader before giving up until next time */
+const RESTART_BUSY_MS = 100;
 
 /**
  * Checkpoints a WAL-mode SQLite file from a worker thread, so the serving thread never does it.
@@ -71,12 +97,16 @@ const driverPath = createRequire(import.meta.url).resolve("better-sqlite3");
  *
  * A PASSIVE checkpoint that races continuous commits never catches up with the WAL's end, and SQLite only rewinds
  * the WAL when a write begins with everything in it copied, so under sustained load the WAL would grow without end.
- * A RESTART checkpoint from the thread cannot help: it must take the write lock, and SQLite's busy handler, which
- * sleeps and retries, loses that race to an event loop that commits every few hundred microseconds. So when the
- * thread reports a WAL longer than `restartFrames`, the connection itself runs `wal_checkpoint(RESTART)` between
- * two of its own transactions, without waiting for anyone (busy_timeout 0): it copies only what the thread has not
- * yet copied and the next commit starts the WAL afresh. If another process is writing or reading an old snapshot
- * right then, it tries again at the thread's next report.
+ * A RESTART checkpoint rewinds it, but must take the write lock, and SQLite's busy handler, which sleeps and
+ * retries, loses that race to an event loop that commits every few hundred microseconds. It used to run on the
+ * connection itself, between two of its transactions: that cost the event loop 25-50 ms per rewind (the copy of
+ * what was left and the database file's fsync), a stall for every request two or three times a second under a
+ * full nonce load, about a tenth of the serving thread's time. So when the thread reports a WAL longer than
+ * `restartFrames`, the connection holds its commits (`holdWrites`: the group-commit writer queues, the loop goes
+ * on serving) and asks the thread, which runs `wal_checkpoint(RESTART)` with nobody racing it and answers; the
+ * release commits what queued meanwhile. Requests that write wait those milliseconds; nothing else does. If another
+ * process is writing or reading an old snapshot right then (past RESTART_BUSY_MS), the thread gives up and the
+ * next report tries again; `maxHoldMs` bounds the hold whatever happens.
  *
  * If the thread dies, the connection goes back to SQLite's automatic checkpoints and `onError` is told: the
  * service goes on, only slower.
@@ -85,7 +115,10 @@ export class WalCheckpointer {
   private readonly worker: Worker;
   private latest: WalCheckpointStats = { runs: 0, walFrames: 0, checkpointedFrames: 0, restarts: 0 };
   private readonly restartFrames: number;
-  private readonly busyTimeoutMs: number;
+  private readonly holdWrites: () => () => void;
+  private readonly maxHoldMs: number;
+  /** while the thread rewinds: ends the hold on the connection's writes (once) */
+  private rewinding: (() => void) | undefined;
   private readonly ready: Promise<void>;
   private stopped: Promise<void> | undefined;
   private failed = false;
@@ -96,7 +129,8 @@ export class WalCheckpointer {
     opts: WalCheckpointerOptions,
   ) {
     this.restartFrames = opts.restartFrames ?? 16_384;
-    this.busyTimeoutMs = db.pragma("busy_timeout", { simple: true }) as number;
+    this.holdWrites = opts.holdWrites ?? (() => () => undefined);
+    this.maxHoldMs = opts.maxHoldMs ?? 2_000;
     const autocheckpoint = db.pragma("wal_autocheckpoint", { simple: true }) as number;
     db.pragma("wal_autocheckpoint = 0");
     this.worker = new Worker(THREAD_SOURCE, {
@@ -105,18 +139,24 @@ export class WalCheckpointer {
         driver: driverPath,
         file,
         intervalMs: opts.intervalMs ?? 50,
+        restartBusyMs: RESTART_BUSY_MS,
       },
     });
     this.worker.unref();
     let started: () => void;
     this.ready = new Promise<void>((resolve) => (started = resolve));
-    this.worker.on("message", (m: { runs?: number; walFrames?: number; checkpointedFrames?: number; started?: boolean }) => {
+    this.worker.on("message", (m: { runs?: number; walFrames?: number; checkpointedFrames?: number; started?: boolean; restarted?: boolean; busy?: number }) => {
       if (m.started) return started();
+      if (m.restarted) {
+        if (m.busy === 0) this.latest = { ...this.latest, restarts: this.latest.restarts + 1 };
+        return this.rewinding?.();
+      }
       if (m.runs === undefined) return;
       this.latest = { ...this.latest, runs: m.runs, walFrames: m.walFrames!, checkpointedFrames: m.checkpointedFrames! };
       if (m.walFrames! > this.restartFrames) this.rewind();
     });
     const fail = (err: unknown) => {
+      this.rewinding?.();
       if (this.failed || this.stopped) return;
       this.failed = true;
       if (db.open) db.pragma(`wal_autocheckpoint = ${autocheckpoint > 0 ? autocheckpoint : 1000}`);
@@ -127,18 +167,17 @@ export class WalCheckpointer {
     this.worker.on("exit", (code) => fail(new Error(`the WAL checkpoint thread exited (code ${code})`)));
   }
 
-  /** RESTART from the writing connection, between its transactions, without waiting (see the class comment). */
+  /** The connection's commits held, the thread asked to RESTART; its answer (or maxHoldMs) ends the hold. */
   private rewind(): void {
-    if (!this.db.open || this.db.inTransaction || this.stopped) return;
-    this.db.pragma("busy_timeout = 0");
-    try {
-      const [r] = this.db.pragma("wal_checkpoint(RESTART)") as { busy: number; log: number; checkpointed: number }[];
-      if (r && r.busy === 0) this.latest = { ...this.latest, restarts: this.latest.restarts + 1 };
-    } catch {
-      // SQLITE_BUSY from another checkpoint in progress (the thread's, or another process's): next report
-    } finally {
-      this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
-    }
+    if (this.rewinding || !this.db.open || this.stopped || this.failed) return;
+    const release = this.holdWrites();
+    const timer = setTimeout(() => this.rewinding?.(), this.maxHoldMs);
+    this.rewinding = () => {
+      clearTimeout(timer);
+      this.rewinding = undefined;
+      release();
+    };
+    this.worker.postMessage("restart");
   }
 
   /** Starts checkpointing `file`, the database `db` is connected to (WAL mode). Resolves once the thread runs. */
@@ -162,6 +201,7 @@ export class WalCheckpointer {
    * one, that checkpoints what is left.
    */
   stop(): Promise<void> {
+    this.rewinding?.();
     this.stopped ??= this.failed
       ? Promise.resolve()
       : new Promise<void>((resolve) => {
