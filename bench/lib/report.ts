@@ -115,7 +115,7 @@ export function renderSummary(r: BenchResults): string {
 
   const h = r.sections.http;
   if (h?.status === "ok") {
-    out.push(`Part A over HTTPS (issue 2): ${h.how.loadGenerator}; servers as child processes`);
+    out.push(`Part A over HTTPS (issues 2 and 15): ${h.how.loadGenerator}; servers as child processes`);
     out.push(
       table(
         ["workload", "attestd 2xx/s", "p50 / p99 ms", "srv cores", "peak RSS", "baseline 2xx/s", "p50 / p99 ms", "srv cores", "peak RSS", "ratio", "target", "", "per CPU-s"],
