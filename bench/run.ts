@@ -151,8 +151,17 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
 
     if (want("android-https")) {
       log("android-https: android-key chains from the device simulator over HTTPS, attestd vs the floor baseline");
-      results.sections.androidHttps = await runAndroidHttpSection({ tmp, fx: await fixture(), settings: load, quick: o.quick, log })
-        .catch(failure);
+      results.sections.androidHttps = await runAndroidHttpSection({
+        tmp,
+        fx: await fixture(),
+        settings: load,
+        quick: o.quick,
+        profile: o.profile,
+        profileSec,
+        ...(o.quick ? {} : { keepProfilesIn: path.join(o.outDir, "profiles") }),
+        stamp: results.startedAt.replace(/[:.]/g, "-"),
+        log,
+      }).catch(failure);
     }
 
     if (want("cluster")) {

@@ -99,6 +99,24 @@ export function otherWork(r: BenchResults): { max: number; where: string } {
 }
 
 /** The short human summary printed after a run. */
+/** A workload's profile summaries, attestd's beside the baseline's: busy time per request and where it went. */
+function profileLines(profiles: readonly ProfileSummary[], workload: string): string[] {
+  const a = profiles.find((p) => p.server === "attestd" && p.workload === workload);
+  if (!a) return [];
+  const b = profiles.find((p) => p.server === "baseline" && p.workload === workload);
+  const busy = (p: ProfileSummary) => (p.busyUsPerRequest !== undefined ? `${f0(p.busyUsPerRequest)} µs` : `${p.busyMs} ms`);
+  const frames = (p: ProfileSummary, n: number) =>
+    p.top.slice(0, n).map((t) => `      ${(t.usPerRequest !== undefined ? `${t.usPerRequest.toFixed(0)} µs` : "").padStart(7)} ${t.selfPct.toFixed(1).padStart(5)} %  ${t.frame}`);
+  return [
+    `  profile, ${workload}: main thread busy per request: attestd ${busy(a)}${b ? `, baseline ${busy(b)}` : ""}${a.wholeProfile ? " (whole profile: no samples in the window)" : ""}`,
+    `    attestd, top self time (per request, share):`,
+    ...frames(a, 8),
+    `    attestd by area: ${a.byArea.slice(0, 6).map((x) => `${x.area} ${x.selfPct} %`).join(", ")}`,
+    `    attestd code, inclusive: ${a.srcInclusive.slice(0, 6).map((x) => `${x.frame} ${x.inclusivePct} %`).join(", ")}`,
+    ...(b ? [`    baseline, top self time:`, ...frames(b, 4)] : []),
+  ];
+}
+
 export function renderSummary(r: BenchResults): string {
   const out: string[] = [];
   out.push(
@@ -150,19 +168,7 @@ export function renderSummary(r: BenchResults): string {
         );
       }
     }
-    for (const w of ["POST /v2/nonces", "POST /v2/blobs"]) {
-      const a = h.profiles.find((p) => p.server === "attestd" && p.workload === w);
-      if (!a) continue;
-      const b = h.profiles.find((p) => p.server === "baseline" && p.workload === w);
-      const busy = (p: ProfileSummary) => (p.busyUsPerRequest !== undefined ? `${f0(p.busyUsPerRequest)} µs` : `${p.busyMs} ms`);
-      out.push(`  profile, ${w}: main thread busy per request: attestd ${busy(a)}${b ? `, baseline ${busy(b)}` : ""}${a.wholeProfile ? " (whole profile: no samples in the window)" : ""}`);
-      const frames = (p: ProfileSummary, n: number) =>
-        p.top.slice(0, n).map((t) => `      ${(t.usPerRequest !== undefined ? `${t.usPerRequest.toFixed(0)} µs` : "").padStart(7)} ${t.selfPct.toFixed(1).padStart(5)} %  ${t.frame}`);
-      out.push(`    attestd, top self time (per request, share):`, ...frames(a, 8));
-      out.push(`    attestd by area: ${a.byArea.slice(0, 6).map((x) => `${x.area} ${x.selfPct} %`).join(", ")}`);
-      out.push(`    attestd code, inclusive: ${a.srcInclusive.slice(0, 6).map((x) => `${x.frame} ${x.inclusivePct} %`).join(", ")}`);
-      if (b) out.push(`    baseline, top self time:`, ...frames(b, 4));
-    }
+    for (const w of ["POST /v2/nonces", "POST /v2/blobs"]) out.push(...profileLines(h.profiles, w));
     for (const n of h.notes) out.push(`  note: ${n}`);
     out.push("");
   } else if (h) out.push(notOk("Part A over HTTPS", h), "");
@@ -248,6 +254,7 @@ export function renderSummary(r: BenchResults): string {
       ),
     );
     out.push(`  rounds: ${c.rounds.map((x) => pct(x.ratio)).join(", ")}; attestd answered ${ah.verdict ?? "?"}`);
+    out.push(...profileLines(ah.profiles ?? [], "POST /v2/blobs (android-key)"));
     for (const n of ah.notes) out.push(`  note: ${n}`);
     out.push("");
   } else if (ah) out.push(notOk("android-key over HTTPS", ah), "");

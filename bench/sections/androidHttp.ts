@@ -1,9 +1,11 @@
+import { copyFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { createAndroidFixture, androidRequestsFor, type AndroidFixture } from "../lib/androidFixture.ts";
 import { devTls, provisionApiKey, startAttestd, type Deployment } from "../lib/attestd.ts";
 import { runLoad } from "../lib/load.ts";
 import { attestdBlobs, baselineBlobs, nonceHeaders, type LoadSettings } from "../lib/partA.ts";
 import { freePort, REPO, spawnServer } from "../lib/processes.ts";
+import { monotonicUs, profilesIn, summariseProfile, type ProfileSummary } from "../lib/profile.ts";
 import type { VendorFixture } from "../lib/vendorFixture.ts";
 import { compare, type Comparison } from "./http.ts";
 
@@ -19,6 +21,11 @@ export interface AndroidHttpSection {
   pool: { devices: number; chainsPerRound: number[]; chainBytes: number; certificates: number; buildMs: number[] };
   /** what attestd answered (the median round's sample): the verdict must be Yes, or the timing is of a refusal */
   verdict?: string;
+  /**
+   * CPU profiles (node --cpu-prof) of attestd and of the floor baseline over one more run of fresh chains, when the
+   * target was missed (or with --profile): where each request's time goes
+   */
+  profiles: ProfileSummary[];
   notes: string[];
 }
 
@@ -27,6 +34,13 @@ export interface AndroidHttpContext {
   fx: VendorFixture;
   settings: LoadSettings;
   quick: boolean;
+  /** "auto": profile when the target was missed */
+  profile: "auto" | "always" | "never";
+  profileSec: number;
+  /** copy the raw .cpuprofile files here; undefined: don't keep them */
+  keepProfilesIn?: string;
+  /** prefix of kept profile file names */
+  stamp: string;
   log: (line: string) => void;
 }
 
@@ -114,6 +128,62 @@ export async function runAndroidHttpSection(ctx: AndroidHttpContext): Promise<An
     await started.server.stop();
   }
   const blobs = compare(rounds, ANDROID_HTTP_TARGET);
+  const profiles: ProfileSummary[] = [];
+  if (ctx.profile === "always" || (ctx.profile === "auto" && !blobs.met)) {
+    await profileBoth().catch((e: unknown) => notes.push(`profiling failed: ${(e as Error).message}`));
+  }
+  /**
+   * attestd, then the floor baseline, each a fresh process under `node --cpu-prof`, on one pool of fresh chains
+   * (attestd's nonces are single-use; the baseline repeats them), each summarised over its measured window.
+   */
+  async function profileBoth(): Promise<void> {
+    const profiled = { ...s, durationSec: ctx.profileSec };
+    const keep = (server: string, file: string) => {
+      if (!ctx.keepProfilesIn) return "(not kept: quick run)";
+      mkdirSync(ctx.keepProfilesIn, { recursive: true });
+      const kept = path.join(ctx.keepProfilesIn, `${ctx.stamp}-android-https-${server}.cpuprofile`);
+      copyFileSync(file, kept);
+      return path.relative(REPO, kept);
+    };
+    const window = { fromUs: 0, toUs: Infinity };
+    const marks = { blobs: (phase: "start" | "end") => (phase === "start" ? (window.fromUs = monotonicUs()) : (window.toUs = monotonicUs())) };
+    const summarise = (server: string, dir: string, requests: number) => {
+      const file = profilesIn(dir)[0];
+      if (!file) return void notes.push(`profiling: ${server} wrote no .cpuprofile`);
+      profiles.push({ ...summariseProfile(file, { server, workload: "POST /v2/blobs (android-key)", requests }, { ...window }), file: keep(server, file) });
+    };
+
+    log("android-https: profiling attestd and the floor baseline");
+    const attestdDir = path.join(tmp, "cpu-prof-android-attestd");
+    mkdirSync(attestdDir, { recursive: true });
+    const prof = await startAttestd(deployment, fx, tls, { extraArgs: androidArgs, cpuProfDir: attestdDir });
+    let requests: Awaited<ReturnType<typeof androidRequestsFor>>["requests"];
+    let served: number;
+    try {
+      const nonces = await issueNonces(prof.server.origin, apiKey, perRound, s);
+      requests = (await androidRequestsFor(afx, nonces)).requests;
+      served = (await attestdBlobs(prof.server.origin, prof.server.pid, apiKey, requests, profiled, marks)).requests2xx;
+    } finally {
+      await prof.server.stop(); // the profile is written as the process exits
+    }
+    summarise("attestd", attestdDir, served);
+    const baseDir = path.join(tmp, "cpu-prof-android-baseline");
+    mkdirSync(baseDir, { recursive: true });
+    const port = await freePort();
+    const bprof = await spawnServer({
+      name: "baseline (android-key, profiled)",
+      args: [BASELINE, "--cert", tls.certFile, "--key", tls.keyFile, "--port", String(port), "--android-status", afx.statusFile],
+      nodeFlags: ["--cpu-prof", "--cpu-prof-dir", baseDir],
+      origin: `https://127.0.0.1:${port}`,
+      ca: tls.ca,
+    });
+    try {
+      served = (await baselineBlobs(bprof.origin, bprof.pid, requests, profiled, marks)).requests2xx;
+    } finally {
+      await bprof.stop();
+    }
+    summarise("baseline", baseDir, served);
+  }
   for (const [what, r] of [["attestd", blobs.attestd], ["baseline", blobs.baseline]] as const) {
     if (r.non2xx > 0 || r.errors > 0) notes.push(`${what}: ${r.non2xx} non-2xx, ${r.errors} errors (${JSON.stringify(r.statusCodes)})`);
     if (r.stoppedEarly) notes.push(`${what}: the chain pool ran out after ${r.durationSec} s (rate is over that time)`);
@@ -142,6 +212,7 @@ export async function runAndroidHttpSection(ctx: AndroidHttpContext): Promise<An
     blobs,
     pool: { devices, chainsPerRound: pools, chainBytes, certificates: 4, buildMs },
     ...(verdict ? { verdict } : {}),
+    profiles,
     notes,
   };
 }
