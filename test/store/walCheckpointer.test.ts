@@ -84,7 +84,15 @@ describe("sqlite WAL checkpoint thread", () => {
     const restartFrames = 400;
     // as SqliteStore wires it: the rewind holds the connection's group-commit writer while the thread restarts
     const writer = groupCommitFor(db);
-    const c = await WalCheckpointer.start(db, file, { intervalMs: 5, restartFrames, holdWrites: () => writer.hold() });
+    let holds = 0;
+    const c = await WalCheckpointer.start(db, file, { intervalMs: 5, restartFrames, holdWrites: () => (holds++, writer.hold()) });
+    // the rewind's checkpoint and its fsync run on the thread, never on the serving connection (they stalled its loop)
+    const checkpointsHere: string[] = [];
+    const pragma = db.pragma.bind(db);
+    db.pragma = ((source: string, options?: Database.PragmaOptions) => {
+      if (/wal_checkpoint/i.test(source)) checkpointsHere.push(source);
+      return pragma(source, options);
+    }) as typeof db.pragma;
     try {
       let rows = 0;
       // one small commit per event-loop turn, as group commit does under load; a count, not a duration, and a 1 ms
@@ -97,6 +105,8 @@ describe("sqlite WAL checkpoint thread", () => {
       const written = rows * 1; // at least a page per row
       assert.ok(written > restartFrames * 5, `enough was written to need restarts (${rows} rows)`);
       assert.ok(c.stats.restarts >= 1, `the WAL was restarted (${JSON.stringify(c.stats)})`);
+      assert.ok(holds >= c.stats.restarts, "each rewind held the writer");
+      assert.deepEqual(checkpointsHere, [], "the serving connection ran no checkpoint itself");
       // without restarts the WAL would hold every page written: ~one per row
       const frames = walBytes(file) / (PAGE + 24);
       assert.ok(frames < rows / 2, `the WAL stayed bounded: ${Math.round(frames)} frames for ${rows} rows`);
