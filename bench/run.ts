@@ -196,7 +196,9 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
   if (o.quick) files.push(path.join(o.outDir, "quick.json"));
   else {
     const stamp = results.startedAt.replace(/[:.]/g, "-");
-    files.push(path.join(o.outDir, "latest.json"), path.join(o.outDir, `${stamp}.json`));
+    // latest.json is the last *full* run (bench/README.md): a subset run (--only) must not replace it
+    if (SECTIONS.every((name) => o.only.includes(name))) files.push(path.join(o.outDir, "latest.json"));
+    files.push(path.join(o.outDir, `${stamp}.json`));
   }
   for (const f of files) writeFileSync(f, json);
   const summary = renderSummary(results);
