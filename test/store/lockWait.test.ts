@@ -124,4 +124,39 @@ describe("sqlite store: waiting for another process's lock off the event loop", 
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+
+  it("a secrets scrub that meets a lock after its reseal committed is run on the retry, not skipped", async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), "attestd-lockwait-scrub-"));
+    const stores = await openStores(
+      { store: "sqlite", dataDir, sqliteSynchronous: "NORMAL", sqliteLockWaitMs: 60_000, pgPoolMax: 1 } as Parameters<typeof openStores>[0],
+      { serving: true },
+    );
+    const db = (stores.durable as SqliteStore).db;
+    try {
+      db.prepare("INSERT INTO ear_signing_keys (kid, alg, public_jwk, private_key, created_at) VALUES ('k1', 'ES256', '{}', 'plain', ?)")
+        .run(new Date(T0).toISOString());
+      // the VACUUM after the reseal meets another process's lock once (SQLITE_BUSY, as better-sqlite3 reports it)
+      const exec = db.exec.bind(db);
+      const vacuums: string[] = [];
+      db.exec = ((sql: string) => {
+        if (sql === "VACUUM") {
+          vacuums.push(vacuums.length === 0 ? "busy" : "ran");
+          if (vacuums.length === 1) throw Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
+        }
+        return exec(sql);
+      }) as typeof db.exec;
+      const out = await stores.secrets.sealAll({
+        keyId: "key-1",
+        sealedPrefix: "sealed:",
+        reseal: (value) => `sealed:${value}`,
+        accepts: () => true,
+      });
+      assert.deepEqual(vacuums, ["busy", "ran"], "the retry scrubbed the old bytes");
+      assert.deepEqual(out, { outcome: "sealed", resealed: 1 }, "and reports the value the first attempt resealed");
+      assert.equal(db.prepare("SELECT private_key FROM ear_signing_keys WHERE kid = 'k1'").pluck().get(), "sealed:plain");
+    } finally {
+      await stores.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 });

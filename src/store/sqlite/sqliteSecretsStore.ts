@@ -5,6 +5,13 @@ import { SqliteConnectionStore } from "./connectionStore.ts";
 
 /** SecretsStore on the SQLite file (see types.ts). */
 export class SqliteSecretsStore extends SqliteConnectionStore implements SecretsStore {
+  /**
+   * Values were resealed but the VACUUM that scrubs their old bytes has not completed. A VACUUM that meets another
+   * process's lock fails SQLITE_BUSY after the reseal committed; the lock wait (connectionStore.ts) then calls
+   * sealAll again, which finds nothing left to reseal, so without this the scrub would be skipped in silence.
+   */
+  private scrubPending = 0;
+
   constructor(db: Database.Database) {
     super(db);
   }
@@ -38,13 +45,19 @@ export class SqliteSecretsStore extends SqliteConnectionStore implements Secrets
       return { outcome: "sealed", resealed };
     });
     const out = run.immediate();
-    if (out.outcome === "sealed" && out.resealed > 0) {
+    if (out.outcome !== "sealed") return out;
+    this.scrubPending += out.resealed;
+    if (this.scrubPending > 0) {
       // An UPDATE leaves the old bytes in the unused parts of the pages it rearranges (even with secure_delete, a
       // rebalanced page keeps its old content in the gap), and the WAL holds earlier frames. VACUUM writes every page
       // anew; the TRUNCATE checkpoint copies them over the main file and empties the WAL. Once per key change, so
       // its cost (proportional to the file) is paid on the first start after an upgrade or a rotation only.
       this.db.exec("VACUUM");
       this.db.pragma("wal_checkpoint(TRUNCATE)");
+      // what this call reports includes what an earlier call resealed before its scrub met a lock
+      const resealed = this.scrubPending;
+      this.scrubPending = 0;
+      return { outcome: "sealed", resealed };
     }
     return out;
   }
