@@ -160,7 +160,9 @@ export async function runAndroidHttpSection(ctx: AndroidHttpContext): Promise<An
     let requests: Awaited<ReturnType<typeof androidRequestsFor>>["requests"];
     let served: number;
     try {
-      const nonces = await issueNonces(prof.server.origin, apiKey, perRound, s);
+      // enough for the profiled seconds only (building chains is the slow part), at the last round's rate
+      const pool = Math.max(200, Math.ceil(((s.warmupSec + ctx.profileSec) * (rounds.at(-1)?.attestd.rps ?? 600) * 1.5) / 0.85));
+      const nonces = await issueNonces(prof.server.origin, apiKey, pool, s);
       requests = (await androidRequestsFor(afx, nonces)).requests;
       served = (await attestdBlobs(prof.server.origin, prof.server.pid, apiKey, requests, profiled, marks)).requests2xx;
     } finally {
