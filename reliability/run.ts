@@ -172,22 +172,18 @@ if (only.has("kill") || only.has("outage")) {
   }
 }
 
-results.parts.soak = await part("soak", async () => {
-  const s = await Deployment.sqlite();
+/** `run` against a fresh SQLite deployment of its own, closed afterwards whatever happens */
+async function onSqlite<T>(run: (d: Deployment) => Promise<T>): Promise<T> {
+  const d = await Deployment.sqlite();
   try {
-    return await soak(s, settings.soak);
+    return await run(d);
   } finally {
-    await s.close();
+    await d.close();
   }
-});
-results.parts.slow = await part("slow", async () => {
-  const s = await Deployment.sqlite();
-  try {
-    return await slowClients(s, settings.slow);
-  } finally {
-    await s.close();
-  }
-});
+}
+
+results.parts.soak = await part("soak", () => onSqlite((d) => soak(d, settings.soak)));
+results.parts.slow = await part("slow", () => onSqlite((d) => slowClients(d, settings.slow)));
 
 results.finishedAt = new Date().toISOString();
 results.environment.loadAverageAtEnd = os.loadavg().map((x) => Math.round(x * 100) / 100);

@@ -12,6 +12,11 @@ export interface Deployment {
   workers: number;
 }
 
+/** The embedded default, one process: SQLite in `dataDir`. */
+export function sqliteDeployment(dataDir: string, label: string): Deployment {
+  return { label, dataDir, storeArgs: ["--data-dir", dataDir], workers: 1 };
+}
+
 export interface DevTls {
   caFile: string;
   ca: string;

@@ -1,7 +1,7 @@
 import { copyFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { createAndroidFixture, androidRequestsFor, type AndroidFixture } from "../lib/androidFixture.ts";
-import { devTls, provisionApiKey, startAttestd, type Deployment } from "../lib/attestd.ts";
+import { devTls, provisionApiKey, sqliteDeployment, startAttestd } from "../lib/attestd.ts";
 import { runLoad } from "../lib/load.ts";
 import { attestdBlobs, baselineBlobs, nonceHeaders, type LoadSettings } from "../lib/partA.ts";
 import { freePort, REPO, spawnServer } from "../lib/processes.ts";
@@ -79,12 +79,7 @@ export async function runAndroidHttpSection(ctx: AndroidHttpContext): Promise<An
   const { tmp, fx, settings: s, log } = ctx;
   const devices = 16;
   const afx: AndroidFixture = await createAndroidFixture(tmp, devices);
-  const deployment: Deployment = {
-    label: "sqlite, 1 process, android-key",
-    dataDir: path.join(tmp, "attestd-android"),
-    storeArgs: ["--data-dir", path.join(tmp, "attestd-android")],
-    workers: 1,
-  };
+  const deployment = sqliteDeployment(path.join(tmp, "attestd-android"), "sqlite, 1 process, android-key");
   const tls = await devTls(deployment.dataDir);
   const apiKey = await provisionApiKey(deployment);
   // --nonce-ttl: on a loaded machine making a round's chains can take minutes, longer than the default 300 s

@@ -1,6 +1,6 @@
 import { copyFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { devTls, provisionApiKey, startAttestd, type Deployment, type DevTls } from "../lib/attestd.ts";
+import { devTls, provisionApiKey, sqliteDeployment, startAttestd, type Deployment, type DevTls } from "../lib/attestd.ts";
 import { round } from "../lib/load.ts";
 import {
   attestdBlobs,
@@ -111,12 +111,7 @@ export function compare(pairs: readonly { attestd: MeasuredLoad; baseline: Measu
 /** Issue 2: attestd (SQLite, one process) beside the bare node:https baseline, same TLS, same requests. */
 export async function runHttpSection(ctx: HttpContext): Promise<{ section: HttpSection; sqlite: PartAResult; deployment: Deployment; tls: DevTls }> {
   const { tmp, fx, settings: s, log } = ctx;
-  const deployment: Deployment = {
-    label: "sqlite, 1 process",
-    dataDir: path.join(tmp, "attestd-sqlite"),
-    storeArgs: ["--data-dir", path.join(tmp, "attestd-sqlite")],
-    workers: 1,
-  };
+  const deployment = sqliteDeployment(path.join(tmp, "attestd-sqlite"), "sqlite, 1 process");
   const tls = await devTls(deployment.dataDir);
   const apiKey = await provisionApiKey(deployment);
 

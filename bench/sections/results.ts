@@ -18,7 +18,7 @@ import type { Stores } from "../../src/store/types.ts";
 import { openTrust } from "../../src/trust/openTrust.ts";
 import { adminQuery, dbUrl, ensureServices } from "../lib/backing.ts";
 import { commandCpuSeconds, selfCpuSeconds, systemBusySeconds } from "../lib/cpu.ts";
-import { devTls, provisionApiKey, startAttestd, type Deployment } from "../lib/attestd.ts";
+import { devTls, provisionApiKey, sqliteDeployment, startAttestd } from "../lib/attestd.ts";
 import { round } from "../lib/load.ts";
 import { attestdBlobs, blobRequestsFor, measureNonces, type LoadSettings, type MeasuredLoad } from "../lib/partA.ts";
 import type { VendorFixture } from "../lib/vendorFixture.ts";
@@ -362,7 +362,7 @@ const EAR_ACCEPT = { accept: "application/eat+jwt" };
  */
 async function measureEarHttps(ctx: ResultsContext, s: LoadSettings): Promise<EarHttps> {
   const dataDir = path.join(ctx.tmp, "results-https");
-  const d: Deployment = { label: "sqlite, EAR", dataDir, storeArgs: ["--data-dir", dataDir], workers: 1 };
+  const d = sqliteDeployment(dataDir, "sqlite, EAR");
   const tls = await devTls(dataDir);
   const apiKey = await provisionApiKey(d);
   const { server, command } = await startAttestd(d, ctx.fx, tls);
