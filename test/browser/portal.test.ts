@@ -111,6 +111,9 @@ describe("the portal in a real browser", { timeout: 240_000 }, () => {
     await page.locator("#new-key").waitFor({ state: "visible" });
     const key = (await page.locator("#new-key-value").textContent())!.trim();
     assert.match(key, /^atd_[a-z2-7]{10}_[A-Za-z0-9_-]{43}$/);
+    // the list beside the shown key already holds it, without a reload that would lose the key's only display
+    await page.locator("tbody tr", { hasText: "web shop" }).waitFor();
+    assert.equal((await page.locator("#new-key-value").textContent())!.trim(), key);
     await visit("4-key-created");
 
     // used through the API: a nonce, a blob, a verdict

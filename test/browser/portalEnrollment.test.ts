@@ -144,6 +144,9 @@ describe("the portal's enrollment pages in a real browser", { timeout: 300_000 }
     const text = readFileSync((await download.path())!, "utf8");
     keys = parseClientKeys(text);
     await page.getByRole("heading", { name: "keys.json downloaded" }).waitFor();
+    // the list beside the notice already holds the new client (refreshed in place: a reload would lose the notice)
+    await page.locator("tbody tr", { hasText: "ops@acme.example" }).waitFor();
+    await page.getByRole("heading", { name: "keys.json downloaded" }).waitFor();
     await visit(page, "2-client-created");
 
     const token = await accessToken();

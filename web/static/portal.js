@@ -103,6 +103,24 @@ function formBody(form) {
   return body;
 }
 
+/**
+ * After a creation whose one-time secret stays on screen (a client's keys.json, a new API key), the page is not
+ * reloaded, which would lose the secret's notice; its lists are replaced by those of a fresh copy of the page
+ * instead, so the new row shows beside the notice rather than under "Nothing here yet".
+ */
+async function refreshLists() {
+  try {
+    const res = await fetch(location.href, { headers: { accept: "text/html" } });
+    if (!res.ok) return;
+    const fresh = new DOMParser().parseFromString(await res.text(), "text/html").querySelectorAll("main table");
+    const current = document.querySelectorAll("main table");
+    if (fresh.length !== current.length) return;
+    current.forEach((table, i) => table.replaceWith(document.importNode(fresh[i], true)));
+  } catch {
+    // the list stays as it was; the notice's link and a reload still show the new row
+  }
+}
+
 // data-reveal="ID:field": a secret shown once (an invitation link) goes into #ID-value and #ID is shown;
 // data-done is what the notice line then says
 function reveal(spec, result) {
@@ -124,11 +142,13 @@ for (const form of document.querySelectorAll("form[data-api]")) {
         const done = document.getElementById("download-done");
         if (done) done.hidden = false;
         say(`Client ${result.client?.clientId ?? ""} created; ${form.dataset.downloadName} downloaded. It is the only copy of its keys.`);
+        await refreshLists();
       } else if (form.hasAttribute("data-show-key")) {
         document.getElementById("new-key-value").textContent = result.key;
         document.getElementById("new-key").hidden = false;
-        say(`Key ${result.keyId} created. Reload the page to see it in the list.`);
+        say(`Key ${result.keyId} created.`);
         form.reset();
+        await refreshLists();
       } else if (form.dataset.reveal) {
         reveal(form.dataset.reveal, result);
         say(form.dataset.done ?? "Done.");
