@@ -6,7 +6,7 @@ import path from "node:path";
 import { after, describe, it } from "node:test";
 import { resolveLogFormat } from "../src/logging.ts";
 import { startupBanner } from "../src/main.ts";
-import { freePort, REPO, startServer, type ServerProcess } from "./helpers/serverProcess.ts";
+import { CLI, freePort, REPO, startServer, type ServerProcess } from "./helpers/serverProcess.ts";
 
 const STATUS = path.join(REPO, "test/vectors/android-key/google_android-key-attestation/status.json");
 
@@ -26,7 +26,7 @@ async function eventually(what: string, read: () => string, ok: (s: string) => b
  */
 async function serveInTerminal(args: string[], until: (out: string) => boolean): Promise<string> {
   const port = await freePort();
-  const cmd = [process.execPath, "--import", "tsx", "src/cli/main.ts", "serve", "--port", String(port), ...args]
+  const cmd = [process.execPath, ...CLI, "serve", "--port", String(port), ...args]
     .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
     .join(" ");
   const child = spawn("script", ["-qec", cmd, "/dev/null"], { cwd: REPO, stdio: ["pipe", "pipe", "pipe"] });

@@ -13,7 +13,7 @@
  * The leaf is parsed on every request (it is per device); the intermediate's key is kept by its DER bytes, as
  * attestd keeps validated issuers, so the baseline pays for nothing attestd does not.
  * No auth, no nonce store, no chain policy, no verdict storage: the ceiling for a Node process on this machine.
- * Usage: node --import tsx bench/baseline/server.ts --cert FULLCHAIN.pem --key KEY.pem [--android-status FILE]
+ * Usage: node dist/bench/baseline/server.js --cert FULLCHAIN.pem --key KEY.pem [--android-status FILE]
  * (prints {"port": N})
  */
 import { createServer, type ServerOptions } from "node:https";

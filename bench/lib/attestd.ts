@@ -78,5 +78,5 @@ export async function startAttestd(d: Deployment, fx: VendorFixture, tls: DevTls
     readyLines: { match: /attestd listening/, count: d.workers },
     timeoutMs: 90_000,
   });
-  return { server, command: `node ${nodeFlags.join(" ")} --import tsx src/cli/main.ts ${args.join(" ")}`.replace(/\s+/g, " ") };
+  return { server, command: `node ${nodeFlags.join(" ")} bin/attestd.js ${args.join(" ")}`.replace(/\s+/g, " ") };
 }

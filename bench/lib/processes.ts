@@ -4,8 +4,24 @@ import { createServer } from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
-export const REPO = path.resolve(import.meta.dirname, "../..");
-const CLI = path.join(REPO, "src/cli/main.ts");
+import { PACKAGE_ROOT } from "../../src/packageInfo.ts";
+
+export const REPO = PACKAGE_ROOT;
+/** attestd as an operator runs it: the compiled build (`npm run bench` builds it first) */
+const CLI = path.join(REPO, "bin/attestd.js");
+
+/**
+ * A module of the bench itself (e.g. "baseline/server") as a child can run it: the compiled .js beside this module
+ * under `npm run bench`, the .ts source when the bench is imported from the tests (tsx).
+ */
+export function benchModule(name: string): string {
+  return path.join(import.meta.dirname, "..", name + path.extname(import.meta.filename));
+}
+
+/** node's flags for a child running `script`: a TypeScript loader for sources, nothing for compiled code */
+function loaderFor(script: string): string[] {
+  return script.endsWith(".ts") ? ["--import", "tsx"] : [];
+}
 
 /** The environment for children: ours without ATTESTD_* settings, so only the flags we pass apply. */
 function childEnv(): NodeJS.ProcessEnv {
@@ -19,7 +35,7 @@ export function attestdCli(args: readonly string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ["--import", "tsx", CLI, ...args],
+      [CLI, ...args],
       { cwd: REPO, env: childEnv(), maxBuffer: 1 << 20, timeout: 60_000 },
       (err, stdout, stderr) => {
         if (err) reject(new Error(`attestd ${args.slice(0, 2).join(" ")} failed: ${stderr.trim() || err.message}`));
@@ -76,9 +92,12 @@ interface SpawnOptions {
   timeoutMs?: number;
 }
 
-/** Starts a Node child with tsx, waits until it answers GET /healthz over HTTPS (and prints its ready lines). */
+/**
+ * Starts a Node child running `args` (a script, then its arguments), waits until it answers GET /healthz over HTTPS
+ * (and prints its ready lines).
+ */
 export async function spawnServer(o: SpawnOptions): Promise<Server> {
-  const child: ChildProcess = spawn(process.execPath, [...(o.nodeFlags ?? []), "--import", "tsx", ...o.args], {
+  const child: ChildProcess = spawn(process.execPath, [...(o.nodeFlags ?? []), ...loaderFor(o.args[0] ?? ""), ...o.args], {
     cwd: REPO,
     env: childEnv(),
     stdio: ["ignore", "pipe", "pipe"],

@@ -55,7 +55,7 @@ function shortUrl(url: string): string {
 function frameKey(cf: { functionName: string; url: string; lineNumber: number }): string {
   const name = cf.functionName || "(anonymous)";
   const where = shortUrl(cf.url);
-  // tsx-compiled modules report line 1 for everything; a line number there would mislead
+  // a module that reports line 0 (code a loader compiled on the fly) gets no line number: it would mislead
   return where ? `${name} (${where}${cf.lineNumber > 0 ? `:${cf.lineNumber + 1}` : ""})` : name;
 }
 
@@ -71,7 +71,8 @@ function areaOf(functionName: string, url: string): string {
     const rest = u.slice(nm + "node_modules/".length).split("/");
     return "node_modules/" + (rest[0]!.startsWith("@") ? `${rest[0]}/${rest[1]}` : rest[0]);
   }
-  const rel = u.startsWith(REPO + "/") ? u.slice(REPO.length + 1) : u;
+  // the compiled build's modules (dist/src/...) are named after their sources (src/...)
+  const rel = (u.startsWith(REPO + "/") ? u.slice(REPO.length + 1) : u).replace(/^dist\//, "");
   const parts = rel.split("/");
   return parts.length > 2 ? `${parts[0]}/${parts[1]}` : parts[0]!;
 }

@@ -16,9 +16,10 @@ import { round } from "../lib/load.ts";
 import { androidFloor } from "../lib/androidFloor.ts";
 import { compare, type MicroOptions, type MicroResult } from "../lib/micro.ts";
 import { geomean } from "../lib/stats.ts";
+import { REPO } from "../lib/processes.ts";
 
 /** Where the real chains live: the project's copy in test/vectors/android-key (its README names each origin). */
-export const VECTORS = process.env.ATTESTD_VECTORS ?? path.resolve(import.meta.dirname, "../../test/vectors/android-key");
+export const VECTORS = process.env.ATTESTD_VECTORS ?? path.join(REPO, "test/vectors/android-key");
 
 interface ChainSpec {
   name: string;

@@ -4,7 +4,7 @@ import { createAndroidFixture, androidRequestsFor, type AndroidFixture } from ".
 import { devTls, provisionApiKey, sqliteDeployment, startAttestd } from "../lib/attestd.ts";
 import { runLoad } from "../lib/load.ts";
 import { attestdBlobs, baselineBlobs, nonceHeaders, type LoadSettings } from "../lib/partA.ts";
-import { freePort, REPO, spawnServer } from "../lib/processes.ts";
+import { benchModule, freePort, REPO, spawnServer } from "../lib/processes.ts";
 import { monotonicUs, profilesIn, summariseProfile, type ProfileSummary } from "../lib/profile.ts";
 import type { VendorFixture } from "../lib/vendorFixture.ts";
 import { compare, type Comparison } from "./http.ts";
@@ -44,7 +44,7 @@ export interface AndroidHttpContext {
   log: (line: string) => void;
 }
 
-const BASELINE = path.join(REPO, "bench/baseline/server.ts");
+const BASELINE = benchModule("baseline/server");
 
 /** Nonces from attestd's own POST /v2/nonces (not measured): one per chain the round will send. */
 async function issueNonces(origin: string, apiKey: string, count: number, s: LoadSettings): Promise<string[]> {
@@ -201,7 +201,7 @@ export async function runAndroidHttpSection(ctx: AndroidHttpContext): Promise<An
     how: {
       attestd: `child process: ${started.command}`,
       baseline:
-        "child process: node --import tsx bench/baseline/server.ts --android-status FILE: a body starting 0x30 gets only the floor's work (bench/lib/androidFloor.ts: split, the leaf's signature with its issuer's key kept by DER bytes, the challenge against the nonce, the issuers' serials in the status list); no auth, no store, no chain rules",
+        "child process: node bench/baseline/server (compiled) --android-status FILE: a body starting 0x30 gets only the floor's work (bench/lib/androidFloor.ts: split, the leaf's signature with its issuer's key kept by DER bytes, the challenge against the nonce, the issuers' serials in the status list); no auth, no store, no chain rules",
       chains: `attestd dev-ca --android's PKI (EC P-384 root, Droid CA2), ${devices} RKP TEE devices (each its own EC P-256 device CA); per nonce, the simulator certifies the device's key afresh with a KeyDescription for that nonce: leaf, device CA, Droid CA2, root, DER end to end`,
       loadGenerator: `autocannon 8, HTTPS keep-alive, ${s.connections} connections, pipelining ${s.pipelining}, ${s.durationSec} s measured after ${s.warmupSec} s warm-up (15 % of the chains), ${s.rounds} round(s), median round shown; every chain is sent to attestd once (its nonce is single-use), the baseline repeats them`,
     },

@@ -13,7 +13,7 @@ import {
   type MeasuredLoad,
   type PartAResult,
 } from "../lib/partA.ts";
-import { freePort, REPO, spawnServer } from "../lib/processes.ts";
+import { benchModule, freePort, REPO, spawnServer } from "../lib/processes.ts";
 import { monotonicUs, profilesIn, summariseProfile, type ProfileSummary } from "../lib/profile.ts";
 import { metricsHeapReader, soak, type SoakPhase, type SoakSettings } from "../lib/soak.ts";
 import type { VendorFixture } from "../lib/vendorFixture.ts";
@@ -87,7 +87,7 @@ export interface HttpContext {
   log: (line: string) => void;
 }
 
-const BASELINE = path.join(REPO, "bench/baseline/server.ts");
+const BASELINE = benchModule("baseline/server");
 
 const pctOf = (a: MeasuredLoad, b: MeasuredLoad) => `${Math.round(ratioOf(a, b) * 100)} %`;
 
@@ -252,7 +252,7 @@ export async function runHttpSection(ctx: HttpContext): Promise<{ section: HttpS
     status: "ok",
     how: {
       attestd: `child process: ${started.command}`,
-      baseline: `child process: node --import tsx bench/baseline/server.ts (node:https, same dev TLS leaf, no auth/store)`,
+      baseline: `child process: node bench/baseline/server (compiled) (node:https, same dev TLS leaf, no auth/store)`,
       processes:
         "one server process at a time; the load generator (autocannon, programmatic, in the bench process) shares the 2-core box with it",
       loadGenerator: `autocannon 8, HTTPS keep-alive, ${s.connections} connections, pipelining ${s.pipelining}, ${s.durationSec} s measured after ${s.warmupSec} s warm-up, ${s.rounds} round(s), median round shown`,

@@ -1,6 +1,6 @@
-import { readFileSync } from "node:fs";
 import { SignJWT } from "jose";
 import type { Clock } from "../clock.ts";
+import { PACKAGE_VERSION } from "../packageInfo.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
 import { earClaims, type VerifierId } from "./ear.ts";
 import type { EarKeyRing, PublicJwk } from "./signingKeys.ts";
@@ -8,7 +8,7 @@ import type { EarKeyRing, PublicJwk } from "./signingKeys.ts";
 /** Who appraised: attestd, and the build (its package version), as `ear.verifier-id` names them. */
 export const VERIFIER_ID: VerifierId = {
   developer: "attestd",
-  build: `attestd ${(JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version}`,
+  build: `attestd ${PACKAGE_VERSION}`,
 };
 
 /**

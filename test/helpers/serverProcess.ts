@@ -6,11 +6,12 @@ import { fileURLToPath } from "node:url";
 import { Agent, request } from "undici";
 
 /**
- * The one home for running attestd as an operator does: real `attestd` processes (`node --import tsx
- * src/cli/main.ts ...`), one-shot CLI commands, free ports. Every test that spawns attestd comes through here.
+ * The one home for running attestd as an operator does: real `attestd` processes (`node bin/attestd.js ...`, the
+ * compiled build `npm test` makes first, as `npm start` and an installed package run it), one-shot CLI commands,
+ * free ports. Every test that spawns attestd comes through here.
  */
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const CLI = ["--import", "tsx", path.join(REPO, "src/cli/main.ts")];
+export const CLI = [path.join(REPO, "bin/attestd.js")];
 
 /**
  * The environment of a spawned attestd: the test runner's, without any ATTESTD_* setting of the developer's
