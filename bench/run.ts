@@ -4,7 +4,7 @@
  *
  *   npm run bench                      full run (~2-3 minutes on 2 cores)
  *   npm run bench -- --quick           smoke run (~1 s per workload); writes bench/results/quick.json only
- *   npm run bench -- --only android    a subset: http, android, android-https, results, cluster, history (comma-separated)
+ *   npm run bench -- --only android    a subset: startup, http, android, android-https, results, cluster, history (comma-separated)
  *   npm run bench -- --profile         profile the attestd server even when the targets are met (--no-profile: never)
  *   npm run bench -- --out DIR         write the JSON elsewhere
  *   npm run bench -- --rounds 5        attestd/baseline turns per Part A workload (default 5; median shown)
@@ -28,8 +28,9 @@ import { clusterUnavailable, runClusterSection } from "./sections/cluster.ts";
 import { runHistorySection } from "./sections/history.ts";
 import { runHttpSection } from "./sections/http.ts";
 import { runResultsSection } from "./sections/results.ts";
+import { runStartupSection } from "./sections/startup.ts";
 
-export const SECTIONS = ["http", "android", "android-https", "results", "cluster", "history"] as const;
+export const SECTIONS = ["startup", "http", "android", "android-https", "results", "cluster", "history"] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 export interface BenchOptions {
@@ -108,7 +109,7 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
     finishedAt: "",
     quick: o.quick,
     environment: environment(),
-    sections: { http: undefined, android: undefined, results: undefined, cluster: undefined, history: undefined },
+    sections: { startup: undefined, http: undefined, android: undefined, results: undefined, cluster: undefined, history: undefined },
   };
   const want = (s: SectionName) => o.only.includes(s);
   const tmp = mkdtempSync(path.join(os.tmpdir(), "attestd-bench-"));
@@ -116,7 +117,13 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
   const fixture = async () => (fx ??= await createVendorFixture(tmp, 16));
 
   try {
-    // Library level first: nothing else is running yet.
+    // Start-up first: its targets assume an idle machine, and nothing of the bench runs yet.
+    if (want("startup")) {
+      log("startup: the attestd command and a server's start, beside node -e 0");
+      results.sections.startup = await runStartupSection({ tmp, quick: o.quick, log }).catch(failure);
+    }
+
+    // Library level next: no server is running yet.
     if (want("android")) {
       log("android: appraise() vs @simplewebauthn/server vs pkijs on real chains");
       results.sections.android = await runAndroidSection({ micro, log }).catch(failure);

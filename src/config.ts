@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
-import { AUDIENCE } from "./enrollment/clientJwt.ts";
+import { OperatorError } from "./errors/operatorError.ts";
+import { AUDIENCE } from "./domain/enrollment.ts";
 import { LOG_FORMATS } from "./logging.ts";
 import { EAR_ALGORITHMS } from "./domain/signingKeys.ts";
 import { AEAD_CIPHERS, TLS_MIN_VERSIONS } from "./tls/tlsPolicy.ts";
@@ -156,7 +157,7 @@ export function envName(name: string): string {
   return "ATTESTD_" + flagName(name).replace(/-/g, "_").toUpperCase();
 }
 
-export class ConfigError extends Error {}
+export class ConfigError extends OperatorError {}
 
 const MAX_AUDIENCE_LENGTH = 128;
 

@@ -1,6 +1,12 @@
 import type { FastifyBaseLogger } from "fastify";
-import pino from "pino";
-import pinoPretty from "pino-pretty";
+import { createRequire } from "node:module";
+import type pinoModule from "pino";
+import type pinoPrettyModule from "pino-pretty";
+
+// pino and pino-pretty are loaded when the first logger is made, not when this module is: the settings table
+// (config.ts) reads LOG_FORMATS here, and `attestd --help` or a store command must not pay for a logger it never
+// makes.
+const require = createRequire(import.meta.url);
 
 export const LOG_FORMATS = ["auto", "pretty", "json"] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
@@ -27,11 +33,13 @@ function isTerminal(fd: 1 | 2): boolean {
 }
 
 export function createLogger(opts: LoggerOptions): FastifyBaseLogger {
+  const pino = require("pino") as typeof pinoModule;
   const fd = opts.fd ?? 1;
   const options = { level: opts.level, base: { service: "attestd", pid: process.pid } };
   if (resolveLogFormat(opts.format ?? "auto", isTerminal(fd)) === "pretty") {
     // A synchronous stream in this thread rather than pino's worker transport: a start-up failure's last line
     // is written before the process exits, and a terminal is never the bottleneck that async writing avoids.
+    const pinoPretty = require("pino-pretty") as typeof pinoPrettyModule;
     const stream = pinoPretty({
       destination: fd,
       sync: true,

@@ -5,6 +5,7 @@ import { runPrimary, workerRuntimeOptions } from "./cluster.ts";
 import type { FastifyBaseLogger } from "fastify";
 import { loadConfig, publicBaseUrl, type Config } from "./config.ts";
 import { createLogger, logsArePretty, type LogFormat } from "./logging.ts";
+import { OperatorError } from "./errors/operatorError.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./server.ts";
 import { secretsKeyFileOf } from "./secrets/keyFile.ts";
 import { ensurePrivateDir, looseModes, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./secrets/privateFiles.ts";
@@ -14,7 +15,7 @@ import { ensureDevTls } from "./tls/devTls.ts";
 import { tlsPolicy, type HttpsOptions } from "./tls/tlsPolicy.ts";
 
 /** Thrown for start-up refusals: printed as one line, no stack. */
-export class StartupError extends Error {}
+export class StartupError extends OperatorError {}
 
 interface ServerTls {
   cert: string;

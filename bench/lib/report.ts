@@ -4,6 +4,7 @@ import type { ClusterSection } from "../sections/cluster.ts";
 import type { HistorySection } from "../sections/history.ts";
 import type { HttpSection } from "../sections/http.ts";
 import type { ResultsSection } from "../sections/results.ts";
+import type { StartupSection } from "../sections/startup.ts";
 import type { MeasuredLoad } from "./partA.ts";
 import type { ProfileSummary } from "./profile.ts";
 import { SQLITE_CACHE_ALLOWANCE_MB } from "./soak.ts";
@@ -37,6 +38,8 @@ export interface BenchResults {
     note: string;
   };
   sections: {
+    /** issue 21: the `attestd` command's and a server's start-up (`--only startup`) */
+    startup: Outcome<StartupSection>;
     http: Outcome<HttpSection>;
     android: Outcome<AndroidSection>;
     results: Outcome<ResultsSection>;
@@ -130,6 +133,22 @@ export function renderSummary(r: BenchResults): string {
     );
   }
   out.push("");
+
+  const st = r.sections.startup;
+  if (st?.status === "ok") {
+    out.push(`Start-up (issue 21): whole processes, median of ${st.runs} rounds beside node -e 0 (${f0(st.node.medianMs)} ms); load average ${st.loadAverage} at start`);
+    out.push(
+      table(
+        ["command", "median", "÷ node -e 0", "target", ""],
+        [
+          [st.help.command, `${f0(st.help.medianMs)} ms`, `${f2(st.help.ratio)} ×`, `≤ ${st.help.target} ×`, st.help.met ? "met" : "MISSED"],
+          [st.tenantList.command, `${f0(st.tenantList.medianMs)} ms`, `${f2(st.tenantList.ratio)} ×`, `≤ ${st.tenantList.target} ×`, st.tenantList.met ? "met" : "MISSED"],
+          [st.readyz.command, `${f0(st.readyz.medianMs)} ms`, "-", `≤ ${f0(st.readyz.targetMs)} ms`, st.readyz.met ? "met" : "MISSED"],
+        ],
+      ),
+    );
+    out.push(`  first start on an empty data directory (dev CA, secrets key, schema): ${f0(st.readyz.firstStartMs)} ms`, "");
+  } else if (st) out.push(notOk("Start-up", st), "");
 
   const h = r.sections.http;
   if (h?.status === "ok") {

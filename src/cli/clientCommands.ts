@@ -4,19 +4,12 @@ import { cryptoRng, systemClock } from "../clock.ts";
 import { accessTokenRequest, apiToken, formatClientKeys, parseClientKeys, type ClientKeys } from "../enrollment/clientJwt.ts";
 import { ClientAdmin, ClientAdminError, summarise } from "../enrollment/clients.ts";
 import { encryptForTenant, TenantKeyService } from "../enrollment/tenantKeys.ts";
-import type { Tenant } from "../domain/tenants.ts";
 import { PortalAccounts } from "../portal/accounts.ts";
 import { RateLimiter } from "../services/rateLimiter.ts";
 import type { Stores } from "../store/types.ts";
 import { publicBaseUrl, type Config } from "../config.ts";
-import { addSettings, CliError, refusals, STORAGE_SETTINGS, withStores } from "./options.ts";
+import { addSettings, CliError, refusals, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
 import { openSecrets } from "../secrets/openSecrets.ts";
-
-export async function tenantNamed(stores: Stores, name: string): Promise<Tenant> {
-  const t = await stores.durable.getTenantByName(name);
-  if (!t) throw new CliError(`no tenant named "${name}"`);
-  return t;
-}
 
 function portalAccounts(stores: Stores, config: Config): PortalAccounts {
   return new PortalAccounts(stores.durable, systemClock, cryptoRng, new RateLimiter(stores.rateLimits, systemClock, { rps: 1, burst: 1 }), publicBaseUrl(config));
@@ -66,9 +59,9 @@ function readKeys(file: string): ClientKeys {
 }
 
 /** `attestd client ...`, `attestd user ...`, `attestd activity`, `attestd encrypt` (operator.md, enrollment.md). */
-export function registerClientCommands(program: Command): void {
-  const client = program.command("client").description("manage enrollment (Part B) API clients");
+export const commands: CommandDefinitions = { client: defineClient, user: defineUser, activity: defineActivity, encrypt: defineEncrypt };
 
+function defineClient(client: Command): void {
   addSettings(
     client
       .command("create")
@@ -182,7 +175,9 @@ export function registerClientCommands(program: Command): void {
       process.stdout.write((await apiToken(readKeys(o.keys), o.accessToken, { nowMs: Date.now() })) + "\n");
     });
 
-  const user = program.command("user").description("manage people: the users enrollment clients act for, and who signs in to the portal");
+}
+
+function defineUser(user: Command): void {
   addSettings(
     user.command("register <email>").description("register a user (again)").requiredOption("--tenant <name>", "tenant name"),
     STORAGE_SETTINGS,
@@ -278,9 +273,11 @@ export function registerClientCommands(program: Command): void {
     });
   });
 
+}
+
+function defineActivity(activity: Command): void {
   addSettings(
-    program
-      .command("activity")
+    activity
       .description("print the activity log (Part A and B requests), one JSON object per line, oldest first")
       .option("--tenant <name>", "only this tenant's requests")
       .option("--error-id <id>", "only the request that answered with this errorId")
@@ -302,9 +299,12 @@ export function registerClientCommands(program: Command): void {
     });
   });
 
+}
+
+function defineEncrypt(encrypt: Command): void {
   addSettings(
-    program
-      .command("encrypt <text>")
+    encrypt
+      .argument("<text>")
       .description("encrypt TEXT to a tenant's encryption key (as a client does for userPassword); prints base64")
       .requiredOption("--tenant <name>", "tenant name"),
     STORAGE_SETTINGS,

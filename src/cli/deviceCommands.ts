@@ -3,8 +3,7 @@ import { systemClock } from "../clock.ts";
 import { isAppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import { DeviceService } from "../services/deviceService.ts";
-import { tenantNamed } from "./clientCommands.ts";
-import { addSettings, CliError, STORAGE_SETTINGS, withStores } from "./options.ts";
+import { addSettings, CliError, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
 
 /** DeviceService's refusals, as one line naming the device and the tenant. */
 async function deviceErrors<T>(deviceId: string, tenant: string, fn: () => Promise<T>): Promise<T> {
@@ -25,9 +24,9 @@ async function withDevices<T>(cmd: Command, tenant: string, fn: (devices: Device
 }
 
 /** `attestd device show|reset` (docs/devices.md): a named device's history and pin, and the pin reset. */
-export function registerDeviceCommands(program: Command): void {
-  const device = program.command("device").description("per-device memory: the devices relying parties name, and their pins");
+export const commands: CommandDefinitions = { device: defineDevice };
 
+function defineDevice(device: Command): void {
   addSettings(
     device
       .command("show <deviceId>")

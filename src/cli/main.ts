@@ -1,39 +1,55 @@
 import { Command, CommanderError } from "commander";
-import { ConfigError, settings, type SettingName } from "../config.ts";
-import { serve, StartupError } from "../main.ts";
-import { SecretsError } from "../secrets/secretBox.ts";
-import { addSettings, CliError, configFrom } from "./options.ts";
-import { registerTenantCommands } from "./tenantCommands.ts";
-import { registerAttestationCommands } from "./attestationCommands.ts";
-import { registerClientCommands } from "./clientCommands.ts";
-import { registerSigningKeyCommands } from "./signingKeyCommands.ts";
-import { registerDeviceCommands } from "./deviceCommands.ts";
+import { OperatorError } from "../errors/operatorError.ts";
+import { PACKAGE_VERSION } from "../packageInfo.ts";
+import type { CommandDefinitions } from "./options.ts";
+
+/**
+ * The `attestd` command's top-level commands: each one's summary (the `attestd --help` list) and the module that
+ * defines it. A module, and everything it imports, is loaded only when one of its commands runs or its help is
+ * asked for: `attestd --help` loads commander alone, `attestd tenant list` the store and the tenant service, and
+ * only `serve` loads the server (bench/README.md, "Start-up", measures it).
+ */
+const COMMANDS: Record<string, { summary: string; load: () => Promise<{ commands: CommandDefinitions }> }> = {
+  serve: { summary: "run the service (HTTPS on 127.0.0.1:8443 with dev TLS by default)", load: () => import("./serveCommand.ts") },
+  tenant: { summary: "manage tenants", load: () => import("./tenantCommands.ts") },
+  key: { summary: "manage Part A API keys", load: () => import("./tenantCommands.ts") },
+  refvals: { summary: "manage reference values: the global sets, or a tenant's own", load: () => import("./referenceValueCommands.ts") },
+  "dev-ca": { summary: "write a demo vendor CA (or with --android a demo Android attestation PKI) for the simulator", load: () => import("./simulatorCommands.ts") },
+  "device-sim": { summary: "write what a device sends: a vendor-container blob or an Android key-attestation chain", load: () => import("./simulatorCommands.ts") },
+  appraise: { summary: "appraise one blob offline with the same trust flags as serve", load: () => import("./appraiseCommand.ts") },
+  client: { summary: "manage enrollment (Part B) API clients", load: () => import("./clientCommands.ts") },
+  user: { summary: "manage people: the users enrollment clients act for, and who signs in to the portal", load: () => import("./clientCommands.ts") },
+  activity: { summary: "print the activity log (Part A and B requests)", load: () => import("./clientCommands.ts") },
+  encrypt: { summary: "encrypt TEXT to a tenant's encryption key (as a client does for userPassword)", load: () => import("./clientCommands.ts") },
+  keys: { summary: "manage the keys attestd signs its results (EARs) with", load: () => import("./signingKeyCommands.ts") },
+  device: { summary: "per-device memory: the devices relying parties name, and their pins", load: () => import("./deviceCommands.ts") },
+};
 
 const program = new Command()
   .name("attestd")
   .description("Device attestation service: nonces, blob appraisal, enrollment API")
+  .version(PACKAGE_VERSION)
   .showHelpAfterError()
   .exitOverride();
+for (const [name, { summary }] of Object.entries(COMMANDS)) program.command(name).summary(summary);
 
-addSettings(
-  program.command("serve").description("run the service (HTTPS on 127.0.0.1:8443 with dev TLS by default)"),
-  Object.keys(settings) as SettingName[],
-).action(async (_opts: unknown, cmd: Command) => {
-  await serve(configFrom(cmd));
-});
-
-registerTenantCommands(program);
-registerAttestationCommands(program);
-registerClientCommands(program);
-registerSigningKeyCommands(program);
-registerDeviceCommands(program);
+/** The command this invocation runs (or asks help for): the first word that is not an option, after `help`. */
+function requestedCommand(argv: readonly string[]): string | undefined {
+  const words = argv.slice(2).filter((a) => !a.startsWith("-"));
+  return words[0] === "help" ? words[1] : words[0];
+}
 
 try {
+  const name = requestedCommand(process.argv);
+  const entry = name === undefined ? undefined : COMMANDS[name];
+  if (entry) {
+    const { commands } = await entry.load();
+    commands[name!]!(program.commands.find((c) => c.name() === name)!);
+  }
   await program.parseAsync(process.argv);
 } catch (err) {
   if (err instanceof CommanderError) process.exit(err.exitCode);
-  const known = err instanceof CliError || err instanceof ConfigError || err instanceof StartupError || err instanceof SecretsError;
   process.stderr.write(`attestd: ${(err as Error).message}\n`);
-  if (!known && process.env.ATTESTD_DEBUG) process.stderr.write(`${(err as Error).stack}\n`);
+  if (!(err instanceof OperatorError) && process.env.ATTESTD_DEBUG) process.stderr.write(`${(err as Error).stack}\n`);
   process.exit(1);
 }

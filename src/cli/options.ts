@@ -1,8 +1,17 @@
 import { Command, Option } from "commander";
+import { readFileSync } from "node:fs";
 import { flagName, envName, loadConfig, settings, type Config, type SettingName } from "../config.ts";
-import { openStores } from "../store/openStores.ts";
 import type { Stores } from "../store/types.ts";
+import type { Tenant } from "../domain/tenants.ts";
 import { isAppError } from "../errors/AppError.ts";
+import { OperatorError } from "../errors/operatorError.ts";
+
+/**
+ * What a command module gives main.ts: for each top-level command it owns (by name), the function that defines it
+ * (arguments, options, subcommands, action) on the command main.ts made. main.ts imports a module only when one of
+ * its commands runs, so a module may import whatever its commands need.
+ */
+export type CommandDefinitions = Record<string, (command: Command) => void>;
 
 export const STORAGE_SETTINGS: SettingName[] = [
   "dataDir",
@@ -51,6 +60,8 @@ export function configFrom(cmd: Command): Config {
 /** Runs `fn` with the stores of the command's configuration, closing them afterwards. */
 export async function withStores<T>(cmd: Command, fn: (stores: Stores, config: Config) => Promise<T>): Promise<T> {
   const config = configFrom(cmd);
+  // loaded here, not at the top: commands that never touch the store (dev-ca, --help) skip the store modules
+  const { openStores } = await import("../store/openStores.ts");
   const stores = await openStores(config);
   try {
     return await fn(stores, config);
@@ -60,7 +71,13 @@ export async function withStores<T>(cmd: Command, fn: (stores: Stores, config: C
 }
 
 /** A command failure the user can act on: printed as one line, exit 1, no stack. */
-export class CliError extends Error {}
+export class CliError extends OperatorError {}
+
+export async function tenantNamed(stores: Stores, name: string): Promise<Tenant> {
+  const t = await stores.durable.getTenantByName(name);
+  if (!t) throw new CliError(`no tenant named "${name}"`);
+  return t;
+}
 
 /** The services' refusals (a taken name, no such tenant, a bad restriction) are the operator's to fix: one line, no stack. */
 export async function refusals<T>(fn: () => Promise<T>): Promise<T> {
@@ -69,5 +86,14 @@ export async function refusals<T>(fn: () => Promise<T>): Promise<T> {
   } catch (e) {
     if (isAppError(e)) throw new CliError(e.reason);
     throw e;
+  }
+}
+
+/** A file the command was given, or a CliError naming it and why it could not be read. */
+export function readFileOrFail(file: string, what: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (e) {
+    throw new CliError(`${what} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
 }

@@ -3,12 +3,12 @@ import { systemClock } from "../clock.ts";
 import type { EarAlgorithm } from "../domain/signingKeys.ts";
 import { rotateSigningKey } from "../results/signingKeys.ts";
 import { openSecrets } from "../secrets/openSecrets.ts";
-import { addSettings, STORAGE_SETTINGS, withStores } from "./options.ts";
+import { addSettings, STORAGE_SETTINGS, withStores, type CommandDefinitions } from "./options.ts";
 
 /** `attestd keys ...`: the keys attestd signs its results (EARs) with (docs/results.md, "Keys and rotation"). */
-export function registerSigningKeyCommands(program: Command): void {
-  const keys = program.command("keys").description("manage the keys attestd signs its results (EARs) with");
+export const commands: CommandDefinitions = { keys: defineKeys };
 
+function defineKeys(keys: Command): void {
   addSettings(
     keys
       .command("rotate")

@@ -4,7 +4,7 @@ import { ApiKeyAdmin, type KeyEdit } from "../services/apiKeyAdmin.ts";
 import { TENANT_STATES, TenantAdmin } from "../services/tenantAdmin.ts";
 import type { Stores } from "../store/types.ts";
 import type { TenantState } from "../domain/tenants.ts";
-import { addSettings, CliError, refusals, STORAGE_SETTINGS, withStores } from "./options.ts";
+import { addSettings, CliError, refusals, STORAGE_SETTINGS, withStores, type CommandDefinitions } from "./options.ts";
 
 const tenants = (stores: Stores) => new TenantAdmin(stores.durable, systemClock, cryptoRng);
 const keys = (stores: Stores) => new ApiKeyAdmin(stores.durable, systemClock, cryptoRng);
@@ -20,9 +20,9 @@ function number(v: string | undefined, flag: string): number | undefined {
 const list = (v: string | undefined) => (v === undefined ? undefined : v.split(",").map((x) => x.trim()).filter((x) => x !== ""));
 
 /** `attestd tenant ...` and `attestd key ...` (operator.md). */
-export function registerTenantCommands(program: Command): void {
-  const tenant = program.command("tenant").description("manage tenants");
+export const commands: CommandDefinitions = { tenant: defineTenant, key: defineKey };
 
+function defineTenant(tenant: Command): void {
   addSettings(
     tenant
       .command("create <name>")
@@ -68,7 +68,9 @@ export function registerTenantCommands(program: Command): void {
     });
   });
 
-  const key = program.command("key").description("manage Part A API keys");
+}
+
+function defineKey(key: Command): void {
   addSettings(
     key
       .command("create")

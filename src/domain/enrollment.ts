@@ -6,6 +6,9 @@ import type { ApiKeyRestrictions } from "./tenants.ts";
  * (store/types.ts, EnrollmentStore) and src/enrollment/ owns their rules.
  */
 
+/** the `aud` every client-signed Part B JWT carries (enrollment-api.md), unless the operator widens --token-audience */
+export const AUDIENCE = "VendorWSM";
+
 export type UserState = "registered" | "deregistered";
 
 export interface EnrollmentUser {

@@ -1,12 +1,12 @@
 import { createPrivateKey, randomUUID } from "node:crypto";
 import { SignJWT, type JWTPayload } from "jose";
+import { AUDIENCE } from "../domain/enrollment.ts";
 
 /**
  * The client's side of the Part B token flow (enrollment-api.md, "Authentication"): what an integrator's code does
  * with keys.json. The server never runs this; the CLI helpers, the docs walk-through and the tests do.
  */
 
-export const AUDIENCE = "VendorWSM";
 export const ALGORITHM = "RS512";
 
 /** keys.json as `attestd client create` writes it. */

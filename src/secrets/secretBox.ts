@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac } from "node:crypto";
 import { cryptoRng, type Rng } from "../clock.ts";
+import { OperatorError } from "../errors/operatorError.ts";
 
 /**
  * Sealing of secrets kept at rest (tenants' RSA private keys, and any record's secret column): AES-256-GCM under a
@@ -21,7 +22,7 @@ const TAG_BYTES = 16;
 const KEY_ID_RE = /^[0-9a-f]{16}$/;
 
 /** A problem with the secrets key or a sealed value: start-up prints it as one line. */
-export class SecretsError extends Error {}
+export class SecretsError extends OperatorError {}
 
 export function keyIdOf(key: Buffer): string {
   return createHmac("sha256", key).update("attestd secrets key id").digest("hex").slice(0, 16);

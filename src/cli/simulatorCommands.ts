@@ -1,0 +1,254 @@
+import { Option, type Command } from "commander";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { CHAIN_ENCODINGS, type ChainEncoding } from "../attestation/encoding/chainInput.ts";
+import {
+  ANDROID_DEV_CA_FILES,
+  createAndroidDevCa,
+  readAndroidDevCa,
+  writeAndroidDevCa,
+} from "../attestation/sim/androidCa.ts";
+import {
+  ANDROID_BOOT_STATES,
+  ANDROID_PROVISIONING,
+  ANDROID_SECURITY_LEVELS,
+  attestAndroidKey,
+  checkKeyOptions,
+  createAndroidDevice,
+  encodeAndroidChain,
+  type AndroidBootState,
+  type AndroidDevice,
+  type AndroidKeyOptions,
+  type AndroidKeyType,
+  type AndroidProvisioning,
+  type AndroidSecurityLevel,
+} from "../attestation/sim/androidDeviceSim.ts";
+import { createDevCa, readDevCa, writeDevCa, type CertifiedKey, type KeyType } from "../attestation/sim/devCa.ts";
+import { androidDeviceFromFile, vendorDeviceFromFile } from "../attestation/sim/simulatedDevice.ts";
+import { buildVendorBlob, demoReferenceValues, UNKNOWN_FIRMWARE } from "../attestation/sim/deviceSim.ts";
+import { CliError, type CommandDefinitions } from "./options.ts";
+
+const SIM_KEY_TYPES = ["ec", "rsa", "ed25519"] as const;
+export const DEMO_REFERENCE_VALUES_FILE = "reference-values.json";
+
+/** `attestd dev-ca` and `attestd device-sim` (operator.md): the demo PKIs and the simulated devices, both formats. */
+export const commands: CommandDefinitions = { "dev-ca": defineDevCa, "device-sim": defineDeviceSim };
+
+function defineDevCa(devCa: Command): void {
+  devCa
+    .description(
+      "write a demo vendor root + intermediate (PEM) for the device simulator, and its reference values; " +
+        "with --android, a demo Android attestation PKI",
+    )
+    .requiredOption("--out <dir>", "directory to write to")
+    .option("--android", "a demo Android attestation PKI: root, Droid CA2, factory and revoked intermediates, status list, boot-key allow-list")
+    .addOption(new Option("--key-type <type>", "CA key algorithm (vendor CA)").choices(SIM_KEY_TYPES).default("ec"))
+    .option("--force", "replace an existing CA in that directory")
+    .action(async (opts: { out: string; android?: boolean; keyType: KeyType; force?: boolean }, cmd: Command) => {
+      if (opts.android) {
+        if (cmd.getOptionValueSource("keyType") === "cli") {
+          throw new CliError("--key-type applies to the vendor CA; the Android demo CA is EC P-384, like Google's Key Attestation CA1");
+        }
+        await writeAndroidCaCommand(opts.out, Boolean(opts.force));
+        return;
+      }
+      const ca = await createDevCa({ keyType: opts.keyType });
+      let written: string[];
+      try {
+        written = await writeDevCa(ca, opts.out, { overwrite: Boolean(opts.force) });
+      } catch (e) {
+        throw new CliError((e as Error).message);
+      }
+      const refFile = path.join(opts.out, DEMO_REFERENCE_VALUES_FILE);
+      writeFileSync(refFile, JSON.stringify(demoReferenceValues(), null, 2) + "\n");
+      written.push(refFile);
+      process.stdout.write(written.join("\n") + "\n");
+      process.stderr.write(
+        `serve with: --vendor-roots ${path.join(opts.out, "root.pem")} --reference-values ${refFile}\n`,
+      );
+    });
+}
+
+function defineDeviceSim(deviceSim: Command): void {
+  // Options are grouped by the format they shape; one given with the other format is refused (formatMismatch).
+  const vendorOptions = [
+    new Option("--firmware <version>", "firmware version (default X100XXU1AAA1, known to the demo reference values)"),
+    new Option("--unknown-firmware", `report firmware ${UNKNOWN_FIRMWARE}, for which no reference values exist`),
+    new Option("--tamper", "set the tamper bit"),
+    new Option("--bad-signature", "corrupt the signature over the data"),
+    new Option("--device-error [exitCode]", "report a device-side failure (exit code, default 1) with no data"),
+    new Option("--include-root", "carry the root certificate too"),
+    new Option("--container-version <n>", "container version byte (2; 1 gives 501 NOT_IMPLEMENTED)"),
+  ];
+  const androidOptions = [
+    new Option("--security-level <level>", "where the key lives").choices(ANDROID_SECURITY_LEVELS).default("tee"),
+    new Option("--unlocked", "an unlocked bootloader (deviceLocked false)"),
+    new Option("--boot-state <state>", "verified boot state; self-signed boots the demo custom OS of dev-ca's allowed-boot-keys.json")
+      .choices(ANDROID_BOOT_STATES)
+      .default("verified"),
+    new Option("--provisioning <how>", "an RKP-shaped chain (per-device CA under Droid CA2) or a factory-shaped one")
+      .choices(ANDROID_PROVISIONING)
+      .default("rkp"),
+    new Option("--attest-key", "sign the leaf with an ATTEST_KEY key, carried at position 1"),
+    new Option("--knox", "a Samsung Knox extension, as Galaxy devices write it"),
+    new Option("--knox-warranty", "a Samsung Knox extension with the warranty bit set"),
+    new Option("--revoked-intermediate", "chain through the intermediate dev-ca's status.json revokes"),
+    new Option("--chain-extension", "the forgery: a certificate claiming a locked device, signed by an unlocked device's key"),
+    new Option("--patch-level <YYYYMM>", "osPatchLevel (default this month)"),
+    new Option("--package <name>", "the attesting app's package (default com.example.wallet)"),
+    new Option("--omit-root", "leave the root out, as many RKP devices do"),
+    new Option("--encoding <encoding>", "the body: DER end to end, a PEM bundle, or {\"x5c\": [...]}").choices(CHAIN_ENCODINGS).default("der"),
+  ];
+  deviceSim
+    .description("write what a device sends: a vendor-container blob, or an Android key-attestation chain (every case the appraisal distinguishes)")
+    .optionsGroup("Options:")
+    .addOption(new Option("--format <format>", "what to simulate").choices(["vendor", "android-key"] as const).default("vendor"))
+    .requiredOption("--ca <dir>", "a directory written by `attestd dev-ca` (with --android for android-key)")
+    .requiredOption("--nonce <nonce>", "the nonce from POST /v2/nonces")
+    .requiredOption("--out <file>", "where to write the blob")
+    .option("--model <model>", "device model (vendor default SM-X100; android-key: attestationIdModel, default none)")
+    .option("--wrong-nonce", "embed a nonce other than --nonce")
+    .option("--ascii-nonce", "embed the nonce string's ASCII bytes instead of its 32 decoded bytes")
+    .option(
+      "--device-key <file>",
+      "keep this device's identity in FILE, created on first use (vendor: its certified key; android-key: the phone's attestation CA and settings), so later runs are the same device",
+    )
+    .addOption(new Option("--key-type <type>", "device key algorithm (android-key: ec or rsa)").choices(SIM_KEY_TYPES).default("ec"))
+    .optionsGroup("--format vendor:");
+  for (const o of vendorOptions) deviceSim.addOption(o);
+  deviceSim.optionsGroup("--format android-key:");
+  for (const o of androidOptions) deviceSim.addOption(o);
+  deviceSim.action(async (opts: Record<string, string | boolean | undefined>, cmd: Command) => {
+    const android = opts.format === "android-key";
+    const foreign = (android ? vendorOptions : androidOptions).find((o) => cmd.getOptionValueSource(o.attributeName()) === "cli");
+    if (foreign) throw new CliError(`${foreign.long} applies to --format ${android ? "vendor" : "android-key"}`);
+    const given = (name: string) => cmd.getOptionValueSource(name) === "cli";
+    if (android) {
+      await androidDeviceSimCommand(opts, given);
+      return;
+    }
+    let ca;
+    try {
+      ca = await readDevCa(opts.ca as string);
+    } catch (e) {
+      throw new CliError(`--ca ${opts.ca as string}: ${(e as Error).message}`);
+    }
+    const deviceError =
+      opts.deviceError === undefined
+        ? undefined
+        : { exitCode: opts.deviceError === true ? 1 : Number(opts.deviceError), omitData: true, omitSignature: true };
+    if (deviceError && !(deviceError.exitCode >= 1 && deviceError.exitCode <= 255)) {
+      throw new CliError("--device-error exit code must be 1..255");
+    }
+    let leaf: CertifiedKey | undefined;
+    if (opts.deviceKey) {
+      const file = opts.deviceKey as string;
+      try {
+        const kept = await vendorDeviceFromFile(file, ca, { keyType: opts.keyType as KeyType, keyTypeGiven: given("keyType") });
+        leaf = kept.leaf;
+        process.stderr.write(kept.created ? `a new device, kept in ${file}\n` : `the device kept in ${file}\n`);
+      } catch (e) {
+        throw new CliError((e as Error).message);
+      }
+    }
+    let blob: Uint8Array;
+    try {
+      blob = await buildVendorBlob({
+        ca,
+        ...(leaf ? { leaf } : {}),
+        nonce: opts.nonce as string,
+        leafKeyType: opts.keyType as KeyType,
+        ...(opts.model ? { model: opts.model as string } : {}),
+        ...(opts.firmware ? { firmwareVersion: opts.firmware as string } : {}),
+        ...(opts.unknownFirmware ? { firmwareVersion: UNKNOWN_FIRMWARE } : {}),
+        tamper: Boolean(opts.tamper),
+        wrongNonce: Boolean(opts.wrongNonce),
+        asciiNonce: Boolean(opts.asciiNonce),
+        badSignature: Boolean(opts.badSignature),
+        includeRoot: Boolean(opts.includeRoot),
+        ...(deviceError ? { deviceError } : {}),
+        ...(opts.containerVersion ? { version: Number(opts.containerVersion) } : {}),
+      });
+    } catch (e) {
+      throw new CliError((e as Error).message);
+    }
+    writeFileSync(opts.out as string, blob);
+    process.stderr.write(`${blob.length} bytes written to ${opts.out as string}\n`);
+  });
+}
+
+/** `dev-ca --android`: writes the demo Android PKI and says which serve flags trust it. */
+async function writeAndroidCaCommand(dir: string, force: boolean): Promise<void> {
+  const ca = await createAndroidDevCa();
+  let written: string[];
+  try {
+    written = await writeAndroidDevCa(ca, dir, { overwrite: force });
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
+  const file = (name: string) => path.join(dir, name);
+  process.stdout.write(written.join("\n") + "\n");
+  process.stderr.write(
+    `serve with: --android-roots ${file(ANDROID_DEV_CA_FILES.root)} --android-status ${file(ANDROID_DEV_CA_FILES.status)}\n` +
+      `  and --allowed-boot-keys ${file(ANDROID_DEV_CA_FILES.allowedBootKeys)} to accept the demo custom OS ` +
+      "(device-sim --boot-state self-signed)\n",
+  );
+}
+
+/** `device-sim --format android-key`: a simulated phone's chain for the nonce (a new phone, or the one in --device-key). */
+async function androidDeviceSimCommand(opts: Record<string, string | boolean | undefined>, given: (name: string) => boolean): Promise<void> {
+  if (opts.keyType === "ed25519") throw new CliError("--key-type ed25519 applies to --format vendor; android-key keys are ec or rsa");
+  const patchLevel = opts.patchLevel as string | undefined;
+  if (patchLevel !== undefined && !/^\d{6}$/.test(patchLevel)) throw new CliError("--patch-level must be YYYYMM, e.g. 202501");
+  let ca;
+  try {
+    ca = await readAndroidDevCa(opts.ca as string);
+  } catch (e) {
+    throw new CliError(`--ca ${opts.ca as string}: ${(e as Error).message}`);
+  }
+  const keyOptions: AndroidKeyOptions = {
+    nonce: opts.nonce as string,
+    bootState: opts.bootState as AndroidBootState,
+    keyType: opts.keyType as AndroidKeyType,
+    unlocked: Boolean(opts.unlocked),
+    attestKey: Boolean(opts.attestKey),
+    knox: Boolean(opts.knox),
+    knoxWarranty: Boolean(opts.knoxWarranty),
+    chainExtension: Boolean(opts.chainExtension),
+    wrongNonce: Boolean(opts.wrongNonce),
+    asciiNonce: Boolean(opts.asciiNonce),
+    omitRoot: Boolean(opts.omitRoot),
+    ...(patchLevel !== undefined ? { patchLevel: Number(patchLevel) } : {}),
+    ...(opts.package !== undefined ? { packageName: opts.package as string } : {}),
+    ...(opts.model !== undefined ? { model: opts.model as string } : {}),
+  };
+  let certs: Uint8Array[];
+  try {
+    checkKeyOptions(keyOptions); // before a phone is made (and kept)
+    const phone = { securityLevel: opts.securityLevel as AndroidSecurityLevel, provisioning: opts.provisioning as AndroidProvisioning };
+    let device: AndroidDevice;
+    if (opts.deviceKey) {
+      const file = opts.deviceKey as string;
+      const kept = await androidDeviceFromFile(file, ca, {
+        ...phone,
+        securityLevelGiven: given("securityLevel"),
+        provisioningGiven: given("provisioning"),
+        revokedIntermediate: Boolean(opts.revokedIntermediate),
+      });
+      device = kept.device;
+      process.stderr.write(
+        kept.created
+          ? `a new ${device.provisioning} phone, kept in ${file}\n`
+          : `the ${device.provisioning} phone kept in ${file}${kept.renewed ? " (its RKP attestation CA renewed)" : ""}\n`,
+      );
+    } else {
+      device = await createAndroidDevice(ca, { ...phone, revokedIntermediate: Boolean(opts.revokedIntermediate) });
+    }
+    certs = await attestAndroidKey(device, keyOptions);
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
+  const body = encodeAndroidChain(certs, opts.encoding as ChainEncoding);
+  writeFileSync(opts.out as string, body);
+  process.stderr.write(`${body.length} bytes written to ${opts.out as string} (${certs.length} certificates, leaf first)\n`);
+}
