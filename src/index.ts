@@ -1,0 +1,29 @@
+/**
+ * attestd as a library (`import { appraise } from "attestd"`): the appraisal the service runs on every blob, for a
+ * relying party that wants a verdict in its own process (an offline check, a batch job). It is pure: trust in,
+ * verdict out; it never reads a file or the network. The service, its store and its API stay behind the
+ * `attestd` command. The README's "As a library" section shows it in use; test/e2e/package.test.ts runs that
+ * example against the packed package.
+ */
+export { appraise, detectFormat } from "./attestation/appraise.ts";
+export { parseStatusList } from "./attestation/chain/statusList.ts";
+export { emptyAndroidTrust, loadBuiltInAndroidRoots, parseAndroidRoots, type AndroidRoots } from "./trust/androidTrustSource.ts";
+export { AppError, isAppError } from "./errors/AppError.ts";
+export type {
+  AllowedBootKey,
+  AndroidPolicy,
+  AndroidTrust,
+  AppraisalInput,
+  AppraisalResult,
+  AppraisalStatus,
+  BlobFormatName,
+  DeviceFacts,
+  IntegrityLabel,
+  ReferenceValue,
+  StatusEntry,
+  StatusList,
+  TrustConfig,
+  VendorTrust,
+  VerdictRecord,
+  VerdictValue,
+} from "./attestation/types.ts";
