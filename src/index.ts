@@ -7,7 +7,15 @@
  */
 export { appraise, detectFormat } from "./attestation/appraise.ts";
 export { parseStatusList } from "./attestation/chain/statusList.ts";
-export { emptyAndroidTrust, loadBuiltInAndroidRoots, parseAndroidRoots, type AndroidRoots } from "./trust/androidTrustSource.ts";
+export {
+  emptyAndroidTrust,
+  loadAndroidTrust,
+  loadBuiltInAndroidRoots,
+  parseAndroidRoots,
+  type AndroidRoots,
+  type AndroidTrustOptions,
+  type AndroidTrustSource,
+} from "./trust/androidTrustSource.ts";
 export { AppError, isAppError } from "./errors/AppError.ts";
 export type {
   AllowedBootKey,
