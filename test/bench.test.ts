@@ -136,3 +136,32 @@ describe("bench (quick, results section only)", () => {
     assert.match(run.summary, /Signed results and device pinning/);
   });
 });
+
+/**
+ * The start-up section (issue 21), quick: that it timed what it names (the commands answered, the server became
+ * ready) and reports each figure against its target. The timings themselves are never asserted here.
+ */
+describe("bench (quick, startup section only)", () => {
+  const out = mkdtempSync(path.join(tmpdir(), "attestd-bench-test-"));
+  after(() => rmSync(out, { recursive: true, force: true }));
+
+  it("times --help, tenant list and serve → /readyz beside node -e 0", async () => {
+    const run = await runBench({ quick: true, only: ["startup"], profile: "never", outDir: out, print: false });
+    const s = JSON.parse(readFileSync(run.files[0]!, "utf8")).sections.startup;
+    assert.equal(s.status, "ok", s.message);
+    assert.equal(s.runs, 2);
+    for (const k of ["node", "help", "tenantList", "readyz"]) {
+      assert.equal(s[k].samplesMs.length, 2, `${k}: one sample per round`);
+      assert.ok(s[k].samplesMs.every((x: number) => x > 0), `${k} was timed`);
+      assert.equal(typeof s[k].medianMs, "number");
+    }
+    assert.deepEqual([s.help.target, s.tenantList.target, s.readyz.targetMs], [5, 10, 1500]);
+    for (const k of ["help", "tenantList"]) {
+      assert.equal(typeof s[k].ratio, "number");
+      assert.equal(s[k].met, s[k].ratio <= s[k].target);
+    }
+    assert.equal(s.readyz.met, s.readyz.medianMs <= s.readyz.targetMs);
+    assert.ok(s.readyz.firstStartMs > 0);
+    assert.match(run.summary, /Start-up \(issue 21\)/);
+  });
+});
