@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, describe, it } from "node:test";
 import type { DatabaseSync } from "node:sqlite";
@@ -11,6 +14,7 @@ import { openDatabase, pluck, pragma, transaction } from "../../src/store/sqlite
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { groupCommitFor } from "../../src/store/sqlite/groupCommit.ts";
 import { WalCheckpointer } from "../../src/store/sqlite/walCheckpointer.ts";
+import { REPO } from "../helpers/serverProcess.ts";
 
 /**
  * The WAL checkpoint thread (src/store/sqlite/walCheckpointer.ts): a serving process's SQLite connection stops
@@ -132,6 +136,21 @@ describe("sqlite WAL checkpoint thread", () => {
       await c.stop();
       db.close();
     }
+  });
+
+  it("starts in a process whose evaluated code is a module (a worker inherits --input-type)", async () => {
+    const file = tmpFile();
+    const module = pathToFileURL(path.join(REPO, "src/store/sqlite/sqliteStore.ts")).href;
+    const code = `
+      import { SqliteStore } from ${JSON.stringify(module)};
+      const store = new SqliteStore({ file: process.argv[1] });
+      await store.startWalCheckpointer({ intervalMs: 5, onError: (e) => console.error(String(e)) });
+      for (let i = 0; i < 100 && !store.walCheckpoints?.runs; i++) await new Promise((r) => setTimeout(r, 10));
+      console.log(JSON.stringify({ runs: store.walCheckpoints?.runs ?? 0 }));
+      await store.close();`;
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code, file], { cwd: REPO });
+    assert.equal(stderr, "", "the thread did not fail");
+    assert.ok((JSON.parse(stdout) as { runs: number }).runs > 0, stdout);
   });
 
   it("runs for a serving store and stops with it, leaving every write in the file", async () => {

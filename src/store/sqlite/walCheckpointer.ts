@@ -34,13 +34,15 @@ export interface WalCheckpointerOptions {
 }
 
 /**
- * The thread's code, evaluated as CommonJS, so it needs no TypeScript loader and runs the same under tsx, a compiled
- * build or a test runner. It cannot load database.ts, so the caller hands it the connection's arguments from there,
- * and its one error test is database.ts's isSqliteBusy in plain JavaScript.
+ * The thread's code, evaluated, so it needs no TypeScript loader and runs the same under tsx, a compiled build or a
+ * test runner. It takes Node's modules from process.getBuiltinModule, not require: an evaluated worker inherits
+ * the parent's --input-type, and as a module it has no require. It cannot load database.ts either, so the caller
+ * hands it the connection's arguments from there, and its one error test is database.ts's isSqliteBusy in plain
+ * JavaScript.
  */
 const THREAD_SOURCE = `
-const { parentPort, workerData } = require("node:worker_threads");
-const { DatabaseSync } = require("node:sqlite");
+const { parentPort, workerData } = process.getBuiltinModule("node:worker_threads");
+const { DatabaseSync } = process.getBuiltinModule("node:sqlite");
 const db = new DatabaseSync(workerData.connection.location, workerData.connection.options);
 const isBusy = (err) => err != null && err.code === "ERR_SQLITE_ERROR" && (err.errcode & 0xff) === 5;
 const checkpoint = (mode) => db.prepare("PRAGMA wal_checkpoint(" + mode + ")").get();
