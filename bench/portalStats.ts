@@ -23,8 +23,10 @@ import {
   topFailuresSql,
   verdictCountsSql,
   type Placeholder,
+  type SqlArg,
 } from "../src/store/historyQueries.ts";
 import { PgStore } from "../src/store/postgres/pgStore.ts";
+import { pluck, transaction } from "../src/store/sqlite/database.ts";
 import { SqliteStore } from "../src/store/sqlite/sqliteStore.ts";
 
 const N = 1_000_000;
@@ -81,12 +83,13 @@ async function sqlite(): Promise<void> {
     console.log(`SQLite: ${N} verdicts of one tenant over 30 days, and 10 tenants of 10,000`);
     const t0 = performance.now();
     const insert = db.prepare("INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES (?, ?, 'vendor', ?, ?, '{}', ?)");
-    const load = db.transaction((from: number, to: number, n: number, tenant: string) => {
-      for (let i = from; i < to; i++) {
-        const v = verdictRow(i, n, tenant);
-        insert.run(v.objectId, tenant, v.record, v.reason, v.at);
-      }
-    });
+    const load = (from: number, to: number, n: number, tenant: string) =>
+      transaction(db, "deferred", () => {
+        for (let i = from; i < to; i++) {
+          const v = verdictRow(i, n, tenant);
+          insert.run(v.objectId, tenant, v.record, v.reason, v.at);
+        }
+      });
     for (let i = 0; i < N; i += 50_000) load(i, i + 50_000, N, TENANT);
     for (let k = 0; k < 10; k++) load(0, 10_000, 10_000, `t_small${k}`);
     // the counters as the migration builds them for rows stored before it (the write path is measured below)
@@ -95,9 +98,9 @@ async function sqlite(): Promise<void> {
     db.exec(`INSERT INTO verdict_stats (tenant_id, hour, verdict, status, reason, slot, n)
       SELECT tenant_id, substr(created_at, 1, 13), verdict, status, CASE WHEN verdict = 'Yes' THEN '' ELSE substr(reason, 1, 200) END, 0, COUNT(*)
       FROM verdicts GROUP BY 1, 2, 3, 4, 5`);
-    console.log(`  built in ${((performance.now() - t0) / 1000).toFixed(0)} s; counting them as the migration does: ${((performance.now() - backfill) / 1000).toFixed(1)} s, ${db.prepare("SELECT COUNT(*) FROM verdict_stats").pluck().get()} counter rows`);
+    console.log(`  built in ${((performance.now() - t0) / 1000).toFixed(0)} s; counting them as the migration does: ${((performance.now() - backfill) / 1000).toFixed(1)} s, ${pluck(db.prepare("SELECT COUNT(*) FROM verdict_stats")).get()} counter rows`);
     db.exec("ANALYZE");
-    const time = (label: string, sql: string, args: unknown[]) => {
+    const time = (label: string, sql: string, args: SqlArg[]) => {
       const st = db.prepare(sql);
       st.all(...args);
       const runs = Array.from({ length: 5 }, () => {
@@ -123,14 +126,15 @@ async function sqlite(): Promise<void> {
     );
     let seq = 0;
     const write = (withCounter: boolean, n: number) => {
-      const batch = db.transaction(() => {
-        for (let i = 0; i < 100; i++) {
-          const v = verdictRow(seq++, N, TENANT);
-          const at = new Date(NOW).toISOString();
-          insert.run(`w${v.objectId}`, TENANT, v.record, v.reason, at);
-          if (withCounter) count.run(TENANT, hourOf(at), v.verdict, v.status, v.verdict === "Yes" ? "" : v.reason);
-        }
-      });
+      const batch = () =>
+        transaction(db, "deferred", () => {
+          for (let i = 0; i < 100; i++) {
+            const v = verdictRow(seq++, N, TENANT);
+            const at = new Date(NOW).toISOString();
+            insert.run(`w${v.objectId}`, TENANT, v.record, v.reason, at);
+            if (withCounter) count.run(TENANT, hourOf(at), v.verdict, v.status, v.verdict === "Yes" ? "" : v.reason);
+          }
+        });
       const t = performance.now();
       for (let i = 0; i < n; i += 100) batch();
       return ((performance.now() - t) * 1000) / n;

@@ -1,12 +1,13 @@
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import Database from "better-sqlite3";
+import type { DatabaseSync } from "node:sqlite";
 import pg from "pg";
 import { Agent, request } from "undici";
 import { devTls, type DevTls } from "../lib/attestd.ts";
 import { adminQuery, dbUrl, ensureServices } from "../lib/backing.ts";
 import { attestdCli, CLI_PATH, freePort, spawnServer, type Server } from "../lib/processes.ts";
 import { percentile } from "../lib/stats.ts";
+import { openDatabase, transaction } from "../../src/store/sqlite/database.ts";
 
 /**
  * Issue 12: the portal's verdict history stays quick for a tenant with a million verdicts. A real `attestd serve`
@@ -114,14 +115,14 @@ interface Seeder {
 
 function sqliteSeeder(dataDir: string): Seeder {
   const storeArgs = ["--data-dir", dataDir];
-  let db: Database.Database | undefined;
-  const open = () => (db ??= new Database(path.join(dataDir, "attestd.sqlite")));
+  let db: DatabaseSync | undefined;
+  const open = () => (db ??= openDatabase(path.join(dataDir, "attestd.sqlite")));
   return {
     store: "sqlite",
     storeArgs,
     async insert(tenantId, prefix, n, now) {
       const d = open();
-      d.transaction(() => d.prepare(SQLITE_SEED).run({ n, prefix, tenant: tenantId, now }))();
+      transaction(d, "deferred", () => d.prepare(SQLITE_SEED).run({ n, prefix, tenant: tenantId, now }));
     },
     async tenantId(name) {
       return (open().prepare("SELECT tenant_id FROM tenants WHERE name = ?").get(name) as { tenant_id: string }).tenant_id;

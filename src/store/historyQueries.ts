@@ -13,18 +13,21 @@ export const pgPlaceholder: Placeholder = (i) => `$${i}`;
 
 export const MAX_HISTORY_PAGE = 500;
 
+/** A value bound to a placeholder: what both drivers take as it is (node:sqlite refuses anything else). */
+export type SqlArg = string | number | null;
+
 /** WHERE clauses and their arguments, numbered as the backend's placeholders want. */
 export function builder(ph: Placeholder) {
   const where: string[] = [];
-  const args: unknown[] = [];
-  const arg = (v: unknown) => {
+  const args: SqlArg[] = [];
+  const arg = (v: SqlArg) => {
     args.push(v);
     return ph(args.length);
   };
   return { where, args, arg };
 }
 
-export function verdictHistorySql(q: VerdictQuery, ph: Placeholder, columns: string): { sql: string; args: unknown[] } {
+export function verdictHistorySql(q: VerdictQuery, ph: Placeholder, columns: string): { sql: string; args: SqlArg[] } {
   const { args, arg } = builder(ph);
   const order = "ORDER BY created_at DESC, object_id DESC";
   const limit = Math.min(Math.max(Math.trunc(q.limit), 1), MAX_HISTORY_PAGE);
@@ -56,7 +59,7 @@ export function verdictHistorySql(q: VerdictQuery, ph: Placeholder, columns: str
   return { sql: `SELECT * FROM (${union}) AS by_device ${order} LIMIT ${arg(limit)}`, args };
 }
 
-export function activitySql(f: ActivityFilter, ph: Placeholder): { sql: string; args: unknown[] } {
+export function activitySql(f: ActivityFilter, ph: Placeholder): { sql: string; args: SqlArg[] } {
   const { where, args, arg } = builder(ph);
   if (f.tenantId !== undefined) where.push(`tenant_id = ${arg(f.tenantId)}`);
   if (f.errorId !== undefined) where.push(`error_id = ${arg(f.errorId)}`);
@@ -97,14 +100,14 @@ export function verdictStatsKey(v: { tenantId: string; createdAt: string; record
   return { tenantId: v.tenantId, hour: hourOf(v.createdAt), verdict, status: v.record.status ?? "", reason: verdict === "Yes" ? "" : v.reason };
 }
 
-function windowWhere(q: StatsWindow, arg: (v: unknown) => string, where: string[]): void {
+function windowWhere(q: StatsWindow, arg: (v: SqlArg) => string, where: string[]): void {
   if (q.tenantId !== undefined) where.push(`tenant_id = ${arg(q.tenantId)}`);
   where.push(`hour >= ${arg(q.fromHour)}`);
 }
 
 const topLimit = (n: number) => Math.min(Math.max(Math.trunc(n), 1), MAX_TOP);
 
-export function verdictCountsSql(q: StatsWindow & { bucket: "hour" | "day" }, ph: Placeholder): { sql: string; args: unknown[] } {
+export function verdictCountsSql(q: StatsWindow & { bucket: "hour" | "day" }, ph: Placeholder): { sql: string; args: SqlArg[] } {
   const { where, args, arg } = builder(ph);
   windowWhere(q, arg, where);
   const len = q.bucket === "hour" ? 13 : 10;
@@ -114,7 +117,7 @@ export function verdictCountsSql(q: StatsWindow & { bucket: "hour" | "day" }, ph
   };
 }
 
-export function topFailuresSql(q: StatsWindow & TopOf, ph: Placeholder): { sql: string; args: unknown[] } {
+export function topFailuresSql(q: StatsWindow & TopOf, ph: Placeholder): { sql: string; args: SqlArg[] } {
   const { where, args, arg } = builder(ph);
   // placeholders are numbered in the order they are written, so the SELECT's comes first
   const recent = arg(q.recentFromHour);
@@ -128,7 +131,7 @@ export function topFailuresSql(q: StatsWindow & TopOf, ph: Placeholder): { sql: 
   };
 }
 
-export function requestCountsSql(q: StatsWindow & { recentFromHour: string }, ph: Placeholder): { sql: string; args: unknown[] } {
+export function requestCountsSql(q: StatsWindow & { recentFromHour: string }, ph: Placeholder): { sql: string; args: SqlArg[] } {
   const { where, args, arg } = builder(ph);
   const recent = arg(q.recentFromHour);
   windowWhere(q, arg, where);
@@ -139,7 +142,7 @@ export function requestCountsSql(q: StatsWindow & { recentFromHour: string }, ph
   };
 }
 
-export function topRequestErrorsSql(q: StatsWindow & TopOf, ph: Placeholder): { sql: string; args: unknown[] } {
+export function topRequestErrorsSql(q: StatsWindow & TopOf, ph: Placeholder): { sql: string; args: SqlArg[] } {
   const { where, args, arg } = builder(ph);
   const recent = arg(q.recentFromHour);
   windowWhere(q, arg, where);

@@ -1,4 +1,4 @@
-import { builder, MAX_HISTORY_PAGE, type Placeholder } from "./historyQueries.ts";
+import { builder, MAX_HISTORY_PAGE, type Placeholder, type SqlArg } from "./historyQueries.ts";
 import type { ReferenceSetQuery } from "./types.ts";
 
 const COLUMNS = "model, firmware_version, measurements, updated_at";
@@ -8,7 +8,7 @@ const COLUMNS = "model, firmware_version, measurements, updated_at";
  * scope is a primary-key range read in (model, firmware_version) order, paged by key; every scope (the trust
  * refresh) is the global table followed by the tenants' table, in one statement so one snapshot.
  */
-export function referenceSetsSql(q: ReferenceSetQuery, ph: Placeholder): { sql: string; args: unknown[] } {
+export function referenceSetsSql(q: ReferenceSetQuery, ph: Placeholder): { sql: string; args: SqlArg[] } {
   if (q.tenantId === undefined) {
     return {
       sql: `SELECT NULL AS tenant_id, ${COLUMNS} FROM reference_values

@@ -3,12 +3,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import Database from "better-sqlite3";
 import { cryptoRng, systemClock } from "../../src/clock.ts";
 import { accessTokenRequest, apiToken, type ClientKeys } from "../../src/enrollment/clientJwt.ts";
 import { ClientAdmin } from "../../src/enrollment/clients.ts";
 import { imeiFrom14 } from "../../src/enrollment/deviceIds.ts";
 import { sqliteFile } from "../../src/store/openStores.ts";
+import { openDatabase, pluck } from "../../src/store/sqlite/database.ts";
 import { SqliteEnrollmentStore } from "../../src/store/sqlite/sqliteEnrollmentStore.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { startServer, type ServerProcess } from "../helpers/serverProcess.ts";
@@ -85,10 +85,10 @@ describe("device job queue across a crash", () => {
       devices: ids.map((deviceId) => ({ deviceId })),
     })) as { transactionId: string };
 
-    const db = new Database(sqliteFile(dir), { readonly: true, fileMustExist: true });
+    const db = openDatabase(sqliteFile(dir), { readOnly: true, mustExist: true });
     try {
       const doneCount = () =>
-        db.prepare("SELECT COUNT(*) FROM enroll_jobs WHERE transaction_id = ? AND state = 'done'").pluck().get(transactionId) as number;
+        pluck(db.prepare("SELECT COUNT(*) FROM enroll_jobs WHERE transaction_id = ? AND state = 'done'")).get(transactionId) as number;
       const deadline = Date.now() + 30_000;
       while (doneCount() < KILL_AFTER) {
         assert.ok(Date.now() < deadline, "the worker makes progress");
@@ -97,9 +97,7 @@ describe("device job queue across a crash", () => {
       await first.stop("SIGKILL");
       const atKill = doneCount();
       assert.ok(atKill < DEVICES, `killed mid-batch (${atKill} of ${DEVICES} done)`);
-      const leased = db
-        .prepare("SELECT COUNT(*) FROM enroll_jobs WHERE transaction_id = ? AND state = 'pending' AND lease_owner IS NOT NULL")
-        .pluck()
+      const leased = pluck(db.prepare("SELECT COUNT(*) FROM enroll_jobs WHERE transaction_id = ? AND state = 'pending' AND lease_owner IS NOT NULL"))
         .get(transactionId) as number;
       assert.ok(leased > 0, "the dead process still held leased items");
 
@@ -123,12 +121,10 @@ describe("device job queue across a crash", () => {
         .all(transactionId) as { device_id: string; n: number }[];
       assert.equal(perDevice.length, DEVICES, "every device processed");
       assert.ok(perDevice.every((r) => r.n === 1), "no device processed twice");
-      const retried = db
-        .prepare("SELECT COUNT(*) FROM enroll_jobs WHERE transaction_id = ? AND attempts > 1")
-        .pluck()
+      const retried = pluck(db.prepare("SELECT COUNT(*) FROM enroll_jobs WHERE transaction_id = ? AND attempts > 1"))
         .get(transactionId) as number;
       assert.ok(retried > 0, "the killed batch's items were leased again after the restart");
-      assert.equal(db.prepare("SELECT state FROM enroll_transactions WHERE transaction_id = ?").pluck().get(transactionId), "Complete");
+      assert.equal(pluck(db.prepare("SELECT state FROM enroll_transactions WHERE transaction_id = ?")).get(transactionId), "Complete");
     } finally {
       db.close();
     }

@@ -5,6 +5,7 @@ import { cryptoRng } from "../../src/clock.ts";
 import { DeviceJobWorker } from "../../src/enrollment/jobWorker.ts";
 import { encryptForTenant } from "../../src/enrollment/tenantKeys.ts";
 import { catalog } from "../../src/errors/catalog.ts";
+import { pluck } from "../../src/store/sqlite/database.ts";
 import { assertPartBError, Harness, imeiFrom14, type Session } from "./harness.ts";
 
 const imei = (n: number) => imeiFrom14(String(35_100_000_000_000 + n));
@@ -41,7 +42,7 @@ describe("Part B devices and the job queue", () => {
     return res.json();
   };
   const txState = (transactionId: string) =>
-    h.sqlite.db.prepare("SELECT state FROM enroll_transactions WHERE transaction_id = ?").pluck().get(transactionId);
+    pluck(h.sqlite.db.prepare("SELECT state FROM enroll_transactions WHERE transaction_id = ?")).get(transactionId);
 
   it("answers with a transactionId at once and enrolls the devices in the background", async () => {
     const p = await profile("Tablets");
@@ -135,7 +136,7 @@ describe("Part B devices and the job queue", () => {
     const [n1, n2] = await Promise.all([w1.drain(), w2.drain()]);
     assert.equal(n1 + n2, 24, "every item claimed once");
 
-    const seqOf = (tx: string) => h.sqlite.db.prepare("SELECT MIN(seq) FROM enroll_jobs WHERE transaction_id = ?").pluck().get(tx) as number;
+    const seqOf = (tx: string) => pluck(h.sqlite.db.prepare("SELECT MIN(seq) FROM enroll_jobs WHERE transaction_id = ?")).get(tx) as number;
     const [later, laterProfile] = seqOf(txA) > seqOf(txB) ? [txA, a] : [txB, b];
     const rows = h.sqlite.db
       .prepare(`SELECT device_id, profile_id, state, transaction_id FROM enroll_devices WHERE tenant_id = ? AND device_id IN (${ids.map(() => "?").join(",")})`)
@@ -147,7 +148,7 @@ describe("Part B devices and the job queue", () => {
     const history = h.sqlite.db
       .prepare("SELECT COUNT(*) AS n, COUNT(DISTINCT item_seq) AS d FROM enroll_device_history WHERE transaction_id IN (?, ?)")
       .get(txA, txB) as { n: number; d: number };
-    assert.deepEqual(history, { n: 24, d: 24 }, "each item finished exactly once");
+    assert.deepEqual({ ...history }, { n: 24, d: 24 }, "each item finished exactly once"); // rows have no prototype
     assert.equal(txState(txA), "Complete");
     assert.equal(txState(txB), "Complete");
   });
@@ -161,9 +162,9 @@ describe("Part B devices and the job queue", () => {
     h.clock.advance(5000);
     assert.equal(await h.enrollment.worker.drain(), 2);
     assert.equal(await h.store.completeJob(dead[0]!.seq, "dead-worker", new Date(h.clock.nowMs()).toISOString()), undefined);
-    const attempts = h.sqlite.db.prepare("SELECT attempts FROM enroll_jobs WHERE transaction_id = ?").pluck().all(tx);
+    const attempts = pluck(h.sqlite.db.prepare("SELECT attempts FROM enroll_jobs WHERE transaction_id = ?")).all(tx);
     assert.deepEqual(attempts, [2, 2]);
-    assert.equal(h.sqlite.db.prepare("SELECT COUNT(*) FROM enroll_device_history WHERE transaction_id = ?").pluck().get(tx), 2);
+    assert.equal(pluck(h.sqlite.db.prepare("SELECT COUNT(*) FROM enroll_device_history WHERE transaction_id = ?")).get(tx), 2);
     assert.equal(txState(tx), "Complete");
   });
 
@@ -173,12 +174,12 @@ describe("Part B devices and the job queue", () => {
     const slow = new DeviceJobWorker(h.store, h.clock, cryptoRng, log, { batchSize: 6, deviceDelayMs: 40 });
     slow.start();
     const doneCount = () =>
-      h.sqlite.db.prepare("SELECT COUNT(*) FROM enroll_jobs WHERE transaction_id = ? AND state = 'done'").pluck().get(tx) as number;
+      pluck(h.sqlite.db.prepare("SELECT COUNT(*) FROM enroll_jobs WHERE transaction_id = ? AND state = 'done'")).get(tx) as number;
     while (doneCount() < 1) await new Promise((r) => setTimeout(r, 5));
     await slow.stop();
     const done = doneCount();
     assert.ok(done >= 1 && done < 6, `stopped mid-batch (${done} done)`);
-    const held = h.sqlite.db.prepare("SELECT COUNT(*) FROM enroll_jobs WHERE transaction_id = ? AND lease_owner IS NOT NULL").pluck().get(tx);
+    const held = pluck(h.sqlite.db.prepare("SELECT COUNT(*) FROM enroll_jobs WHERE transaction_id = ? AND lease_owner IS NOT NULL")).get(tx);
     assert.equal(held, 0, "no lease left behind");
     assert.equal(await h.enrollment.worker.drain(), 6 - done, "another worker takes the rest without waiting for a lease");
     assert.equal(txState(tx), "Complete");

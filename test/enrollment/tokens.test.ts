@@ -4,6 +4,7 @@ import { after, before, describe, it } from "node:test";
 import { SignJWT } from "jose";
 import { accessTokenRequest, apiToken, signClientJwt } from "../../src/enrollment/clientJwt.ts";
 import { catalog } from "../../src/errors/catalog.ts";
+import { pluck } from "../../src/store/sqlite/database.ts";
 import { attestdCli } from "../helpers/serverProcess.ts";
 import { assertPartBError, Harness } from "./harness.ts";
 
@@ -89,7 +90,7 @@ describe("Part B token flow", () => {
     const res = await h.requestToken(noValidity);
     assert.equal(res.statusCode, 200, "validity defaults to 30");
     const token = res.json().accessToken as string;
-    const row = h.sqlite.db.prepare("SELECT expires_at_ms FROM enroll_access_tokens WHERE token_id = ?").get(token.split(".")[0]) as {
+    const row = h.sqlite.db.prepare("SELECT expires_at_ms FROM enroll_access_tokens WHERE token_id = ?").get(token.split(".")[0]!) as {
       expires_at_ms: number;
     };
     assert.equal(row.expires_at_ms, h.clock.nowMs() + 30 * 60_000);
@@ -211,7 +212,7 @@ describe("Part B token flow", () => {
     assert.equal((await s.call("GET", "/svc/v1/resellers")).statusCode, 200);
     assert.equal(await h.store.deleteClient(s.client.clientId), true);
     assertPartBError(await s.call("GET", "/svc/v1/resellers"), BAD);
-    const left = h.sqlite.db.prepare("SELECT COUNT(*) FROM enroll_access_tokens WHERE client_id = ?").pluck().get(s.client.clientId);
+    const left = pluck(h.sqlite.db.prepare("SELECT COUNT(*) FROM enroll_access_tokens WHERE client_id = ?")).get(s.client.clientId);
     assert.equal(left, 0);
   });
 

@@ -1,7 +1,6 @@
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import { createRequire } from "node:module";
-import { REPO } from "./serverProcess.ts";
+import { connectionArgs } from "../../src/store/sqlite/database.ts";
 
 /**
  * Another process holding the write lock of a SQLite file, as an `attestd` command (or any other program) may
@@ -13,8 +12,9 @@ export interface HeldSqliteLock {
 }
 
 const HOLDER = `
-const Database = require(process.argv[1]);
-const db = new Database(process.argv[2], { fileMustExist: true });
+const { DatabaseSync } = require("node:sqlite");
+const { location, options } = JSON.parse(process.argv[1]);
+const db = new DatabaseSync(location, options);
 db.exec("BEGIN IMMEDIATE");
 process.stdout.write("locked\\n");
 process.stdin.once("data", () => {
@@ -27,8 +27,8 @@ process.stdin.once("data", () => {
 
 /** Resolves once the other process holds the lock. */
 export async function holdSqliteLock(file: string): Promise<HeldSqliteLock> {
-  const driver = createRequire(import.meta.url).resolve("better-sqlite3", { paths: [REPO] });
-  const child = spawn(process.execPath, ["-e", HOLDER, driver, file], { stdio: ["pipe", "pipe", "inherit"] });
+  const connection = JSON.stringify(connectionArgs(file, { mustExist: true }));
+  const child = spawn(process.execPath, ["-e", HOLDER, connection], { stdio: ["pipe", "pipe", "inherit"] });
   process.once("exit", () => child.kill("SIGKILL"));
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const next = async (want: string) => {

@@ -13,6 +13,7 @@ import {
   type VendorBlobOptions,
 } from "../../src/attestation/sim/deviceSim.ts";
 import { VERDICT_FIELDS } from "../../src/attestation/types.ts";
+import { pluck } from "../../src/store/sqlite/database.ts";
 import type { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { T0 } from "../helpers/clock.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
@@ -171,7 +172,7 @@ describe("Part A verdicts over HTTP", () => {
     for (const r of results.filter((x) => x.statusCode !== 200)) assert.equal(r.json().error.code, "4000004");
     // every post was appraised (the nonce was fresh when each was checked), but only one verdict was stored
     const db = (t.runtime.stores.durable as SqliteStore).db;
-    const stored = db.prepare("SELECT object_id FROM verdicts WHERE json_extract(record, '$.nonce') = ?").pluck().all(n);
+    const stored = pluck(db.prepare("SELECT object_id FROM verdicts WHERE json_extract(record, '$.nonce') = ?")).all(n);
     assert.deepEqual(stored, [ok[0]!.headers.location!.toString().split("/").pop()]);
   });
 
@@ -195,7 +196,7 @@ describe("Part A verdicts over HTTP", () => {
     const res = await post(`/v2/blobs?nonce=${unknown}`, OCTET, blobFor(unknown));
     assert.equal(res.json().error.code, "4000002");
     const db = (t.runtime.stores.durable as SqliteStore).db;
-    assert.equal(db.prepare("SELECT COUNT(*) FROM verdicts WHERE json_extract(record, '$.nonce') = ?").pluck().get(unknown), 0);
+    assert.equal(pluck(db.prepare("SELECT COUNT(*) FROM verdicts WHERE json_extract(record, '$.nonce') = ?")).get(unknown), 0);
   });
 
   it("metrics count requests by route and status, and appraisal outcomes", async () => {

@@ -4,7 +4,6 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import Database from "better-sqlite3";
 import pg from "pg";
 import { systemClock } from "../../src/clock.ts";
 import { encryptForTenant, TenantKeyService } from "../../src/enrollment/tenantKeys.ts";
@@ -12,6 +11,7 @@ import { AppError } from "../../src/errors/AppError.ts";
 import { catalog } from "../../src/errors/catalog.ts";
 import { loadMigrations } from "../../src/store/migrations.ts";
 import { openStores, sqliteFile, type StoreConfig } from "../../src/store/openStores.ts";
+import { openDatabase, pluck } from "../../src/store/sqlite/database.ts";
 import { openSecrets } from "../../src/secrets/openSecrets.ts";
 import { SecretsError } from "../../src/secrets/secretBox.ts";
 import type { Stores } from "../../src/store/types.ts";
@@ -54,8 +54,8 @@ const CREATED = "2026-11-01T00:00:00.000Z";
 async function oldSqliteStore(keys: PlainTenantKey[]): Promise<OldStore> {
   const dir = mkdtempSync(path.join(tmpdir(), "attestd-sealed-"));
   const file = sqliteFile(dir);
-  const db = new Database(file);
-  db.pragma("journal_mode = WAL");
+  const db = openDatabase(file);
+  db.exec("PRAGMA journal_mode = WAL");
   db.exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
   for (const m of loadMigrations(path.join(REPO, "src/store/sqlite/migrations")).filter((m) => m.version <= PRE_SEALING)) {
     db.exec(m.sql);
@@ -68,10 +68,10 @@ async function oldSqliteStore(keys: PlainTenantKey[]): Promise<OldStore> {
     db.prepare("INSERT INTO tenant_encryption_keys VALUES (?, ?, ?, ?)").run(k.tenantId, k.publicKey, k.privateKey, CREATED);
   }
   db.close();
-  const read = <T>(sql: string, ...args: unknown[]) => {
-    const r = new Database(file, { readonly: true });
+  const read = <T>(sql: string, ...args: string[]) => {
+    const r = openDatabase(file, { readOnly: true });
     try {
-      return r.prepare(sql).pluck().get(...args) as T;
+      return pluck(r.prepare(sql)).get(...args) as T;
     } finally {
       r.close();
     }

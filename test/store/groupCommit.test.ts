@@ -4,8 +4,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import Database from "better-sqlite3";
+import type { DatabaseSync } from "node:sqlite";
 import { StoreUnavailableError } from "../../src/errors/storeUnavailable.ts";
+import { isConstraintViolation, isSqliteBusy, openDatabase, pluck, pragma } from "../../src/store/sqlite/database.ts";
 import { GroupCommit } from "../../src/store/sqlite/groupCommit.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
@@ -40,14 +41,13 @@ describe("sqlite group commit", () => {
   let file: string;
   let store: SqliteStore;
   /** a second connection to the same file: what another process (`--workers`, the CLI) sees */
-  let other: Database.Database;
+  let other: DatabaseSync;
 
   before(() => {
     dir = mkdtempSync(path.join(tmpdir(), "attestd-gc-"));
     file = path.join(dir, "attestd.sqlite");
     store = new SqliteStore({ file });
-    other = new Database(file);
-    other.pragma("busy_timeout = 10000");
+    other = openDatabase(file, { busyTimeoutMs: 10_000 });
   });
   after(async () => {
     other.close();
@@ -62,7 +62,7 @@ describe("sqlite group commit", () => {
       "INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES (?, ?, 'vendor', '{}', '', '{}', '')",
     );
   const verdictCount = (tenantId: string) =>
-    other.prepare("SELECT COUNT(*) FROM verdicts WHERE tenant_id = ?").pluck().get(tenantId) as number;
+    pluck(other.prepare("SELECT COUNT(*) FROM verdicts WHERE tenant_id = ?")).get(tenantId) as number;
 
   it("runs many concurrent writes in one transaction, answering each after the COMMIT", async () => {
     const tenantId = uid("t-");
@@ -71,9 +71,9 @@ describe("sqlite group commit", () => {
     const issues = issued.map((n) => store.issue(n, 1_000, T0));
     // queued, not yet run: nothing is in the file before the flush
     assert.equal(store.writer.pending, 100);
-    assert.equal(other.prepare("SELECT COUNT(*) FROM nonces WHERE tenant_id = ?").pluck().get(tenantId), 0);
+    assert.equal(pluck(other.prepare("SELECT COUNT(*) FROM nonces WHERE tenant_id = ?")).get(tenantId), 0);
     // the first answer already sees every batch-mate committed, from another connection
-    const firstSeen = issues[0]!.then(() => other.prepare("SELECT COUNT(*) FROM nonces WHERE tenant_id = ?").pluck().get(tenantId));
+    const firstSeen = issues[0]!.then(() => pluck(other.prepare("SELECT COUNT(*) FROM nonces WHERE tenant_id = ?")).get(tenantId));
     assert.deepEqual(new Set(await Promise.all(issues)), new Set(["ok"]));
     assert.equal(await firstSeen, 100);
     assert.equal(store.writer.stats.commits - before.commits, 1, "one COMMIT for 100 issues");
@@ -131,7 +131,7 @@ describe("sqlite group commit", () => {
       results.map((r) => r.status),
       [...Array(5).fill("fulfilled"), "rejected", ...Array(5).fill("fulfilled")],
     );
-    assert.match(String((results[5] as PromiseRejectedResult).reason.code), /^SQLITE_CONSTRAINT/);
+    assert.ok(isConstraintViolation((results[5] as PromiseRejectedResult).reason), String((results[5] as PromiseRejectedResult).reason));
     assert.equal(verdictCount(tenantId), 11);
   });
 
@@ -146,7 +146,7 @@ describe("sqlite group commit", () => {
       insert.run(fresh, tenantId); // succeeds ...
       insert.run(taken, tenantId); // ... then this throws
     });
-    await assert.rejects(failing, (e: { code?: string }) => /^SQLITE_CONSTRAINT/.test(String(e.code)));
+    await assert.rejects(failing, (e) => isConstraintViolation(e));
     await mate;
     assert.equal(await store.getVerdict(fresh), undefined, "the op's first insert was rolled back with it");
     assert.equal(verdictCount(tenantId), 2);
@@ -167,7 +167,7 @@ describe("sqlite group commit", () => {
       },
       { savepoint: false },
     );
-    await assert.rejects(failing, (e: { code?: string }) => /^SQLITE_CONSTRAINT/.test(String(e.code)));
+    await assert.rejects(failing, (e) => isConstraintViolation(e));
     await mate;
     assert.equal(store.writer.stats.commits - before.commits, 1, "one batch");
     assert.ok(await store.getVerdict(fresh), "the statement before the throw was committed with the batch");
@@ -179,8 +179,8 @@ describe("sqlite group commit", () => {
     const n0 = nonce(tenantId);
     assert.equal(await store.issue(n0, 3, T0), "ok");
     // the same nonce again: the insert fails (PRIMARY KEY) after the counter was bumped
-    await assert.rejects(store.issue(n0, 3, T0), (e: { code?: string }) => /^SQLITE_CONSTRAINT/.test(String(e.code)));
-    const counter = other.prepare("SELECT n FROM nonce_unused_counts WHERE tenant_id = ?").pluck().get(tenantId) as number;
+    await assert.rejects(store.issue(n0, 3, T0), (e) => isConstraintViolation(e));
+    const counter = pluck(other.prepare("SELECT n FROM nonce_unused_counts WHERE tenant_id = ?")).get(tenantId) as number;
     assert.equal(counter, 2, "an over-estimate of the 1 outstanding nonce");
     // the exact count decides at the boundary: two more fit, the fourth does not
     assert.equal(await store.issue(nonce(tenantId), 3, T0), "ok");
@@ -214,7 +214,7 @@ describe("sqlite group commit", () => {
     assert.equal(await store.issue(n, 100, T0), "ok");
     await assert.rejects(
       store.consumeWithVerdict(n.nonce, tenantId, T0 + 1, verdict(taken, tenantId)), // PRIMARY KEY violation
-      (e: { code?: string }) => /^SQLITE_CONSTRAINT/.test(String(e.code)),
+      (e) => isConstraintViolation(e),
     );
     // the consumption was rolled back with the verdict: the nonce is still there to be used, once
     assert.equal(await store.consumeWithVerdict(n.nonce, tenantId, T0 + 2, verdict(uid("v-"), tenantId)), "ok");
@@ -234,7 +234,7 @@ describe("sqlite group commit", () => {
       await assert.rejects(s.saveVerdict(verdict("late", tenantId)), /closed/);
       const reopened = new SqliteStore({ file: f });
       try {
-        assert.equal(reopened.db.prepare("SELECT COUNT(*) FROM verdicts").pluck().get(), 25);
+        assert.equal(pluck(reopened.db.prepare("SELECT COUNT(*) FROM verdicts")).get(), 25);
       } finally {
         await reopened.close();
       }
@@ -246,17 +246,16 @@ describe("sqlite group commit", () => {
 
 describe("GroupCommit on a raw connection", () => {
   let dir: string;
-  let db: Database.Database;
-  let locker: Database.Database;
+  let db: DatabaseSync;
+  let locker: DatabaseSync;
 
   before(() => {
     dir = mkdtempSync(path.join(tmpdir(), "attestd-gc-raw-"));
     const file = path.join(dir, "x.sqlite");
-    db = new Database(file);
-    db.pragma("journal_mode = WAL");
-    db.pragma("busy_timeout = 50");
+    db = openDatabase(file, { busyTimeoutMs: 50 });
+    db.exec("PRAGMA journal_mode = WAL");
     db.exec("CREATE TABLE t (k TEXT PRIMARY KEY)");
-    locker = new Database(file);
+    locker = openDatabase(file);
   });
   after(() => {
     locker.close();
@@ -265,7 +264,7 @@ describe("GroupCommit on a raw connection", () => {
   });
 
   const ins = () => db.prepare("INSERT INTO t (k) VALUES (?)");
-  const count = () => db.prepare("SELECT COUNT(*) FROM t").pluck().get() as number;
+  const count = () => pluck(db.prepare("SELECT COUNT(*) FROM t")).get() as number;
 
   it("keeps a batch open for `turns` event-loop turns: a write queued in the next turn joins it", async () => {
     for (const [turns, commits] of [[1, 2], [2, 1]] as const) {
@@ -302,7 +301,7 @@ describe("GroupCommit on a raw connection", () => {
       const reason = (results[0] as PromiseRejectedResult).reason;
       assert.ok(reason instanceof StoreUnavailableError, String(reason));
       assert.equal(reason.backend, "sqlite");
-      assert.equal((reason.cause as { code: string }).code, "SQLITE_BUSY");
+      assert.ok(isSqliteBusy(reason.cause), String(reason.cause));
       assert.equal(w.stats.lockedAttempts, 1);
       assert.equal(w.stats.commits, 0);
     } finally {
@@ -315,8 +314,8 @@ describe("GroupCommit on a raw connection", () => {
   });
 
   it("waits for a lock held elsewhere off the event loop, then commits the batch in order", async () => {
-    const busyTimeout = db.pragma("busy_timeout", { simple: true });
-    db.pragma("busy_timeout = 0"); // as on a serving connection
+    const busyTimeout = pragma(db, "busy_timeout");
+    db.exec("PRAGMA busy_timeout = 0"); // as on a serving connection
     const w = new GroupCommit(db, { lockWaitMs: 60_000 });
     const stmt = ins();
     const order: string[] = [];
@@ -334,16 +333,16 @@ describe("GroupCommit on a raw connection", () => {
       locker.exec("COMMIT");
       await Promise.all(writes);
       assert.deepEqual(order, ["w-1", "w-2", "w-3"]);
-      assert.deepEqual(db.prepare("SELECT k FROM t WHERE k LIKE 'w-%' ORDER BY rowid").pluck().all(), ["w-1", "w-2", "w-3"]);
+      assert.deepEqual(pluck(db.prepare("SELECT k FROM t WHERE k LIKE 'w-%' ORDER BY rowid")).all(), ["w-1", "w-2", "w-3"]);
     } finally {
-      if (locker.inTransaction) locker.exec("ROLLBACK");
-      db.pragma(`busy_timeout = ${busyTimeout}`);
+      if (locker.isTransaction) locker.exec("ROLLBACK");
+      db.exec(`PRAGMA busy_timeout = ${busyTimeout}`);
     }
   });
 
   it("refuses as unavailable what waited lockWaitMs for the lock, writing none of it; later writes go through", async () => {
-    const busyTimeout = db.pragma("busy_timeout", { simple: true });
-    db.pragma("busy_timeout = 0");
+    const busyTimeout = pragma(db, "busy_timeout");
+    db.exec("PRAGMA busy_timeout = 0");
     const w = new GroupCommit(db, { lockWaitMs: 30 });
     const stmt = ins();
     const n = count();
@@ -357,7 +356,7 @@ describe("GroupCommit on a raw connection", () => {
       assert.ok(w.stats.lockedAttempts >= 2, "tried again before giving up");
     } finally {
       locker.exec("ROLLBACK");
-      db.pragma(`busy_timeout = ${busyTimeout}`);
+      db.exec(`PRAGMA busy_timeout = ${busyTimeout}`);
     }
     assert.equal(count(), n);
     await w.run(() => stmt.run("late-after"));
@@ -376,7 +375,7 @@ describe("GroupCommit on a raw connection", () => {
     assert.deepEqual(results.map((r) => r.status), ["rejected", "rejected", "rejected"]);
     assert.equal(w.stats.failedBatches, 1);
     assert.equal(count(), n, "the operation that ran before it was not committed either");
-    assert.equal(db.inTransaction, false);
+    assert.equal(db.isTransaction, false);
     await w.run(() => stmt.run("x-after"));
     assert.equal(count(), n + 1);
   });
@@ -416,8 +415,8 @@ describe("GroupCommit on a raw connection", () => {
     const w = new GroupCommit(db);
     const stmt = ins();
     const p = w.run(() => stmt.run("y-1"));
-    assert.equal(db.inTransaction, false);
+    assert.equal(db.isTransaction, false);
     await p;
-    assert.equal(db.inTransaction, false);
+    assert.equal(db.isTransaction, false);
   });
 });

@@ -3,10 +3,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import Database from "better-sqlite3";
+import type { DatabaseSync } from "node:sqlite";
 import { StoreUnavailableError } from "../../src/errors/storeUnavailable.ts";
 import { openSecrets } from "../../src/secrets/openSecrets.ts";
 import { openStores, sqliteFile } from "../../src/store/openStores.ts";
+import { openDatabase, pluck, pragma } from "../../src/store/sqlite/database.ts";
 import { SqliteEnrollmentStore } from "../../src/store/sqlite/sqliteEnrollmentStore.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { T0 } from "../helpers/clock.ts";
@@ -21,7 +22,7 @@ import { T0 } from "../helpers/clock.ts";
 describe("sqlite store: waiting for another process's lock off the event loop", () => {
   let dir: string;
   let file: string;
-  let locker: Database.Database;
+  let locker: DatabaseSync;
 
   before(() => {
     dir = mkdtempSync(path.join(tmpdir(), "attestd-lockwait-"));
@@ -31,7 +32,7 @@ describe("sqlite store: waiting for another process's lock off the event loop", 
 
   const open = async (lockWaitMs: number) => {
     const store = new SqliteStore({ file, lockWaitMs });
-    locker ??= new Database(file);
+    locker ??= openDatabase(file);
     const name = `t-${lockWaitMs}-${Date.now()}`;
     await store.createTenant({ tenantId: name, name, customerId: String(T0 + lockWaitMs), kind: "customer", createdAt: new Date(T0).toISOString() });
     return { store, name };
@@ -39,7 +40,7 @@ describe("sqlite store: waiting for another process's lock off the event loop", 
 
   it("a direct write waits for the lock without blocking, reads go on, and it lands once the lock is free", async () => {
     const { store, name } = await open(60_000);
-    assert.equal(store.db.pragma("busy_timeout", { simple: true }), 0, "no synchronous busy wait on a serving connection");
+    assert.equal(pragma(store.db, "busy_timeout"), 0, "no synchronous busy wait on a serving connection");
     locker.exec("BEGIN IMMEDIATE");
     try {
       let settled = false;
@@ -54,7 +55,7 @@ describe("sqlite store: waiting for another process's lock off the event loop", 
       assert.equal(await deletion, false);
       assert.equal((await store.getTenantByName(name))?.state, "blocked");
     } finally {
-      if (locker.inTransaction) locker.exec("ROLLBACK");
+      if (locker.isTransaction) locker.exec("ROLLBACK");
       await store.close();
     }
   });
@@ -92,7 +93,7 @@ describe("sqlite store: waiting for another process's lock off the event loop", 
       { store: "sqlite", dataDir, sqliteSynchronous: "NORMAL", sqliteLockWaitMs: 60_000, pgPoolMax: 1 } as Parameters<typeof openStores>[0],
       { serving: true },
     );
-    const other = new Database(sqliteFile(dataDir));
+    const other = openDatabase(sqliteFile(dataDir));
     try {
       for (const [role, store] of Object.entries(stores)) {
         if (typeof store !== "object" || !store.constructor.name.startsWith("Sqlite")) continue;
@@ -118,7 +119,7 @@ describe("sqlite store: waiting for another process's lock off the event loop", 
       assert.equal(await stores.secrets.sealingKeyId(), secrets.box.keyIds[0]);
       assert.equal(key.kid, "kid-1");
     } finally {
-      if (other.inTransaction) other.exec("ROLLBACK");
+      if (other.isTransaction) other.exec("ROLLBACK");
       other.close();
       await stores.close();
       rmSync(dataDir, { recursive: true, force: true });
@@ -135,13 +136,13 @@ describe("sqlite store: waiting for another process's lock off the event loop", 
     try {
       db.prepare("INSERT INTO ear_signing_keys (kid, alg, public_jwk, private_key, created_at) VALUES ('k1', 'ES256', '{}', 'plain', ?)")
         .run(new Date(T0).toISOString());
-      // the VACUUM after the reseal meets another process's lock once (SQLITE_BUSY, as better-sqlite3 reports it)
+      // the VACUUM after the reseal meets another process's lock once (SQLITE_BUSY, as node:sqlite reports it)
       const exec = db.exec.bind(db);
       const vacuums: string[] = [];
       db.exec = ((sql: string) => {
         if (sql === "VACUUM") {
           vacuums.push(vacuums.length === 0 ? "busy" : "ran");
-          if (vacuums.length === 1) throw Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
+          if (vacuums.length === 1) throw Object.assign(new Error("database is locked"), { code: "ERR_SQLITE_ERROR", errcode: 5, errstr: "database is locked" });
         }
         return exec(sql);
       }) as typeof db.exec;
@@ -153,7 +154,7 @@ describe("sqlite store: waiting for another process's lock off the event loop", 
       });
       assert.deepEqual(vacuums, ["busy", "ran"], "the retry scrubbed the old bytes");
       assert.deepEqual(out, { outcome: "sealed", resealed: 1 }, "and reports the value the first attempt resealed");
-      assert.equal(db.prepare("SELECT private_key FROM ear_signing_keys WHERE kid = 'k1'").pluck().get(), "sealed:plain");
+      assert.equal(pluck(db.prepare("SELECT private_key FROM ear_signing_keys WHERE kid = 'k1'")).get(), "sealed:plain");
     } finally {
       await stores.close();
       rmSync(dataDir, { recursive: true, force: true });

@@ -3,9 +3,9 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import Database from "better-sqlite3";
 import { verdictHistorySql, sqlitePlaceholder } from "../../src/store/historyQueries.ts";
 import { loadMigrations } from "../../src/store/migrations.ts";
+import { openDatabase, pluck, pragma } from "../../src/store/sqlite/database.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { REPO } from "../helpers/serverProcess.ts";
 
@@ -17,8 +17,8 @@ describe("SQLite migration 003 (portal) and the verdict-history indexes", () => 
 
   it("upgrades a database made by 001 + 002 in place: data kept, filters find old verdicts, foreign keys enforced", async () => {
     const file = path.join(dir, "old.sqlite");
-    const old = new Database(file);
-    old.pragma("foreign_keys = ON");
+    const old = openDatabase(file);
+    old.exec("PRAGMA foreign_keys = ON");
     old.exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
     for (const [v, name] of [[1, "part_a"], [2, "enrollment"]] as const) {
       old.exec(readFileSync(path.join(MIGRATIONS, `00${v}_${name}.sql`), "utf8"));
@@ -41,12 +41,12 @@ describe("SQLite migration 003 (portal) and the verdict-history indexes", () => 
 
     const store = new SqliteStore({ file });
     try {
-      const versions = store.db.prepare("SELECT version FROM schema_migrations ORDER BY version").pluck().all();
+      const versions = pluck(store.db.prepare("SELECT version FROM schema_migrations ORDER BY version")).all();
       assert.deepEqual(versions, loadMigrations(MIGRATIONS).map((m) => m.version), "every later migration applied too");
-      const revoked = store.db.prepare("SELECT revoked_at FROM enroll_clients WHERE client_id = 'c_1'").pluck().get();
+      const revoked = pluck(store.db.prepare("SELECT revoked_at FROM enroll_clients WHERE client_id = 'c_1'")).get();
       assert.equal(revoked, null, "an existing client is not revoked by migration 004");
-      assert.equal(store.db.pragma("foreign_keys", { simple: true }), 1, "foreign keys are on again after migrating");
-      const client = store.db.prepare("SELECT user_id FROM enroll_clients WHERE client_id = 'c_1'").pluck().get();
+      assert.equal(pragma(store.db, "foreign_keys"), 1, "foreign keys are on again after migrating");
+      const client = pluck(store.db.prepare("SELECT user_id FROM enroll_clients WHERE client_id = 'c_1'")).get();
       assert.equal(client, "u_1");
       const found = await store.listVerdicts({ tenantId: "t_acme", verdict: "No", device: "chip-old", limit: 10 });
       assert.deepEqual(found.map((v) => v.objectId), ["v_old"]);

@@ -3,11 +3,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import Database from "better-sqlite3";
 import pg from "pg";
 import { loadMigrations } from "../../src/store/migrations.ts";
 import { PgStore } from "../../src/store/postgres/pgStore.ts";
 import type { DurableStore } from "../../src/store/types.ts";
+import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { REPO } from "../helpers/serverProcess.ts";
 import { createTestDatabase } from "./backends.ts";
@@ -65,7 +65,7 @@ describe("the overview counters' migration counts the rows stored before it", ()
 
   it("SQLite", async () => {
     const file = path.join(dir, "old.sqlite");
-    const old = new Database(file);
+    const old = openDatabase(file);
     old.exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
     for (const m of before("sqlite")) {
       old.exec(m.sql);

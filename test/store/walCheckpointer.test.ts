@@ -1,15 +1,20 @@
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, describe, it } from "node:test";
-import Database from "better-sqlite3";
+import type { DatabaseSync } from "node:sqlite";
 import { openStores } from "../../src/store/openStores.ts";
+import { openDatabase, pluck, pragma, transaction } from "../../src/store/sqlite/database.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { groupCommitFor } from "../../src/store/sqlite/groupCommit.ts";
 import { WalCheckpointer } from "../../src/store/sqlite/walCheckpointer.ts";
+import { REPO } from "../helpers/serverProcess.ts";
 
 /**
  * The WAL checkpoint thread (src/store/sqlite/walCheckpointer.ts): a serving process's SQLite connection stops
@@ -27,20 +32,19 @@ function tmpFile(): string {
   return path.join(dir, "attestd.sqlite");
 }
 
-function openWal(file: string): Database.Database {
-  const db = new Database(file);
-  db.pragma("journal_mode = WAL");
-  db.pragma("busy_timeout = 10000");
+function openWal(file: string): DatabaseSync {
+  const db = openDatabase(file, { busyTimeoutMs: 10_000 });
+  db.exec("PRAGMA journal_mode = WAL");
   db.exec("CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY, v BLOB) WITHOUT ROWID");
   return db;
 }
 
 /** random keys, as nonces: each row dirties a page of its own */
-function writeRows(db: Database.Database, rows: number): void {
+function writeRows(db: DatabaseSync, rows: number): void {
   const ins = db.prepare("INSERT INTO t (k, v) VALUES (?, ?)");
-  db.transaction(() => {
+  transaction(db, "deferred", () => {
     for (let i = 0; i < rows; i++) ins.run(randomBytes(24).toString("base64url"), randomBytes(64));
-  })();
+  });
 }
 
 const PAGE = 4096;
@@ -52,7 +56,7 @@ describe("sqlite WAL checkpoint thread", () => {
     const db = openWal(file);
     const c = await WalCheckpointer.start(db, file, { intervalMs: 10 });
     try {
-      assert.equal(db.pragma("wal_autocheckpoint", { simple: true }), 0);
+      assert.equal(pragma(db, "wal_autocheckpoint"), 0);
       for (let i = 0; i < 20; i++) writeRows(db, 100);
       const framesWritten = walBytes(file) / (PAGE + 24);
       assert.ok(framesWritten > 100, `the write went to the WAL (${framesWritten} frames)`);
@@ -66,9 +70,9 @@ describe("sqlite WAL checkpoint thread", () => {
       // what is in the database file itself: a copy of it without the WAL holds the rows
       const copy = `${file}.copy`;
       copyFileSync(file, copy);
-      const fileOnly = new Database(copy, { readonly: true });
+      const fileOnly = openDatabase(copy, { readOnly: true });
       try {
-        assert.equal(fileOnly.prepare("SELECT COUNT(*) FROM t").pluck().get(), 2_000);
+        assert.equal(pluck(fileOnly.prepare("SELECT COUNT(*) FROM t")).get(), 2_000);
       } finally {
         fileOnly.close();
       }
@@ -88,11 +92,11 @@ describe("sqlite WAL checkpoint thread", () => {
     const c = await WalCheckpointer.start(db, file, { intervalMs: 5, restartFrames, holdWrites: () => (holds++, writer.hold()) });
     // the rewind's checkpoint and its fsync run on the thread, never on the serving connection (they stalled its loop)
     const checkpointsHere: string[] = [];
-    const pragma = db.pragma.bind(db);
-    db.pragma = ((source: string, options?: Database.PragmaOptions) => {
-      if (/wal_checkpoint/i.test(source)) checkpointsHere.push(source);
-      return pragma(source, options);
-    }) as typeof db.pragma;
+    const exec = db.exec.bind(db);
+    const prepare = db.prepare.bind(db);
+    const watch = (sql: string) => void (/wal_checkpoint/i.test(sql) && checkpointsHere.push(sql));
+    db.exec = (sql: string) => (watch(sql), exec(sql));
+    db.prepare = ((sql: string, ...rest: unknown[]) => (watch(sql), prepare(sql, ...(rest as [])))) as typeof db.prepare;
     try {
       let rows = 0;
       // one small commit per event-loop turn, as group commit does under load; a count, not a duration, and a 1 ms
@@ -110,7 +114,7 @@ describe("sqlite WAL checkpoint thread", () => {
       // without restarts the WAL would hold every page written: ~one per row
       const frames = walBytes(file) / (PAGE + 24);
       assert.ok(frames < rows / 2, `the WAL stayed bounded: ${Math.round(frames)} frames for ${rows} rows`);
-      assert.equal(db.prepare("SELECT COUNT(*) FROM t").pluck().get(), rows);
+      assert.equal(pluck(db.prepare("SELECT COUNT(*) FROM t")).get(), rows);
     } finally {
       await c.stop();
       db.close();
@@ -120,18 +124,33 @@ describe("sqlite WAL checkpoint thread", () => {
   it("falls back to automatic checkpoints and reports it when the thread fails", async () => {
     const file = tmpFile();
     const db = openWal(file);
-    db.pragma("wal_autocheckpoint = 500");
+    db.exec("PRAGMA wal_autocheckpoint = 500");
     const errors: unknown[] = [];
-    // the thread opens its own connection with fileMustExist: a wrong path kills it at once
+    // the thread opens its own connection to an existing file only: a wrong path kills it at once
     const c = await WalCheckpointer.start(db, `${file}.missing`, { onError: (e) => errors.push(e) });
     try {
       assert.equal(c.running, false);
       assert.equal(errors.length, 1);
-      assert.equal(db.pragma("wal_autocheckpoint", { simple: true }), 500, "the connection's own setting is back");
+      assert.equal(pragma(db, "wal_autocheckpoint"), 500, "the connection's own setting is back");
     } finally {
       await c.stop();
       db.close();
     }
+  });
+
+  it("starts in a process whose evaluated code is a module (a worker inherits --input-type)", async () => {
+    const file = tmpFile();
+    const module = pathToFileURL(path.join(REPO, "src/store/sqlite/sqliteStore.ts")).href;
+    const code = `
+      import { SqliteStore } from ${JSON.stringify(module)};
+      const store = new SqliteStore({ file: process.argv[1] });
+      await store.startWalCheckpointer({ intervalMs: 5, onError: (e) => console.error(String(e)) });
+      for (let i = 0; i < 100 && !store.walCheckpoints?.runs; i++) await new Promise((r) => setTimeout(r, 10));
+      console.log(JSON.stringify({ runs: store.walCheckpoints?.runs ?? 0 }));
+      await store.close();`;
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code, file], { cwd: REPO });
+    assert.equal(stderr, "", "the thread did not fail");
+    assert.ok((JSON.parse(stdout) as { runs: number }).runs > 0, stdout);
   });
 
   it("runs for a serving store and stops with it, leaving every write in the file", async () => {
@@ -141,7 +160,7 @@ describe("sqlite WAL checkpoint thread", () => {
     const serving = await openStores(config as never, { serving: true });
     const sqlite = serving.durable as SqliteStore;
     assert.ok(sqlite.walCheckpoints, "a serving store checkpoints in its thread");
-    assert.equal(sqlite.db.pragma("wal_autocheckpoint", { simple: true }), 0);
+    assert.equal(pragma(sqlite.db, "wal_autocheckpoint"), 0);
     const now = Date.now();
     for (let i = 0; i < 50; i++) {
       assert.equal(
@@ -155,7 +174,7 @@ describe("sqlite WAL checkpoint thread", () => {
     const cli = await openStores(config as never);
     try {
       assert.equal((cli.durable as SqliteStore).walCheckpoints, undefined, "one-shot commands keep automatic checkpoints");
-      assert.equal((cli.durable as SqliteStore).db.pragma("wal_autocheckpoint", { simple: true }), 1000);
+      assert.equal(pragma((cli.durable as SqliteStore).db, "wal_autocheckpoint"), 1000);
       assert.equal(await cli.nonces.consume("n49", "t1", now + 1), "ok");
     } finally {
       await cli.close();

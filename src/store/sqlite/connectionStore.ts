@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import type { DatabaseSync } from "node:sqlite";
 import { groupCommitFor, type GroupCommit } from "./groupCommit.ts";
 import { waitOutLocks } from "./lockWait.ts";
 
@@ -13,7 +13,7 @@ import { waitOutLocks } from "./lockWait.ts";
 export abstract class SqliteConnectionStore {
   protected readonly writer: GroupCommit;
 
-  protected constructor(protected readonly db: Database.Database) {
+  protected constructor(protected readonly db: DatabaseSync) {
     this.writer = groupCommitFor(db);
     waitOutLocks(this, this.writer.lockWaitMs);
   }

@@ -1,5 +1,6 @@
-import type Database from "better-sqlite3";
-import { isSqliteBusy, lockedOut, lockRetryDelayMs } from "./lockWait.ts";
+import type { DatabaseSync } from "node:sqlite";
+import { isSqliteBusy, pragma, transaction } from "./database.ts";
+import { lockedOut, lockRetryDelayMs } from "./lockWait.ts";
 
 /** Counters, for tests and diagnostics. */
 export interface GroupCommitStats {
@@ -63,7 +64,7 @@ export interface GroupCommitOptions {
 }
 
 /**
- * Group commit for one better-sqlite3 connection: write operations are queued and run together in ONE
+ * Group commit for one SQLite connection: write operations are queued and run together in ONE
  * `BEGIN IMMEDIATE ... COMMIT`, so a burst of concurrent requests pays for one WAL commit (the write lock, the
  * WAL frames, the `fcntl`s and, with synchronous=FULL, the fsync) instead of one each.
  *
@@ -82,7 +83,7 @@ export interface GroupCommitOptions {
  *   (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM, ...), a failed COMMIT — nothing of it is in the file and every
  *   operation of the batch is rejected.
  *
- * The flush is synchronous from BEGIN to COMMIT (better-sqlite3 never yields), so the connection is never left
+ * The flush is synchronous from BEGIN to COMMIT (node:sqlite never yields), so the connection is never left
  * inside an open transaction between event-loop turns: reads and writes made directly on the connection
  * (autocommit) are never mixed into a batch and never see a batch half done.
  */
@@ -104,31 +105,27 @@ export class GroupCommit {
   private closing = false;
   /** holds in force (`hold()`): while any is, nothing is committed and operations queue */
   private holds = 0;
-  /** BEGIN IMMEDIATE; run each operation in a savepoint; COMMIT (better-sqlite3 rolls back if this throws) */
-  private readonly batchTx: Database.Transaction<(batch: readonly Pending[], out: Outcome[]) => void>;
-  /** called inside batchTx, so better-sqlite3 makes it SAVEPOINT / RELEASE, or ROLLBACK TO + RELEASE on a throw */
-  private readonly savepoint: Database.Transaction<(op: () => unknown) => unknown>;
-
   constructor(
-    private readonly db: Database.Database,
+    private readonly db: DatabaseSync,
     opts: GroupCommitOptions = {},
   ) {
     this.maxBatch = Math.max(1, opts.maxBatch ?? 256);
     this.turns = Math.max(1, opts.turns ?? 2);
     this.lockWaitMs = Math.max(0, opts.lockWaitMs ?? 0);
-    this.savepoint = db.transaction((op: () => unknown) => op());
-    this.batchTx = db.transaction((batch: readonly Pending[], out: Outcome[]) => {
-      for (const p of batch) {
-        try {
-          out.push({ ok: true, value: p.savepoint ? this.savepoint(p.op) : p.op() });
-        } catch (error) {
-          // SQLite ended the whole transaction itself (e.g. SQLITE_FULL, SQLITE_IOERR): what ran before is gone
-          // too, and what follows would run in autocommit. Give up on the batch: every operation is rejected.
-          if (!this.db.inTransaction) throw error;
-          out.push({ ok: false, error });
-        }
+  }
+
+  /** Inside the batch's transaction: each operation in a savepoint of its own (a nested `transaction`), in order. */
+  private runBatch(batch: readonly Pending[], out: Outcome[]): void {
+    for (const p of batch) {
+      try {
+        out.push({ ok: true, value: p.savepoint ? transaction(this.db, "deferred", p.op) : p.op() });
+      } catch (error) {
+        // SQLite ended the whole transaction itself (e.g. SQLITE_FULL, SQLITE_IOERR): what ran before is gone
+        // too, and what follows would run in autocommit. Give up on the batch: every operation is rejected.
+        if (!this.db.isTransaction) throw error;
+        out.push({ ok: false, error });
       }
-    });
+    }
   }
 
   /** Queues `op` for the next batch; settles with its result (or error) once that batch has committed. */
@@ -211,18 +208,18 @@ export class GroupCommit {
    */
   close(): void {
     if (this.closed) return;
-    if (!this.db.open) {
+    if (!this.db.isOpen) {
       this.closed = true;
       return;
     }
     this.closing = true;
-    const busyTimeout = this.db.pragma("busy_timeout", { simple: true }) as number;
-    if (this.lockWaitMs > busyTimeout) this.db.pragma(`busy_timeout = ${this.lockWaitMs}`);
+    const busyTimeout = pragma(this.db, "busy_timeout") as number;
+    if (this.lockWaitMs > busyTimeout) this.db.exec(`PRAGMA busy_timeout = ${this.lockWaitMs}`);
     try {
       this.flush();
     } finally {
       this.closed = true;
-      if (this.db.open) this.db.pragma(`busy_timeout = ${busyTimeout}`);
+      if (this.db.isOpen) this.db.exec(`PRAGMA busy_timeout = ${busyTimeout}`);
     }
   }
 
@@ -245,7 +242,8 @@ export class GroupCommit {
   private commit(batch: Pending[]): "committed" | "failed" | "locked" {
     const out: Outcome[] = [];
     try {
-      this.batchTx.immediate(batch, out);
+      // BEGIN IMMEDIATE ... COMMIT, rolled back if anything in it throws
+      transaction(this.db, "immediate", () => this.runBatch(batch, out));
     } catch (err) {
       if (isSqliteBusy(err)) {
         // BEGIN IMMEDIATE met another connection's lock (or COMMIT did, and the transaction was rolled back): nothing
@@ -284,13 +282,13 @@ export class GroupCommit {
   }
 }
 
-const writers = new WeakMap<Database.Database, GroupCommit>();
+const writers = new WeakMap<DatabaseSync, GroupCommit>();
 
 /**
  * The one writer of a connection, so every store on it (Part A, Part B, jti) shares its batches. Made on first
  * use; whoever closes the connection calls `close()` on it first.
  */
-export function groupCommitFor(db: Database.Database, opts?: GroupCommitOptions): GroupCommit {
+export function groupCommitFor(db: DatabaseSync, opts?: GroupCommitOptions): GroupCommit {
   let w = writers.get(db);
   if (!w) writers.set(db, (w = new GroupCommit(db, opts)));
   return w;

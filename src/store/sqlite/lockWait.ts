@@ -1,23 +1,18 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { StoreUnavailableError } from "../../errors/storeUnavailable.ts";
+import { isSqliteBusy } from "./database.ts";
 
 /**
  * Waiting for another process's lock on the SQLite file without blocking the event loop.
  *
  * SQLite's own answer to a lock held elsewhere (`busy_timeout`) is to sleep and retry inside the call, and
- * better-sqlite3 is synchronous: on a serving connection that sleep is the event loop's, so while an `attestd`
+ * node:sqlite is synchronous: on a serving connection that sleep is the event loop's, so while an `attestd`
  * command (or a `--workers` sibling, or anything else) held the write lock, nothing was answered, not even
  * /healthz. A serving connection therefore has `busy_timeout` 0: a statement that meets the lock fails at once
  * with SQLITE_BUSY, having written nothing, and is tried again from a timer, the pause doubling from 1 ms to
  * 50 ms, until the caller's wait is used up. Then it fails with StoreUnavailableError("sqlite"): 503 with
  * Retry-After, never a 500.
  */
-
-/** SQLITE_BUSY (another connection holds a lock this statement needs) and its extended codes. */
-export function isSqliteBusy(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" && code.startsWith("SQLITE_BUSY");
-}
 
 /** What a caller that waited `waitMs` for the lock gets. */
 export function lockedOut(err: unknown): StoreUnavailableError {

@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type {
   AccessTokenRecord,
   DeviceError,
@@ -28,12 +28,9 @@ import type {
 } from "../types.ts";
 import { jobFailure, sqliteRows, str, type Row } from "../rows.ts";
 import type { ApiKeyRestrictions } from "../../domain/tenants.ts";
+import type { SqlArg } from "../historyQueries.ts";
 import { SqliteConnectionStore } from "./connectionStore.ts";
-
-/** SQLite's own error for a UNIQUE violation: how a name conflict is detected without a racy pre-check. */
-function isUniqueViolation(e: unknown): boolean {
-  return (e as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE";
-}
+import { isConstraintViolation, pluck, transaction } from "./database.ts";
 
 /**
  * Part B records on the same SQLite database as the Part A store (its `.db`), so tenants and enrollment records
@@ -46,7 +43,7 @@ function isUniqueViolation(e: unknown): boolean {
 export class SqliteEnrollmentStore extends SqliteConnectionStore implements EnrollmentStore {
   private readonly s: ReturnType<SqliteEnrollmentStore["prepare"]>;
 
-  constructor(db: Database.Database) {
+  constructor(db: DatabaseSync) {
     super(db);
     this.s = this.prepare();
   }
@@ -94,7 +91,7 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
       profilesPage: db.prepare(
         "SELECT * FROM enroll_profiles WHERE tenant_id = ? ORDER BY created_at DESC, profile_id DESC LIMIT ? OFFSET ?",
       ),
-      profileCount: db.prepare("SELECT COUNT(*) FROM enroll_profiles WHERE tenant_id = ?").pluck(),
+      profileCount: pluck(db.prepare("SELECT COUNT(*) FROM enroll_profiles WHERE tenant_id = ?")),
       insertTransaction: db.prepare(
         "INSERT INTO enroll_transactions (transaction_id, tenant_id, type, state, kind, profile_id, profile_name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
       ),
@@ -110,14 +107,14 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
          WHERE seq IN (SELECT seq FROM enroll_jobs WHERE state = 'pending' AND lease_until_ms <= ? ORDER BY seq LIMIT ?)
          RETURNING seq, transaction_id, tenant_id, device_id, profile_id, user_id, attempts`,
       ),
-      anyClaimable: db.prepare("SELECT 1 FROM enroll_jobs WHERE state = 'pending' AND lease_until_ms <= ? LIMIT 1").pluck(),
+      anyClaimable: pluck(db.prepare("SELECT 1 FROM enroll_jobs WHERE state = 'pending' AND lease_until_ms <= ? LIMIT 1")),
       renew: db.prepare("UPDATE enroll_jobs SET lease_until_ms = ? WHERE state = 'pending' AND lease_owner = ?"),
       release: db.prepare(
         "UPDATE enroll_jobs SET lease_owner = NULL, lease_until_ms = 0 WHERE state = 'pending' AND lease_owner = ?",
       ),
       // owner alone decides: a reclaim (after the lease expired) hands the item to another owner atomically
       heldJob: db.prepare("SELECT * FROM enroll_jobs WHERE seq = ? AND state = 'pending' AND lease_owner = ?"),
-      registeredUser: db.prepare("SELECT 1 FROM enroll_users WHERE user_id = ? AND state = 'registered'").pluck(),
+      registeredUser: pluck(db.prepare("SELECT 1 FROM enroll_users WHERE user_id = ? AND state = 'registered'")),
       deviceRow: db.prepare("SELECT state, applied_seq FROM enroll_devices WHERE tenant_id = ? AND device_id = ?"),
       upsertEnrolled: db.prepare(
         `INSERT INTO enroll_devices (tenant_id, device_id, profile_id, state, user_id, user_password, transaction_id, applied_seq, updated_at)
@@ -138,12 +135,8 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
       insertHistory: db.prepare(
         "INSERT INTO enroll_device_history (item_seq, tenant_id, device_id, transaction_id, outcome, applied, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
       ),
-      pendingInTransaction: db
-        .prepare("SELECT 1 FROM enroll_jobs WHERE transaction_id = ? AND state = 'pending' LIMIT 1")
-        .pluck(),
-      failedInTransaction: db
-        .prepare("SELECT 1 FROM enroll_jobs WHERE transaction_id = ? AND outcome = 'Failed' LIMIT 1")
-        .pluck(),
+      pendingInTransaction: pluck(db.prepare("SELECT 1 FROM enroll_jobs WHERE transaction_id = ? AND state = 'pending' LIMIT 1")),
+      failedInTransaction: pluck(db.prepare("SELECT 1 FROM enroll_jobs WHERE transaction_id = ? AND outcome = 'Failed' LIMIT 1")),
       settleTransaction: db.prepare("UPDATE enroll_transactions SET state = ?, updated_at = ? WHERE transaction_id = ?"),
       txDevicesPage: db.prepare(
         "SELECT * FROM enroll_jobs WHERE tenant_id = ? AND transaction_id = ? ORDER BY seq LIMIT ? OFFSET ?",
@@ -151,10 +144,8 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
       txDevicesCounts: db.prepare(
         "SELECT COUNT(*) AS total, COALESCE(SUM(state = 'pending'), 0) AS processing FROM enroll_jobs WHERE tenant_id = ? AND transaction_id = ?",
       ),
-      enrolledDevice: db
-        .prepare("SELECT 1 FROM enroll_devices WHERE tenant_id = ? AND device_id = ? AND state = 'Enrolled'")
-        .pluck(),
-      queueHead: db.prepare("SELECT COALESCE(MAX(seq), 0) FROM enroll_jobs").pluck(),
+      enrolledDevice: pluck(db.prepare("SELECT 1 FROM enroll_devices WHERE tenant_id = ? AND device_id = ? AND state = 'Enrolled'")),
+      queueHead: pluck(db.prepare("SELECT COALESCE(MAX(seq), 0) FROM enroll_jobs")),
       assignDevice: db.prepare(
         "UPDATE enroll_devices SET profile_id = ?, applied_seq = MAX(applied_seq, ?), updated_at = ? WHERE tenant_id = ? AND device_id = ?",
       ),
@@ -229,7 +220,7 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
     return r && sqliteRows.accessToken(r);
   }
   async purgeExpiredAccessTokens(nowMs: number) {
-    return this.s.purgeTokens.run(nowMs).changes;
+    return Number(this.s.purgeTokens.run(nowMs).changes);
   }
 
   // ---- resellers ----
@@ -254,7 +245,7 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
       });
       return "ok";
     } catch (e) {
-      if (isUniqueViolation(e)) return "name_conflict";
+      if (isConstraintViolation(e, "unique")) return "name_conflict";
       throw e;
     }
   }
@@ -269,7 +260,7 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
         return "ok";
       });
     } catch (e) {
-      if (isUniqueViolation(e)) return "name_conflict" as const;
+      if (isConstraintViolation(e, "unique")) return "name_conflict" as const;
       throw e;
     }
   }
@@ -291,10 +282,10 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
   }
 
   async listProfiles(tenantId: string, offset: number, limit: number): Promise<Page<Profile>> {
-    return this.db.transaction(() => ({
+    return transaction(this.db, "deferred", () => ({
       total: this.s.profileCount.get(tenantId) as number,
       items: (this.s.profilesPage.all(tenantId, limit, offset) as Row[]).map(sqliteRows.profile),
-    }))();
+    }));
   }
 
   async getTransaction(tenantId: string, transactionId: string) {
@@ -304,20 +295,20 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
 
   async listTransactions(f: TransactionFilter): Promise<Page<EnrollTransaction>> {
     const where = ["tenant_id = ?"];
-    const args: unknown[] = [f.tenantId];
+    const args: SqlArg[] = [f.tenantId];
     if (f.type) (where.push("type = ?"), args.push(f.type));
     if (f.state) (where.push("state = ?"), args.push(f.state));
     if (f.profileId) (where.push("profile_id = ?"), args.push(f.profileId));
     const cond = where.join(" AND ");
     // count and page in one read transaction, so totalCount describes the page it came with
-    return this.db.transaction(() => ({
-      total: this.db.prepare(`SELECT COUNT(*) FROM enroll_transactions WHERE ${cond}`).pluck().get(...args) as number,
+    return transaction(this.db, "deferred", () => ({
+      total: pluck(this.db.prepare(`SELECT COUNT(*) FROM enroll_transactions WHERE ${cond}`)).get(...args) as number,
       items: (
         this.db
           .prepare(`SELECT * FROM enroll_transactions WHERE ${cond} ORDER BY seq DESC LIMIT ? OFFSET ?`)
           .all(...args, f.limit, f.offset) as Row[]
       ).map(sqliteRows.transaction),
-    }))();
+    }));
   }
 
   // ---- devices and the job queue ----
@@ -342,11 +333,11 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
   }
 
   async renewJobLeases(owner: string, nowMs: number, leaseMs: number) {
-    return this.s.renew.run(nowMs + leaseMs, owner).changes;
+    return Number(this.s.renew.run(nowMs + leaseMs, owner).changes);
   }
 
   async releaseJobs(owner: string) {
-    return this.s.release.run(owner).changes;
+    return Number(this.s.release.run(owner).changes);
   }
 
   async completeJob(seq: number, owner: string, at: string): Promise<JobResult | undefined> {
@@ -356,10 +347,11 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
       const tenantId = job.tenant_id as string;
       const deviceId = job.device_id as string;
       const transactionId = job.transaction_id as string;
+      const profileId = job.profile_id as string;
       const userId = str(job.user_id);
 
       let error: DeviceError | null = null;
-      if (!this.s.profileById.get(tenantId, job.profile_id)) {
+      if (!this.s.profileById.get(tenantId, profileId)) {
         error = jobFailure.profileDeleted();
       } else if (userId && !this.s.registeredUser.get(userId)) {
         error = jobFailure.userDeregistered();
@@ -370,7 +362,7 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
       const newer = device !== undefined && (device.applied_seq as number) >= seq;
       let applied = false;
       if (!error && !newer) {
-        this.s.upsertEnrolled.run(tenantId, deviceId, job.profile_id, userId, job.user_password, transactionId, seq, at);
+        this.s.upsertEnrolled.run(tenantId, deviceId, profileId, userId, str(job.user_password), transactionId, seq, at);
         applied = true;
       } else if (error && !newer && device && device.state !== "Enrolled") {
         // a failure never takes an enrolled device away; it only settles a device that was never enrolled
@@ -388,19 +380,19 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
   }
 
   async listTransactionDevices(tenantId: string, transactionId: string, offset: number, limit: number): Promise<DevicePage> {
-    return this.db.transaction(() => {
+    return transaction(this.db, "deferred", () => {
       const counts = this.s.txDevicesCounts.get(tenantId, transactionId) as { total: number; processing: number };
       const items = (this.s.txDevicesPage.all(tenantId, transactionId, limit, offset) as Row[]).map(sqliteRows.jobDevice);
       return { total: counts.total, processing: counts.processing, items };
-    })();
+    });
   }
 
   async listDevices(tenantId: string, profileId: string | undefined, offset: number, limit: number): Promise<DevicePage> {
     const cond = profileId === undefined ? "d.tenant_id = ?" : "d.tenant_id = ? AND d.profile_id = ?";
-    const args: unknown[] = profileId === undefined ? [tenantId] : [tenantId, profileId];
+    const args: SqlArg[] = profileId === undefined ? [tenantId] : [tenantId, profileId];
     const pending =
       "EXISTS (SELECT 1 FROM enroll_jobs j WHERE j.tenant_id = d.tenant_id AND j.device_id = d.device_id AND j.state = 'pending')";
-    return this.db.transaction(() => {
+    return transaction(this.db, "deferred", () => {
       const counts = this.db
         .prepare(`SELECT COUNT(*) AS total, COALESCE(SUM(${pending}), 0) AS processing FROM enroll_devices d WHERE ${cond}`)
         .get(...args) as { total: number; processing: number };
@@ -409,7 +401,7 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
         .all(...args, limit, offset) as Row[];
       const items = rows.map(sqliteRows.device);
       return { total: counts.total, processing: counts.processing, items };
-    })();
+    });
   }
 
   async assignDevices(tenantId: string, profileId: string, deviceIds: readonly string[], at: string): Promise<AssignOutcome> {
@@ -455,12 +447,12 @@ export class SqliteEnrollmentStore extends SqliteConnectionStore implements Enro
  * Writes go through the connection's group-commit writer: "fresh" is answered only once the id is committed.
  */
 export class SqliteJtiStore extends SqliteConnectionStore implements JtiStore {
-  private readonly upsert: Database.Statement;
-  private readonly purge: Database.Statement;
+  private readonly upsert: StatementSync;
+  private readonly purge: StatementSync;
   private inserts = 0;
 
   constructor(
-    db: Database.Database,
+    db: DatabaseSync,
     private readonly purgeEvery = 1000,
   ) {
     super(db);

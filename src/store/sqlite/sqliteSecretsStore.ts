@@ -1,7 +1,8 @@
-import type Database from "better-sqlite3";
+import type { DatabaseSync } from "node:sqlite";
 import { SEALED_COLUMNS } from "../sealedColumns.ts";
 import type { SealAllOutcome, SealAllRequest, SecretsStore } from "../types.ts";
 import { SqliteConnectionStore } from "./connectionStore.ts";
+import { pluck, transaction } from "./database.ts";
 
 /** SecretsStore on the SQLite file (see types.ts). */
 export class SqliteSecretsStore extends SqliteConnectionStore implements SecretsStore {
@@ -12,7 +13,7 @@ export class SqliteSecretsStore extends SqliteConnectionStore implements Secrets
    */
   private scrubPending = 0;
 
-  constructor(db: Database.Database) {
+  constructor(db: DatabaseSync) {
     super(db);
   }
 
@@ -21,11 +22,11 @@ export class SqliteSecretsStore extends SqliteConnectionStore implements Secrets
   }
 
   private recorded(): string | undefined {
-    return this.db.prepare("SELECT key_id FROM sealing_key WHERE singleton = 1").pluck().get() as string | undefined;
+    return pluck(this.db.prepare("SELECT key_id FROM sealing_key WHERE singleton = 1")).get() as string | undefined;
   }
 
   async sealAll(r: SealAllRequest): Promise<SealAllOutcome> {
-    const run = this.db.transaction((): SealAllOutcome => {
+    const out = transaction(this.db, "immediate", (): SealAllOutcome => {
       const recorded = this.recorded();
       if (recorded !== undefined && recorded !== r.keyId && !r.accepts(recorded)) return { outcome: "conflict", recordedKeyId: recorded };
       let resealed = 0;
@@ -44,7 +45,6 @@ export class SqliteSecretsStore extends SqliteConnectionStore implements Secrets
       }
       return { outcome: "sealed", resealed };
     });
-    const out = run.immediate();
     if (out.outcome !== "sealed") return out;
     this.scrubPending += out.resealed;
     if (this.scrubPending > 0) {
@@ -53,7 +53,7 @@ export class SqliteSecretsStore extends SqliteConnectionStore implements Secrets
       // anew; the TRUNCATE checkpoint copies them over the main file and empties the WAL. Once per key change, so
       // its cost (proportional to the file) is paid on the first start after an upgrade or a rotation only.
       this.db.exec("VACUUM");
-      this.db.pragma("wal_checkpoint(TRUNCATE)");
+      this.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
       // what this call reports includes what an earlier call resealed before its scrub met a lock
       const resealed = this.scrubPending;
       this.scrubPending = 0;

@@ -1,10 +1,14 @@
-import type Database from "better-sqlite3";
+import type { DatabaseSync } from "node:sqlite";
 import type { SigningKeyRecord } from "../../domain/signingKeys.ts";
 import { sqliteRows, type Row } from "../rows.ts";
 import type { SigningKeyStore } from "../types.ts";
 import { SqliteConnectionStore } from "./connectionStore.ts";
+import { transaction } from "./database.ts";
 
 const COLS = "kid, alg, public_jwk, private_key, created_at, retires_at";
+
+/** The record's values for the inserts' named parameters (node:sqlite refuses a key the statement does not name). */
+const insertParams = (k: SigningKeyRecord) => ({ kid: k.kid, alg: k.alg, publicJwk: k.publicJwk, privateKey: k.privateKey, createdAt: k.createdAt });
 
 /**
  * Result signing keys in the SQLite file (migration 005). Rare writes (a first start, an operator's rotation), so
@@ -14,7 +18,7 @@ const COLS = "kid, alg, public_jwk, private_key, created_at, retires_at";
 export class SqliteSigningKeyStore extends SqliteConnectionStore implements SigningKeyStore {
   private readonly s;
 
-  constructor(db: Database.Database) {
+  constructor(db: DatabaseSync) {
     super(db);
     this.s = {
       published: db.prepare(`SELECT ${COLS} FROM ear_signing_keys WHERE retires_at IS NULL OR retires_at > ? ORDER BY created_at DESC, kid`),
@@ -33,22 +37,18 @@ export class SqliteSigningKeyStore extends SqliteConnectionStore implements Sign
   }
 
   async putFirstSigningKey(k: SigningKeyRecord): Promise<SigningKeyRecord> {
-    return this.db
-      .transaction(() => {
-        this.s.insertIfNoCurrent.run(k);
-        return sqliteRows.signingKey(this.s.current.get() as Row);
-      })
-      .immediate();
+    return transaction(this.db, "immediate", () => {
+      this.s.insertIfNoCurrent.run(insertParams(k));
+      return sqliteRows.signingKey(this.s.current.get() as Row);
+    });
   }
 
   async rotateSigningKey(k: SigningKeyRecord, retiresAt: string): Promise<{ retired: string | null }> {
-    return this.db
-      .transaction(() => {
-        const previous = this.s.current.get() as Row | undefined;
-        this.s.retireCurrent.run(retiresAt);
-        this.s.insert.run(k);
-        return { retired: (previous?.kid as string | undefined) ?? null };
-      })
-      .immediate();
+    return transaction(this.db, "immediate", () => {
+      const previous = this.s.current.get() as Row | undefined;
+      this.s.retireCurrent.run(retiresAt);
+      this.s.insert.run(insertParams(k));
+      return { retired: (previous?.kid as string | undefined) ?? null };
+    });
   }
 }

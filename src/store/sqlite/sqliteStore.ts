@@ -1,10 +1,11 @@
-import Database from "better-sqlite3";
+import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ReferenceValue } from "../../attestation/types.ts";
 import { ensurePrivateFile } from "../../secrets/privateFiles.ts";
 import { loadMigrations } from "../migrations.ts";
 import { sqliteRows, type Row } from "../rows.ts";
+import { openDatabase, pluck, transaction } from "./database.ts";
 import { GroupCommit, groupCommitFor } from "./groupCommit.ts";
 import { waitOutLocks } from "./lockWait.ts";
 import { WalCheckpointer, type WalCheckpointerOptions } from "./walCheckpointer.ts";
@@ -36,6 +37,7 @@ import {
   hourOf,
   requestCountsSql,
   sqlitePlaceholder,
+  type SqlArg,
   STATS_REASON_CHARS,
   topFailuresSql,
   topRequestErrorsSql,
@@ -48,7 +50,7 @@ const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "
 
 /** The verdicts row's values in insertVerdict's column order. */
 interface CountedVerdictRow {
-  row: unknown[];
+  row: SQLInputValue[];
   stats: ReturnType<typeof verdictStatsKey>;
 }
 
@@ -78,7 +80,7 @@ export interface SqliteOptions {
 }
 
 /**
- * The embedded default: one SQLite file (WAL) holding durable records and nonces. better-sqlite3 is synchronous.
+ * The embedded default: one SQLite file (WAL) holding durable records and nonces. node:sqlite is synchronous.
  * The request-path writes (nonce issue and consume, verdicts, activity) go through the connection's group-commit
  * writer (`groupCommit.ts`): those queued within two event-loop turns run one after another, most in their own
  * savepoint, inside one IMMEDIATE transaction, and are acknowledged after its COMMIT. IMMEDIATE transactions take
@@ -88,7 +90,7 @@ export interface SqliteOptions {
  */
 export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore, NonceDeviceVerdictStore {
   readonly kind = "sqlite";
-  readonly db: Database.Database;
+  readonly db: DatabaseSync;
   /** the connection's group-commit writer, shared with the Part B stores on `db` */
   readonly writer: GroupCommit;
   private readonly stmt: ReturnType<SqliteStore["prepare"]>;
@@ -99,20 +101,19 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     this.file = opts.file;
     // 0600 before SQLite opens it, so its -wal and -shm (made with the database file's mode) are private too
     if (opts.file !== ":memory:") ensurePrivateFile(opts.file);
-    this.db = new Database(opts.file);
-    // first: switching a new file to WAL and the migrations wait for a concurrent first start's lock (synchronously,
-    // before there is anything to serve); a serving connection sets 0 once they are done
-    this.db.pragma("busy_timeout = 10000");
-    this.db.pragma("journal_mode = WAL");
-    this.db.pragma(`synchronous = ${opts.synchronous ?? "NORMAL"}`);
-    this.db.pragma("foreign_keys = ON");
+    // the busy timeout first: switching a new file to WAL and the migrations wait for a concurrent first start's lock
+    // (synchronously, before there is anything to serve); a serving connection sets 0 once they are done
+    this.db = openDatabase(opts.file, { busyTimeoutMs: 10_000 });
+    this.db.exec("PRAGMA journal_mode = WAL");
+    this.db.exec(`PRAGMA synchronous = ${opts.synchronous ?? "NORMAL"}`);
+    this.db.exec("PRAGMA foreign_keys = ON");
     // Nonce keys are random, so issuing and consuming touch pages all over the nonce table; with SQLite's 2 MiB
     // default, a table of a few hundred thousand nonces no longer fits and each write first reads its page back.
     // The cache only grows as pages are used.
-    this.db.pragma("cache_size = -65536");
+    this.db.exec("PRAGMA cache_size = -65536");
     this.migrate();
     this.stmt = this.prepare();
-    if (opts.lockWaitMs !== undefined) this.db.pragma("busy_timeout = 0");
+    if (opts.lockWaitMs !== undefined) this.db.exec("PRAGMA busy_timeout = 0");
     this.writer = groupCommitFor(this.db, { lockWaitMs: opts.lockWaitMs ?? 0 });
     waitOutLocks(this, this.writer.lockWaitMs);
   }
@@ -122,25 +123,24 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     // SQLite's procedure for schema changes it cannot make in place (rebuilding a table others reference):
     // foreign keys off while the migrations run (the pragma is a no-op inside a transaction), every reference
     // checked before the commit, on again after.
-    this.db.pragma("foreign_keys = OFF");
-    const apply = this.db.transaction(() => {
-      const done = new Set(
-        (this.db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
-      );
-      for (const m of loadMigrations(MIGRATIONS_DIR)) {
-        if (done.has(m.version)) continue;
-        this.db.exec(m.sql);
-        this.db
-          .prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)")
-          .run(m.version, m.name, new Date().toISOString());
-      }
-      const broken = this.db.pragma("foreign_key_check") as unknown[];
-      if (broken.length > 0) throw new Error(`migrations left ${broken.length} broken foreign key references: ${JSON.stringify(broken.slice(0, 3))}`);
-    });
+    this.db.exec("PRAGMA foreign_keys = OFF");
     try {
-      apply.immediate();
+      transaction(this.db, "immediate", () => {
+        const done = new Set(
+          (this.db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
+        );
+        for (const m of loadMigrations(MIGRATIONS_DIR)) {
+          if (done.has(m.version)) continue;
+          this.db.exec(m.sql);
+          this.db
+            .prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)")
+            .run(m.version, m.name, new Date().toISOString());
+        }
+        const broken = this.db.prepare("PRAGMA foreign_key_check").all();
+        if (broken.length > 0) throw new Error(`migrations left ${broken.length} broken foreign key references: ${JSON.stringify(broken.slice(0, 3))}`);
+      });
     } finally {
-      this.db.pragma("foreign_keys = ON");
+      this.db.exec("PRAGMA foreign_keys = ON");
     }
   }
 
@@ -171,9 +171,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
          WHERE key_id = ? AND revoked_at IS NULL`,
       ),
       bumpUnderCap: db.prepare("UPDATE nonce_unused_counts SET n = n + 1 WHERE tenant_id = ? AND n < ?"),
-      exactOutstanding: db
-        .prepare("SELECT COUNT(*) FROM nonces WHERE tenant_id = ? AND used_at_ms IS NULL AND expires_at_ms > ?")
-        .pluck(),
+      exactOutstanding: pluck(db.prepare("SELECT COUNT(*) FROM nonces WHERE tenant_id = ? AND used_at_ms IS NULL AND expires_at_ms > ?")),
       bumpUnused: db.prepare(
         "INSERT INTO nonce_unused_counts (tenant_id, n) VALUES (?, ?) ON CONFLICT (tenant_id) DO UPDATE SET n = MAX(0, n + excluded.n)",
       ),
@@ -251,7 +249,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   async close(): Promise<void> {
     this.writer.close();
     await this.checkpointer?.stop();
-    if (this.db.open) this.db.close();
+    if (this.db.isOpen) this.db.close();
   }
 
   // ---- tenants and keys ----
@@ -304,7 +302,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     return this.stmt.setRestrictions.run(r ? JSON.stringify(r) : null, keyId).changes === 1;
   }
   async updateApiKey(keyId: string, f: ApiKeyChanges) {
-    const set = (v: unknown) => [v !== undefined ? 1 : 0, v ?? null];
+    const set = (v: SqlArg | undefined) => [v !== undefined ? 1 : 0, v ?? null];
     return (
       this.stmt.updateKey.run(...set(f.rps), ...set(f.burst), ...set(f.label), ...set(f.restrictions === undefined ? undefined : f.restrictions && JSON.stringify(f.restrictions)), keyId)
         .changes === 1
@@ -371,14 +369,12 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
 
   async purgeExpired(nowMs: number, retainMs: number): Promise<number> {
     const cutoff = nowMs - retainMs;
-    return this.db
-      .transaction(() => {
-        for (const r of this.stmt.purgeCounts.all(cutoff) as { tenant_id: string; n: number }[]) {
-          this.stmt.bumpUnused.run(r.tenant_id, -r.n);
-        }
-        return this.stmt.purgeNonces.run(cutoff).changes;
-      })
-      .immediate();
+    return transaction(this.db, "immediate", () => {
+      for (const r of this.stmt.purgeCounts.all(cutoff) as { tenant_id: string; n: number }[]) {
+        this.stmt.bumpUnused.run(r.tenant_id, -r.n);
+      }
+      return Number(this.stmt.purgeNonces.run(cutoff).changes);
+    });
   }
 
   // ---- verdicts ----
@@ -439,16 +435,14 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   }
 
   async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
-    return this.db
-      .transaction((): DevicePinReset | undefined => {
-        const row = this.stmt.deviceById.get(tenantId, deviceId) as Row | undefined;
-        if (!row) return undefined;
-        const previousPin = sqliteRows.attestedDevice(row).pin;
-        this.stmt.insertDeviceReset.run(tenantId, deviceId, reset.at, reset.by, previousPin && JSON.stringify(previousPin));
-        this.stmt.clearDevicePin.run(tenantId, deviceId);
-        return { tenantId, deviceId, at: reset.at, by: reset.by, previousPin };
-      })
-      .immediate();
+    return transaction(this.db, "immediate", (): DevicePinReset | undefined => {
+      const row = this.stmt.deviceById.get(tenantId, deviceId) as Row | undefined;
+      if (!row) return undefined;
+      const previousPin = sqliteRows.attestedDevice(row).pin;
+      this.stmt.insertDeviceReset.run(tenantId, deviceId, reset.at, reset.by, previousPin && JSON.stringify(previousPin));
+      this.stmt.clearDevicePin.run(tenantId, deviceId);
+      return { tenantId, deviceId, at: reset.at, by: reset.by, previousPin };
+    });
   }
 
   async listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]> {
@@ -457,14 +451,14 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
 
   // ---- reference values ----
   async upsertReferenceValues(values: readonly ReferenceValue[], at: string, tenantId: string | null = null): Promise<number> {
-    return this.db.transaction(() => {
+    return transaction(this.db, "deferred", () => {
       for (const v of values) {
         const measurements = JSON.stringify(v.measurements);
         if (tenantId === null) this.stmt.upsertRefval.run(v.model, v.firmwareVersion, measurements, at);
         else this.stmt.upsertTenantRefval.run(tenantId, v.model, v.firmwareVersion, measurements, at);
       }
       return values.length;
-    })();
+    });
   }
 
   async listReferenceValues(): Promise<ReferenceValue[]> {
@@ -499,7 +493,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
             if (written === 1) this.stmt.countRequest.run(e.tenantId ?? "", hourOf(e.time), e.method, e.route, e.status, e.code ?? "");
           } catch (error) {
             // SQLite ended the whole transaction (SQLITE_FULL, SQLITE_IOERR): the batch is lost, the writer says so
-            if (!this.db.inTransaction) throw error;
+            if (!this.db.isTransaction) throw error;
             refused.push({ entry: e, error });
           }
         }
@@ -515,7 +509,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   }
 
   // ---- the overview's counts ----
-  private rowsOf({ sql, args }: { sql: string; args: unknown[] }): Row[] {
+  private rowsOf({ sql, args }: { sql: string; args: SqlArg[] }): Row[] {
     return this.db.prepare(sql).all(...args) as Row[];
   }
   async verdictCounts(q: StatsWindow & { bucket: "hour" | "day" }) {
@@ -533,33 +527,31 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
 
   // ---- portal accounts: people are enroll_users rows with a portal_role ----
   async createPortalUser(u: { userId: string; email: string; tenantId: string | null; role: PortalRole; at: string }) {
-    return this.db
-      .transaction((): { outcome: "ok"; user: PortalUser } | { outcome: "email_taken" } => {
-        if (this.db.prepare("SELECT 1 FROM enroll_users WHERE lower(email) = lower(?) AND portal_role IS NOT NULL").get(u.email)) {
-          return { outcome: "email_taken" };
-        }
-        // the Part B user of this tenant and email, if there is one, becomes the portal user: one person, one record
-        const partB =
-          u.tenantId === null
-            ? undefined
-            : (this.db.prepare("SELECT user_id FROM enroll_users WHERE tenant_id = ? AND lower(email) = lower(?)").get(u.tenantId, u.email) as
-                | { user_id: string }
-                | undefined);
-        if (partB) {
-          this.db
-            .prepare("UPDATE enroll_users SET portal_role = ?, portal_state = 'invited', updated_at = ? WHERE user_id = ?")
-            .run(u.role, u.at, partB.user_id);
-        } else {
-          this.db
-            .prepare(
-              "INSERT INTO enroll_users (user_id, tenant_id, email, state, created_at, updated_at, portal_role, portal_state) VALUES (?, ?, ?, 'registered', ?, ?, ?, 'invited')",
-            )
-            .run(u.userId, u.tenantId, u.email.toLowerCase(), u.at, u.at, u.role);
-        }
-        const row = this.db.prepare("SELECT * FROM enroll_users WHERE user_id = ?").get(partB?.user_id ?? u.userId) as Row;
-        return { outcome: "ok", user: sqliteRows.portalUser(row) };
-      })
-      .immediate();
+    return transaction(this.db, "immediate", (): { outcome: "ok"; user: PortalUser } | { outcome: "email_taken" } => {
+      if (this.db.prepare("SELECT 1 FROM enroll_users WHERE lower(email) = lower(?) AND portal_role IS NOT NULL").get(u.email)) {
+        return { outcome: "email_taken" };
+      }
+      // the Part B user of this tenant and email, if there is one, becomes the portal user: one person, one record
+      const partB =
+        u.tenantId === null
+          ? undefined
+          : (this.db.prepare("SELECT user_id FROM enroll_users WHERE tenant_id = ? AND lower(email) = lower(?)").get(u.tenantId, u.email) as
+              | { user_id: string }
+              | undefined);
+      if (partB) {
+        this.db
+          .prepare("UPDATE enroll_users SET portal_role = ?, portal_state = 'invited', updated_at = ? WHERE user_id = ?")
+          .run(u.role, u.at, partB.user_id);
+      } else {
+        this.db
+          .prepare(
+            "INSERT INTO enroll_users (user_id, tenant_id, email, state, created_at, updated_at, portal_role, portal_state) VALUES (?, ?, ?, 'registered', ?, ?, ?, 'invited')",
+          )
+          .run(u.userId, u.tenantId, u.email.toLowerCase(), u.at, u.at, u.role);
+      }
+      const row = this.db.prepare("SELECT * FROM enroll_users WHERE user_id = ?").get(partB?.user_id ?? u.userId) as Row;
+      return { outcome: "ok", user: sqliteRows.portalUser(row) };
+    });
   }
 
   async getPortalUser(userId: string): Promise<PortalUser | undefined> {
@@ -602,24 +594,22 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   }
 
   async peekInvite(tokenHash: string, nowMs: number): Promise<string | undefined> {
-    return this.db
-      .prepare("SELECT user_id FROM portal_invites WHERE token_hash = ? AND used_at_ms IS NULL AND expires_at_ms > ?")
-      .pluck()
-      .get(tokenHash, nowMs) as string | undefined;
+    return pluck(this.db.prepare("SELECT user_id FROM portal_invites WHERE token_hash = ? AND used_at_ms IS NULL AND expires_at_ms > ?")).get(
+      tokenHash,
+      nowMs,
+    ) as string | undefined;
   }
 
   async useInvite(tokenHash: string, nowMs: number): Promise<PortalInvite | "unknown" | "expired" | "used"> {
-    return this.db
-      .transaction((): PortalInvite | "unknown" | "expired" | "used" => {
-        const r = this.db.prepare("SELECT * FROM portal_invites WHERE token_hash = ?").get(tokenHash) as Row | undefined;
-        if (!r) return "unknown";
-        const invite = sqliteRows.invite(r);
-        if (invite.usedAtMs !== null) return "used";
-        if (invite.expiresAtMs <= nowMs) return "expired";
-        this.db.prepare("UPDATE portal_invites SET used_at_ms = ? WHERE token_hash = ?").run(nowMs, tokenHash);
-        return { ...invite, usedAtMs: nowMs };
-      })
-      .immediate();
+    return transaction(this.db, "immediate", (): PortalInvite | "unknown" | "expired" | "used" => {
+      const r = this.db.prepare("SELECT * FROM portal_invites WHERE token_hash = ?").get(tokenHash) as Row | undefined;
+      if (!r) return "unknown";
+      const invite = sqliteRows.invite(r);
+      if (invite.usedAtMs !== null) return "used";
+      if (invite.expiresAtMs <= nowMs) return "expired";
+      this.db.prepare("UPDATE portal_invites SET used_at_ms = ? WHERE token_hash = ?").run(nowMs, tokenHash);
+      return { ...invite, usedAtMs: nowMs };
+    });
   }
 
   async createSession(x: PortalSession): Promise<void> {
@@ -644,11 +634,11 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   }
 
   async deleteUserSessions(userId: string): Promise<number> {
-    return this.db.prepare("DELETE FROM portal_sessions WHERE user_id = ?").run(userId).changes;
+    return Number(this.db.prepare("DELETE FROM portal_sessions WHERE user_id = ?").run(userId).changes);
   }
 
   async purgeSessions(nowMs: number, idleMs: number): Promise<number> {
-    return this.db.prepare("DELETE FROM portal_sessions WHERE expires_at_ms <= ? OR last_seen_at_ms <= ?").run(nowMs, nowMs - idleMs).changes;
+    return Number(this.db.prepare("DELETE FROM portal_sessions WHERE expires_at_ms <= ? OR last_seen_at_ms <= ?").run(nowMs, nowMs - idleMs).changes);
   }
 
   // ---- passkeys and their ceremonies' challenges ----
@@ -700,6 +690,6 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   }
 
   async purgePasskeyChallenges(nowMs: number): Promise<number> {
-    return this.db.prepare("DELETE FROM portal_passkey_challenges WHERE expires_at_ms <= ?").run(nowMs).changes;
+    return Number(this.db.prepare("DELETE FROM portal_passkey_challenges WHERE expires_at_ms <= ?").run(nowMs).changes);
   }
 }

@@ -1,6 +1,6 @@
-import type Database from "better-sqlite3";
-import { createRequire } from "node:module";
+import type { DatabaseSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
+import { connectionArgs, pragma } from "./database.ts";
 
 /** What the checkpoint thread has done so far, for tests and diagnostics. */
 export interface WalCheckpointStats {
@@ -34,22 +34,27 @@ export interface WalCheckpointerOptions {
 }
 
 /**
- * The thread's code, evaluated as CommonJS: it loads the same better-sqlite3 build as the caller (by path), so it
- * needs no TypeScript loader and runs the same under tsx, a compiled build or a test runner.
+ * The thread's code, evaluated, so it needs no TypeScript loader and runs the same under tsx, a compiled build or a
+ * test runner. It takes Node's modules from process.getBuiltinModule, not require: an evaluated worker inherits
+ * the parent's --input-type, and as a module it has no require. It cannot load database.ts either, so the caller
+ * hands it the connection's arguments from there, and its one error test is database.ts's isSqliteBusy in plain
+ * JavaScript.
  */
 const THREAD_SOURCE = `
-const { parentPort, workerData } = require("node:worker_threads");
-const Database = require(workerData.driver);
-const db = new Database(workerData.file, { fileMustExist: true });
-const ownBusyTimeout = db.pragma("busy_timeout", { simple: true });
+const { parentPort, workerData } = process.getBuiltinModule("node:worker_threads");
+const { DatabaseSync } = process.getBuiltinModule("node:sqlite");
+const db = new DatabaseSync(workerData.connection.location, workerData.connection.options);
+const isBusy = (err) => err != null && err.code === "ERR_SQLITE_ERROR" && (err.errcode & 0xff) === 5;
+const checkpoint = (mode) => db.prepare("PRAGMA wal_checkpoint(" + mode + ")").get();
+const ownBusyTimeout = db.prepare("PRAGMA busy_timeout").get().timeout;
 let runs = 0;
 const timer = setInterval(() => {
   let r;
   try {
-    [r] = db.pragma("wal_checkpoint(PASSIVE)");
+    r = checkpoint("PASSIVE");
   } catch (err) {
     // another checkpoint in progress (the connection's RESTART, another process): next tick
-    if (err && err.code === "SQLITE_BUSY") return;
+    if (isBusy(err)) return;
     throw err;
   }
   runs++;
@@ -58,15 +63,15 @@ const timer = setInterval(() => {
 // The rewind, asked for by the connection once it has stopped committing: a RESTART checkpoint copies what is left
 // and makes the next commit start the WAL afresh. Its busy wait covers other processes' writers and readers.
 function restart() {
-  db.pragma("busy_timeout = " + workerData.restartBusyMs);
+  db.exec("PRAGMA busy_timeout = " + workerData.restartBusyMs);
   try {
-    const [r] = db.pragma("wal_checkpoint(RESTART)");
+    const r = checkpoint("RESTART");
     return { restarted: true, busy: r.busy };
   } catch (err) {
-    if (err && err.code === "SQLITE_BUSY") return { restarted: true, busy: 1 };
+    if (isBusy(err)) return { restarted: true, busy: 1 };
     throw err;
   } finally {
-    db.pragma("busy_timeout = " + ownBusyTimeout);
+    db.exec("PRAGMA busy_timeout = " + ownBusyTimeout);
   }
 }
 parentPort.on("message", (m) => {
@@ -78,8 +83,6 @@ parentPort.on("message", (m) => {
 });
 parentPort.postMessage({ started: true });
 `;
-
-const driverPath = createRequire(import.meta.url).resolve("better-sqlite3");
 
 /** how long the thread's rewind waits for another process's writer or reader before giving up until next time */
 const RESTART_BUSY_MS = 100;
@@ -124,20 +127,19 @@ export class WalCheckpointer {
   private failed = false;
 
   private constructor(
-    private readonly db: Database.Database,
+    private readonly db: DatabaseSync,
     file: string,
     opts: WalCheckpointerOptions,
   ) {
     this.restartFrames = opts.restartFrames ?? 16_384;
     this.holdWrites = opts.holdWrites ?? (() => () => undefined);
     this.maxHoldMs = opts.maxHoldMs ?? 2_000;
-    const autocheckpoint = db.pragma("wal_autocheckpoint", { simple: true }) as number;
-    db.pragma("wal_autocheckpoint = 0");
+    const autocheckpoint = pragma(db, "wal_autocheckpoint") as number;
+    db.exec("PRAGMA wal_autocheckpoint = 0");
     this.worker = new Worker(THREAD_SOURCE, {
       eval: true,
       workerData: {
-        driver: driverPath,
-        file,
+        connection: connectionArgs(file, { mustExist: true }),
         intervalMs: opts.intervalMs ?? 50,
         restartBusyMs: RESTART_BUSY_MS,
       },
@@ -159,7 +161,7 @@ export class WalCheckpointer {
       this.rewinding?.();
       if (this.failed || this.stopped) return;
       this.failed = true;
-      if (db.open) db.pragma(`wal_autocheckpoint = ${autocheckpoint > 0 ? autocheckpoint : 1000}`);
+      if (db.isOpen) db.exec(`PRAGMA wal_autocheckpoint = ${autocheckpoint > 0 ? autocheckpoint : 1000}`);
       started();
       opts.onError?.(err);
     };
@@ -169,7 +171,7 @@ export class WalCheckpointer {
 
   /** The connection's commits held, the thread asked to RESTART; its answer (or maxHoldMs) ends the hold. */
   private rewind(): void {
-    if (this.rewinding || !this.db.open || this.stopped || this.failed) return;
+    if (this.rewinding || !this.db.isOpen || this.stopped || this.failed) return;
     const release = this.holdWrites();
     const timer = setTimeout(() => this.rewinding?.(), this.maxHoldMs);
     this.rewinding = () => {
@@ -181,7 +183,7 @@ export class WalCheckpointer {
   }
 
   /** Starts checkpointing `file`, the database `db` is connected to (WAL mode). Resolves once the thread runs. */
-  static async start(db: Database.Database, file: string, opts: WalCheckpointerOptions = {}): Promise<WalCheckpointer> {
+  static async start(db: DatabaseSync, file: string, opts: WalCheckpointerOptions = {}): Promise<WalCheckpointer> {
     const c = new WalCheckpointer(db, file, opts);
     await c.ready;
     return c;
