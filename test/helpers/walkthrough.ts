@@ -6,15 +6,17 @@ import path from "node:path";
 import { childEnv, freePort, REPO } from "./serverProcess.ts";
 
 /**
- * The ```sh blocks between a markdown file's walk-through markers, in order: `<!-- NAME:start ... -->` …
- * `<!-- NAME:end -->`, NAME "walkthrough" unless given (a file with several walk-throughs names the others).
+ * The fenced blocks of language `lang` (```sh unless given) between a markdown file's walk-through markers, in
+ * order: `<!-- NAME:start ... -->` … `<!-- NAME:end -->`, NAME "walkthrough" unless given (a file with several
+ * walk-throughs names the others).
  */
-export function walkthroughBlocks(file: string, name = "walkthrough"): string[] {
+export function walkthroughBlocks(file: string, name = "walkthrough", lang = "sh"): string[] {
   assert.match(name, /^[a-z][a-z0-9-]*$/, "a marker name is lowercase letters, digits and dashes");
   const markdown = readFileSync(path.join(REPO, file), "utf8");
   const section = new RegExp(`<!-- ${name}:start[\\s\\S]*?-->([\\s\\S]*?)<!-- ${name}:end -->`).exec(markdown);
   assert.ok(section, `${name} markers present in ${file}`);
-  return [...section[1]!.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  assert.match(lang, /^[a-z]+$/);
+  return [...section[1]!.matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)```", "g"))].map((m) => m[1]!);
 }
 
 export interface WalkthroughSession {
