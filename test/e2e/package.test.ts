@@ -79,6 +79,8 @@ describe("the npm package", () => {
       cwd: app,
       env: childEnv(),
       stdio: ["ignore", "pipe", "pipe"],
+      // npx runs attestd as its child and does not pass a signal on: the test stops the group
+      detached: true,
     });
     let out = "";
     server.stdout.on("data", (d) => (out += d));
@@ -100,7 +102,7 @@ describe("the npm package", () => {
       // the installed package's own files, not the checkout's
       assert.match(out, new RegExp(`${app.replaceAll("/", "\\/")}\\/node_modules\\/attestd\\/dist\\/src\\/trust\\/googleAttestationRoots\\.pem`));
     } finally {
-      server.kill("SIGTERM");
+      process.kill(-server.pid!, "SIGTERM");
       await exited;
     }
   });
