@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
+
+type Json = Record<string, any>;
+
+const HTTP_METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+/** Every operation of the document: its method, path and Operation Object. */
+function operations(doc: Json): { method: string; path: string; op: Json }[] {
+  return Object.entries(doc.paths as Json).flatMap(([path, item]) =>
+    Object.entries(item as Json)
+      .filter(([method]) => HTTP_METHODS.includes(method))
+      .map(([method, op]) => ({ method, path, op: op as Json })),
+  );
+}
+
+/** Every Schema Object of the document, with where it sits. */
+function schemaObjects(doc: Json): [where: string, schema: unknown][] {
+  const found: [string, unknown][] = Object.entries(doc.components?.schemas ?? {}).map(([name, s]) => [`components.schemas.${name}`, s]);
+  const media = (where: string, content: Json | undefined) => {
+    for (const [type, m] of Object.entries(content ?? {})) if ((m as Json).schema) found.push([`${where} ${type}`, (m as Json).schema]);
+  };
+  for (const { method, path, op } of operations(doc)) {
+    const at = `${method.toUpperCase()} ${path}`;
+    for (const p of op.parameters ?? []) if (p.schema) found.push([`${at} parameter ${p.name}`, p.schema]);
+    media(`${at} requestBody`, op.requestBody?.content);
+    for (const [status, r] of Object.entries(op.responses as Json)) {
+      media(`${at} ${status}`, (r as Json).content);
+      for (const [name, h] of Object.entries((r as Json).headers ?? {})) found.push([`${at} ${status} header ${name}`, (h as Json).schema]);
+    }
+  }
+  return found;
+}
+
+/**
+ * The Schema Objects that are not JSON Schema 2020-12, the dialect of OpenAPI 3.1. The OpenAPI schema the validator
+ * holds a 3.1 document to leaves Schema Objects open (any object passes), so they are checked against the
+ * 2020-12 meta-schema here; OpenAPI's own keywords (example, discriminator, xml) are unknown keywords to it, allowed.
+ */
+function schemaProblems(doc: Json): string[] {
+  const ajv = new Ajv2020({ strict: false });
+  return schemaObjects(doc).flatMap(([where, schema]) =>
+    ajv.validateSchema(schema as object) ? [] : [`${where}: ${ajv.errorsText(ajv.errors)}`],
+  );
+}
+
+describe("/openapi.json", () => {
+  let t: TestRuntime;
+  let doc: Json;
+  before(async () => {
+    t = await startTestRuntime();
+    const res = await t.runtime.app.inject({ method: "GET", url: "/openapi.json" });
+    assert.equal(res.statusCode, 200);
+    doc = res.json();
+  });
+  after(async () => t.close());
+
+  it("is OpenAPI 3.1, valid under the OpenAPI schema, every reference resolving", async () => {
+    assert.equal(doc.openapi, "3.1.0");
+    const result = await new Validator().validate(structuredClone(doc));
+    assert.equal(result.valid, true, JSON.stringify(result.errors, null, 1));
+  });
+
+  it("every Schema Object in it is JSON Schema 2020-12", () => {
+    assert.ok(schemaObjects(doc).length > 100, "the walk reaches the operations' schemas, not only components");
+    assert.deepEqual(schemaProblems(doc), []);
+    const broken = structuredClone(doc);
+    broken.components.schemas.VerdictRecord.required = "measurements";
+    assert.match(schemaProblems(broken).join("\n"), /^components\.schemas\.VerdictRecord: .*required/m);
+  });
+
+  it("claimed as 3.0.3 the same document is invalid: 3.0's dialect has only a boolean exclusiveMinimum", async () => {
+    const result = await new Validator({ allErrors: true }).validate({ ...structuredClone(doc), openapi: "3.0.3" });
+    assert.equal(result.valid, false);
+    assert.match(JSON.stringify(result.errors), /exclusiveMinimum/);
+  });
+});
