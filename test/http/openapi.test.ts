@@ -77,4 +77,43 @@ describe("/openapi.json", () => {
     assert.equal(result.valid, false);
     assert.match(JSON.stringify(result.errors), /exclusiveMinimum/);
   });
+
+  it("every operation has a unique, readable operationId and at least one tag the document describes", () => {
+    const ops = operations(doc);
+    assert.ok(ops.length >= 70, `${ops.length} operations`);
+    const named = new Map<string, string[]>();
+    for (const { method, path, op } of ops) {
+      const at = `${method.toUpperCase()} ${path}`;
+      // camelCase: what generators make method names of as it is
+      assert.match(String(op.operationId), /^[a-z][a-zA-Z0-9]+$/, `${at} has an operationId`);
+      named.set(op.operationId, [...(named.get(op.operationId) ?? []), at]);
+      assert.ok(Array.isArray(op.tags) && op.tags.length > 0, `${at} has a tag`);
+    }
+    assert.deepEqual([...named].filter(([, at]) => at.length > 1), [], "no operationId is used twice");
+
+    const described = new Map((doc.tags as Json[]).map((t) => [t.name as string, t.description as string]));
+    const used = new Set(ops.flatMap(({ op }) => op.tags as string[]));
+    assert.deepEqual([...used].filter((tag) => !described.get(tag)), [], "every tag used is described");
+    assert.deepEqual([...described.keys()].filter((tag) => !used.has(tag)), [], "every tag described is used");
+  });
+
+  it("the relying party's operations keep their operationIds: renaming one breaks every client generated with it", () => {
+    const id = (method: string, path: string) => doc.paths[path][method].operationId;
+    assert.equal(id("post", "/v2/nonces"), "issueNonce");
+    assert.equal(id("post", "/v2/blobs"), "appraiseBlob");
+    assert.equal(id("get", "/api/v1/verdicts/{objectId}"), "getVerdict");
+    assert.equal(id("post", "/api/v1/transaction"), "appraiseBatch");
+    assert.equal(id("get", "/.well-known/jwks.json"), "getResultKeys");
+    assert.equal(id("post", "/svc/v1/auth/accesstoken"), "issueAccessToken");
+    assert.equal(id("get", "/svc/v1/enroll/profiles"), "listProfiles");
+  });
+
+  it("/metrics is documented as the text it is, and still answers that text", async () => {
+    const media = doc.paths["/metrics"].get.responses["200"].content;
+    assert.deepEqual(Object.keys(media), ["text/plain"]);
+    const res = await t.runtime.app.inject({ method: "GET", url: "/metrics" });
+    assert.equal(res.statusCode, 200);
+    assert.match(String(res.headers["content-type"]), /^text\/plain; version=0\.0\.4/);
+    assert.match(res.body, /^# HELP /);
+  });
 });

@@ -50,6 +50,7 @@ export function registerV2Routes(app: AppInstance, deps: AppDeps): void {
       },
       schema: {
         tags: ["attestation"],
+        operationId: "appraiseBlob",
         summary: "Appraise a blob against a nonce; with deviceId, also against that device's pin",
         description: "Answers the verdict record, or with `Accept: application/eat+jwt` its signed result (EAR) alone.",
         security: [{ apiKey: [] }],
@@ -81,6 +82,7 @@ function registerNonceRoute(app: AppInstance, deps: AppDeps): void {
       bodyLimit: 4096,
       schema: {
         tags: ["attestation"],
+        operationId: "issueNonce",
         summary: "Issue a single-use nonce",
         security: [{ apiKey: [] }],
         response: {
