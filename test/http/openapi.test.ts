@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
+import { NONCE_PATTERN } from "../../src/nonces/nonce.ts";
+import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 
 type Json = Record<string, any>;
 
@@ -115,5 +116,61 @@ describe("/openapi.json", () => {
     assert.equal(res.statusCode, 200);
     assert.match(String(res.headers["content-type"]), /^text\/plain; version=0\.0\.4/);
     assert.match(res.body, /^# HELP /);
+  });
+
+  describe("POST /v2/blobs: the document says what to send; the server answers as before", () => {
+    const blobs = () => doc.paths["/v2/blobs"].post;
+    const post = (query: string, headers: Record<string, string>, payload: string | Buffer) =>
+      t.runtime.app.inject({ method: "POST", url: `/v2/blobs${query}`, headers: { [KEY_HEADER]: t.key, ...headers }, payload });
+    const nonce = async () =>
+      (await t.runtime.app.inject({ method: "POST", url: "/v2/nonces", headers: { [KEY_HEADER]: t.key } })).json().nonce as string;
+    const code = (res: { statusCode: number; json(): any }) => [res.statusCode, res.json().error?.code];
+    const OCTET = { "content-type": "application/octet-stream" };
+
+    it("nonce is a required query parameter with the nonce's pattern; deviceId stays optional", () => {
+      const params = Object.fromEntries((blobs().parameters as Json[]).map((p) => [p.name, p]));
+      assert.equal(params.nonce.in, "query");
+      assert.equal(params.nonce.required, true);
+      assert.equal(params.nonce.schema.pattern, NONCE_PATTERN);
+      assert.equal(params.deviceId.required, false);
+    });
+
+    it("the body is required bytes, application/octet-stream, in the vendor, DER, PEM and x5c forms", () => {
+      const body = blobs().requestBody;
+      assert.equal(body.required, true);
+      assert.deepEqual(Object.keys(body.content), ["application/octet-stream"]);
+      const forms = Object.fromEntries((body.content["application/octet-stream"].schema.anyOf as Json[]).map((f) => [f.title, f]));
+      assert.deepEqual(Object.keys(forms), ["vendor container", "android-key: DER certificates", "android-key: PEM bundle", "android-key: x5c JSON"]);
+      // bytes where the form is binary (generators make a Blob or a byte array of it), text where it is text
+      assert.equal(forms["vendor container"].format, "binary");
+      assert.equal(forms["android-key: DER certificates"].format, "binary");
+      assert.equal(forms["android-key: PEM bundle"].contentMediaType, "application/pem-certificate-chain");
+      assert.equal(forms["android-key: x5c JSON"].contentMediaType, "application/json");
+      assert.deepEqual(forms["android-key: x5c JSON"].contentSchema.required, ["x5c"]);
+    });
+
+    it("a missing nonce is still the catalog's NONCE_REQUIRED, and still checked after the body", async () => {
+      assert.deepEqual(code(await post("", OCTET, Buffer.from([1]))), [400, "4000001"]);
+      assert.deepEqual(code(await post("?nonce=", OCTET, Buffer.from([1]))), [400, "4000001"]);
+      // the document's pattern is not the route's: a malformed nonce is NONCE_INVALID, after the body checks too
+      assert.deepEqual(code(await post("?nonce=short", OCTET, Buffer.from([1]))), [400, "4000002"]);
+      assert.deepEqual(code(await post("", OCTET, Buffer.alloc(0))), [400, "4000005"]);
+      assert.deepEqual(code(await post("?nonce=short", OCTET, Buffer.alloc(0))), [400, "4000005"]);
+    });
+
+    it("the PEM and x5c forms are read from application/octet-stream, the one type declared; their own types are 415", async () => {
+      const pem = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+      const x5c = JSON.stringify({ x5c: ["AAAA"] });
+      for (const type of Object.keys(blobs().requestBody.content)) {
+        for (const [body, read] of [[pem, "PEM bundle"], [x5c, "x5c JSON"]] as const) {
+          const res = await post(`?nonce=${await nonce()}`, { "content-type": type }, body);
+          assert.deepEqual(code(res), [400, "4000006"], res.body);
+          assert.match(res.json().error.reason, new RegExp(`^android-key \\(${read}\\)`));
+        }
+      }
+      const n = await nonce();
+      assert.deepEqual(code(await post(`?nonce=${n}`, { "content-type": "application/pem-certificate-chain" }, pem)), [415, "4150000"]);
+      assert.deepEqual(code(await post(`?nonce=${n}`, { "content-type": "application/json" }, x5c)), [415, "4150000"]);
+    });
   });
 });
