@@ -46,7 +46,7 @@ export const openapiOptions: SwaggerOptions = {
       version: "2.0",
       description:
         "Device attestation (Part A, /v2 and /api/v1), enrollment (Part B, /svc/v1), the portal's admin API " +
-        "(/portal/api) and the operations routes.",
+        "(/portal/api) and the operations routes. docs/client.md generates a typed client from this document.",
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },
     tags: API_TAGS,
