@@ -8,6 +8,7 @@ import { clientErrorHandler } from "./clientErrors.ts";
 import { capConnectionsPerAddress, serverTimeoutOptions } from "./connectionLimits.ts";
 import { setErrorHandlers } from "./errorHandler.ts";
 import { negotiateFormat } from "./negotiate.ts";
+import { openapiOptions } from "./openapi.ts";
 import { recordResponses } from "./recordResponses.ts";
 import { allowedMethodsOf } from "./routes/guards.ts";
 import { registerDeviceRoutes } from "./routes/devices.ts";
@@ -74,23 +75,7 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   // own checks (415 on /v2/blobs, schema validation on JSON routes) refuse it with a catalog error.
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
 
-  await app.register(fastifySwagger, {
-    openapi: {
-      openapi: "3.0.3",
-      info: {
-        title: "attestd",
-        version: "2.0",
-        description: "Device attestation (Part A, /v2 and /api/v1) and enrollment (Part B, /svc/v1).",
-      },
-      components: {
-        securitySchemes: {
-          apiKey: { type: "apiKey", in: "header", name: "x-vendor-attest-api-key" },
-          apiToken: { type: "apiKey", in: "header", name: "x-vendor-apitoken" },
-        },
-      },
-    },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) ?? `def-${i}` },
-  });
+  await app.register(fastifySwagger, openapiOptions);
   await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
 
   app.decorateRequest("mediaFormat", "json");

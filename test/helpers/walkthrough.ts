@@ -5,18 +5,34 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { childEnv, freePort, REPO } from "./serverProcess.ts";
 
+/** The text between a markdown file's walk-through markers (see walkthroughBlocks). */
+function walkthroughSection(file: string, name: string): string {
+  assert.match(name, /^[a-z][a-z0-9-]*$/, "a marker name is lowercase letters, digits and dashes");
+  const markdown = readFileSync(path.join(REPO, file), "utf8");
+  const section = new RegExp(`<!-- ${name}:start[\\s\\S]*?-->([\\s\\S]*?)<!-- ${name}:end -->`).exec(markdown);
+  assert.ok(section, `${name} markers present in ${file}`);
+  return section[1]!;
+}
+
 /**
  * The fenced blocks of language `lang` (```sh unless given) between a markdown file's walk-through markers, in
  * order: `<!-- NAME:start ... -->` … `<!-- NAME:end -->`, NAME "walkthrough" unless given (a file with several
  * walk-throughs names the others).
  */
 export function walkthroughBlocks(file: string, name = "walkthrough", lang = "sh"): string[] {
-  assert.match(name, /^[a-z][a-z0-9-]*$/, "a marker name is lowercase letters, digits and dashes");
-  const markdown = readFileSync(path.join(REPO, file), "utf8");
-  const section = new RegExp(`<!-- ${name}:start[\\s\\S]*?-->([\\s\\S]*?)<!-- ${name}:end -->`).exec(markdown);
-  assert.ok(section, `${name} markers present in ${file}`);
   assert.match(lang, /^[a-z]+$/);
-  return [...section[1]!.matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)```", "g"))].map((m) => m[1]!);
+  return [...walkthroughSection(file, name).matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)```", "g"))].map((m) => m[1]!);
+}
+
+/**
+ * The files a walk-through shows for the reader to save: its blocks whose info string names a file after the
+ * language (```ts generate.ts), by file name, in order. A markdown renderer takes the first word for the language.
+ */
+export function walkthroughFiles(file: string, name = "walkthrough"): Map<string, string> {
+  const blocks = [...walkthroughSection(file, name).matchAll(/```[a-z]+ ([\w.-]+)\n([\s\S]*?)```/g)];
+  const files = new Map(blocks.map((m) => [m[1]!, m[2]!]));
+  assert.equal(files.size, blocks.length, `each file is shown once in ${file}`);
+  return files;
 }
 
 export interface WalkthroughSession {

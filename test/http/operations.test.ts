@@ -82,7 +82,7 @@ describe("operations endpoints", () => {
 
   it("/openapi.json is generated from the route schemas, error responses included", async () => {
     const doc = (await t.runtime.app.inject({ method: "GET", url: "/openapi.json" })).json();
-    assert.equal(doc.openapi, "3.0.3");
+    assert.equal(doc.openapi, "3.1.0");
     const blobs = doc.paths["/v2/blobs"].post;
     for (const status of ["200", "400", "401", "403", "405", "406", "415", "422", "429", "500", "501", "503"]) {
       assert.ok(blobs.responses[status], `POST /v2/blobs documents ${status}`);

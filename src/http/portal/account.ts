@@ -26,6 +26,7 @@ export function registerAccountRoutes(app: AppInstance, { deps, html, tags, star
     {
       schema: {
         tags,
+        operationId: "portalSignIn",
         summary: "Sign in with email and password; sets the __Host-attestd_session cookie",
         body: Type.Object({ email: Email, password: Password }, { additionalProperties: false }),
         response: { 200: Type.Object({ email: Type.String(), role: Type.String() }), ...partBErrors(400, 401, 403, 429) },
@@ -40,7 +41,7 @@ export function registerAccountRoutes(app: AppInstance, { deps, html, tags, star
   );
   app.delete(
     "/portal/api/session",
-    { schema: { tags, summary: "Sign out: ends the session on the server", response: { 204: Type.Null(), ...partBErrors(401, 403) } }, config: { portal: "viewer" } },
+    { schema: { tags, operationId: "portalSignOut", summary: "Sign out: ends the session on the server", response: { 204: Type.Null(), ...partBErrors(401, 403) } }, config: { portal: "viewer" } },
     async (request, reply) => {
       await deps.sessions.end(request.cookies[SESSION_COOKIE]!);
       reply.clearCookie(SESSION_COOKIE, { path: "/", secure: true, httpOnly: true, sameSite: "strict" });
@@ -52,6 +53,7 @@ export function registerAccountRoutes(app: AppInstance, { deps, html, tags, star
     {
       schema: {
         tags,
+        operationId: "portalWhoAmI",
         summary: "Who is signed in",
         response: { 200: Type.Object({ email: Type.String(), role: Type.String(), tenantId: Type.Union([Type.String(), Type.Null()]) }), ...partBErrors(401) },
       },
@@ -64,6 +66,7 @@ export function registerAccountRoutes(app: AppInstance, { deps, html, tags, star
     {
       schema: {
         tags,
+        operationId: "portalAcceptInvite",
         summary: "Set a password with a one-time sign-in link's token",
         body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 128 }), password: Password }, { additionalProperties: false }),
         response: { 200: Type.Object({ email: Type.String() }), ...partBErrors(400, 403, 410) },

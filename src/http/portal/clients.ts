@@ -71,6 +71,7 @@ export function registerClientRoutes(app: AppInstance, { deps, scope, ctxOf, htm
     {
       schema: {
         tags,
+        operationId: "portalListClients",
         summary: "The tenant's enrollment (Part B) API clients, revoked ones included; never their keys",
         querystring: Type.Object(TenantQuery),
         response: { 200: Type.Object({ clients: Type.Array(ClientItem), tenantRefusal: Refusal }), ...partBErrors(400, 401, 404) },
@@ -88,6 +89,7 @@ export function registerClientRoutes(app: AppInstance, { deps, scope, ctxOf, htm
     {
       schema: {
         tags,
+        operationId: "portalCreateClient",
         summary: "Create an enrollment API client for a user (registered if new); keysJson is keys.json, in this answer only",
         querystring: Type.Object(TenantQuery),
         body: CreateBody,
@@ -108,6 +110,7 @@ export function registerClientRoutes(app: AppInstance, { deps, scope, ctxOf, htm
     {
       schema: {
         tags,
+        operationId: "portalRevokeClient",
         summary: "Revoke a client of the tenant: its access tokens stop working at once; it stays listed as revoked",
         params: ClientParams,
         querystring: Type.Object(TenantQuery),
@@ -127,6 +130,7 @@ export function registerClientRoutes(app: AppInstance, { deps, scope, ctxOf, htm
     {
       schema: {
         tags,
+        operationId: "portalSetClientReadOnly",
         summary: "Set a client's read-only flag (GET only when true); applies from its next request",
         params: ClientParams,
         querystring: Type.Object(TenantQuery),

@@ -79,6 +79,7 @@ export function registerPinnedDeviceRoutes(app: AppInstance, { deps, scope, ctxO
     {
       schema: {
         tags,
+        operationId: "portalListDevices",
         summary: "The tenant's named devices in deviceId order, a page at a time (`next` is the cursor for `after`)",
         querystring: ListQuery,
         response: { 200: Type.Object({ items: Type.Array(DeviceHistory), next: Type.Union([Type.String(), Type.Null()]) }), ...partBErrors(400, 401, 404) },
@@ -97,6 +98,7 @@ export function registerPinnedDeviceRoutes(app: AppInstance, { deps, scope, ctxO
     {
       schema: {
         tags,
+        operationId: "portalGetDevice",
         summary: "One named device of the tenant: its history, latest facts and pin, and its pin resets oldest first (as `attestd device show`)",
         params: DeviceParams,
         querystring: Type.Object(TenantQuery),
@@ -116,6 +118,7 @@ export function registerPinnedDeviceRoutes(app: AppInstance, { deps, scope, ctxO
     {
       schema: {
         tags,
+        operationId: "portalResetDevicePin",
         summary:
           "Reset a device's pin (as `attestd device reset`): its history stays, its next Yes pins it afresh; the reset is kept as an audit record naming who did it",
         params: DeviceParams,

@@ -105,13 +105,13 @@ export function registerEnrollmentRoutes(app: AppInstance, { deps, scope, ctxOf,
   const errors = partBErrors(400, 401, 404);
   app.get(
     "/portal/api/enrollment/profiles",
-    { schema: { tags, summary: "The tenant's Part B profiles, newest first (Part B's paging)", querystring: ProfilesQuery, response: { 200: PageOf(ProfileItem), ...errors } }, config: { portal: "viewer" } },
+    { schema: { tags, operationId: "portalListProfiles", summary: "The tenant's Part B profiles, newest first (Part B's paging)", querystring: ProfilesQuery, response: { 200: PageOf(ProfileItem), ...errors } }, config: { portal: "viewer" } },
     async (request) => profiles((await scope(request, false)).tenantId!, request.query),
   );
   app.get(
     "/portal/api/enrollment/profiles/:profileId",
     {
-      schema: { tags, summary: "One Part B profile of the tenant", params: ProfileParams, querystring: Type.Object(TenantQuery), response: { 200: ProfileItem, ...errors } },
+      schema: { tags, operationId: "portalGetProfile", summary: "One Part B profile of the tenant", params: ProfileParams, querystring: Type.Object(TenantQuery), response: { 200: ProfileItem, ...errors } },
       config: { portal: "viewer" },
     },
     async (request) => {
@@ -122,7 +122,7 @@ export function registerEnrollmentRoutes(app: AppInstance, { deps, scope, ctxOf,
   app.get(
     "/portal/api/enrollment/transactions",
     {
-      schema: { tags, summary: "The tenant's Part B transactions with their state, newest first; filters by type, state and profile", querystring: TransactionsQuery, response: { 200: PageOf(TransactionItem), ...errors } },
+      schema: { tags, operationId: "portalListTransactions", summary: "The tenant's Part B transactions with their state, newest first; filters by type, state and profile", querystring: TransactionsQuery, response: { 200: PageOf(TransactionItem), ...errors } },
       config: { portal: "viewer" },
     },
     async (request) => transactions((await scope(request, false)).tenantId!, request.query),
@@ -132,6 +132,7 @@ export function registerEnrollmentRoutes(app: AppInstance, { deps, scope, ctxOf,
     {
       schema: {
         tags,
+        operationId: "portalListEnrolledDevices",
         summary: "Each device's enrollment status: one upload's devices (transactionId) or the tenant's (optionally one profile's)",
         querystring: DevicesQuery,
         response: { 200: PageOf(DeviceItem, { processing: Type.Integer({ description: "of the whole result, still waiting for the job queue" }) }), ...errors },

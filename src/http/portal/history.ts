@@ -61,6 +61,7 @@ export function registerHistoryRoutes(app: AppInstance, { deps, scope, ctxOf, ht
     {
       schema: {
         tags,
+        operationId: "portalExportVerdictsCsv",
         summary: "Every verdict the filter selects, newest first, as CSV (streamed page by page; formula-like cells neutralised)",
         querystring: VerdictQuery,
         produces: ["text/csv"],
@@ -114,6 +115,7 @@ export function registerHistoryRoutes(app: AppInstance, { deps, scope, ctxOf, ht
     {
       schema: {
         tags,
+        operationId: "portalListVerdicts",
         summary: "Verdict history, newest first; filters and an opaque `after` cursor",
         querystring: VerdictQuery,
         response: { 200: Type.Object({ items: Type.Array(VerdictItem), next: Type.Optional(Type.String()) }), ...partBErrors(400, 401, 404) },
@@ -128,7 +130,7 @@ export function registerHistoryRoutes(app: AppInstance, { deps, scope, ctxOf, ht
   app.get(
     "/portal/api/verdicts/:objectId",
     {
-      schema: { tags, summary: "One verdict of the tenant, with its deciding rule and detail", params: ObjectParams, querystring: Type.Object(TenantQuery), response: { 200: VerdictItem, ...partBErrors(401, 404) } },
+      schema: { tags, operationId: "portalGetVerdict", summary: "One verdict of the tenant, with its deciding rule and detail", params: ObjectParams, querystring: Type.Object(TenantQuery), response: { 200: VerdictItem, ...partBErrors(401, 404) } },
       config: { portal: "viewer" },
     },
     async (request) => {
@@ -156,6 +158,7 @@ export function registerHistoryRoutes(app: AppInstance, { deps, scope, ctxOf, ht
     {
       schema: {
         tags,
+        operationId: "portalListActivity",
         summary: "The activity log, newest first; filters (exact errorId) and an opaque `after` cursor",
         querystring: ActivityQuery,
         response: { 200: Type.Object({ items: Type.Array(ActivityItem), next: Type.Optional(Type.String()) }), ...partBErrors(400, 401, 404) },

@@ -53,7 +53,7 @@ export function registerKeyRoutes(app: AppInstance, { deps, scope, ctxOf, html, 
 
   app.get(
     "/portal/api/keys",
-    { schema: { tags, summary: "The tenant's Part A API keys (never their secrets)", querystring: Type.Object(TenantQuery), response: { 200: Type.Array(KeyItem), ...partBErrors(400, 401, 404) } }, config: { portal: "viewer" } },
+    { schema: { tags, operationId: "portalListApiKeys", summary: "The tenant's Part A API keys (never their secrets)", querystring: Type.Object(TenantQuery), response: { 200: Type.Array(KeyItem), ...partBErrors(400, 401, 404) } }, config: { portal: "viewer" } },
     async (request) => deps.keys.list((await scope(request, false)).tenant!),
   );
   app.post(
@@ -61,6 +61,7 @@ export function registerKeyRoutes(app: AppInstance, { deps, scope, ctxOf, html, 
     {
       schema: {
         tags,
+        operationId: "portalCreateApiKey",
         summary: "Create an API key: the key is in this answer only; attestd keeps its hash",
         querystring: Type.Object(TenantQuery),
         body: KeyBody,
@@ -79,6 +80,7 @@ export function registerKeyRoutes(app: AppInstance, { deps, scope, ctxOf, html, 
     {
       schema: {
         tags,
+        operationId: "portalUpdateApiKey",
         summary: "Change an API key's label, limits and IP / referer restrictions (as `attestd key set`); effective within 2 s",
         params: Type.Object({ keyId: Type.String({ minLength: 1, maxLength: 32 }) }),
         querystring: Type.Object(TenantQuery),
@@ -99,6 +101,7 @@ export function registerKeyRoutes(app: AppInstance, { deps, scope, ctxOf, html, 
     {
       schema: {
         tags,
+        operationId: "portalRevokeApiKey",
         summary: "Revoke an API key of the tenant; requests with it are refused at once",
         params: Type.Object({ keyId: Type.String({ minLength: 1, maxLength: 32 }) }),
         querystring: Type.Object(TenantQuery),

@@ -31,7 +31,7 @@ export function registerOperatorRoutes(app: AppInstance, { deps, ctxOf, html, ta
 
   app.get(
     "/portal/api/tenants",
-    { schema: { tags, summary: "Every tenant (operators)", response: { 200: Type.Array(TenantItem), ...partBErrors(401, 403) } }, config: { portal: "operator" } },
+    { schema: { tags, operationId: "portalListTenants", summary: "Every tenant (operators)", response: { 200: Type.Array(TenantItem), ...partBErrors(401, 403) } }, config: { portal: "operator" } },
     async () => deps.tenantAdmin.list(),
   );
   app.post(
@@ -39,6 +39,7 @@ export function registerOperatorRoutes(app: AppInstance, { deps, ctxOf, html, ta
     {
       schema: {
         tags,
+        operationId: "portalCreateTenant",
         summary: "Create a tenant (operators); as `attestd tenant create`",
         body: Type.Object(
           {
@@ -62,6 +63,7 @@ export function registerOperatorRoutes(app: AppInstance, { deps, ctxOf, html, ta
     {
       schema: {
         tags,
+        operationId: "portalUpdateTenant",
         summary: "Set a tenant's state and whether it may use the enrollment API (operators); as `attestd tenant set-state` / `enable-enrollment`",
         params: NameParams,
         body: Type.Object({ state: Type.Optional(State), enrollmentEnabled: Type.Optional(Type.Boolean()) }, { additionalProperties: false, minProperties: 1 }),
@@ -82,6 +84,7 @@ export function registerOperatorRoutes(app: AppInstance, { deps, ctxOf, html, ta
     {
       schema: {
         tags,
+        operationId: "portalGetTrustSources",
         summary: "The state of the trust sources (Google's attestation roots and status list): age, last read, last error",
         response: { 200: TrustSourcesView, ...partBErrors(401) },
       },
@@ -94,6 +97,7 @@ export function registerOperatorRoutes(app: AppInstance, { deps, ctxOf, html, ta
     {
       schema: {
         tags,
+        operationId: "portalRefreshTrustSources",
         summary: "Refresh the trust sources now (operators): the refresh the timer makes; answers their state after it",
         response: { 200: TrustSourcesView, ...partBErrors(401, 403) },
       },

@@ -62,6 +62,7 @@ export function registerOverviewRoutes(app: AppInstance, { deps, scope, ctxOf, h
     {
       schema: {
         tags,
+        operationId: "portalGetOverview",
         summary: "The overview: verdicts per hour (24 h) and day (30 d), top failure reasons, requests and refusals, trust sources",
         querystring: Type.Object(TenantQuery),
         response: { 200: OverviewBody, ...partBErrors(400, 401, 404) },

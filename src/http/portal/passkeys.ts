@@ -94,7 +94,7 @@ export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tag
 
   app.get(
     "/portal/api/passkeys",
-    { schema: { tags, summary: "Your passkeys", response: { 200: Type.Array(PasskeyItem), ...partBErrors(401) } }, config: { portal: "viewer" } },
+    { schema: { tags, operationId: "portalListPasskeys", summary: "Your passkeys", response: { 200: Type.Array(PasskeyItem), ...partBErrors(401) } }, config: { portal: "viewer" } },
     async (request) => (await passkeys.list(request.actor!.userId)).map(item),
   );
   app.post(
@@ -102,6 +102,7 @@ export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tag
     {
       schema: {
         tags,
+        operationId: "portalPasskeyRegistrationOptions",
         summary: "Begin registering a passkey: options for navigator.credentials.create() (the challenge is single use, 2 minutes)",
         response: { 200: CreationOptions, ...partBErrors(400, 401, 403) },
       },
@@ -118,6 +119,7 @@ export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tag
       bodyLimit,
       schema: {
         tags,
+        operationId: "portalRegisterPasskey",
         summary: "Finish registering a passkey with the authenticator's answer",
         body: Type.Object({ name: Type.Optional(Type.String({ maxLength: PASSKEY_NAME_MAX })), credential: RegistrationResponse }, { additionalProperties: false }),
         response: { 200: PasskeyItem, ...partBErrors(400, 401, 403, 409) },
@@ -134,6 +136,7 @@ export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tag
     {
       schema: {
         tags,
+        operationId: "portalRenamePasskey",
         summary: "Rename one of your passkeys",
         params: CredentialParams,
         body: Type.Object({ name: Name }, { additionalProperties: false }),
@@ -151,6 +154,7 @@ export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tag
     {
       schema: {
         tags,
+        operationId: "portalDeletePasskey",
         summary: "Delete one of your passkeys (sessions and other passkeys stay)",
         params: CredentialParams,
         response: { 204: Type.Null(), ...partBErrors(401, 403, 404) },
@@ -168,6 +172,7 @@ export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tag
     {
       schema: {
         tags,
+        operationId: "portalPasskeySignInOptions",
         summary: "Begin signing in with a passkey: options for navigator.credentials.get() (rate-limited per address)",
         response: { 200: RequestOptions, ...partBErrors(400, 403, 429) },
       },
@@ -184,6 +189,7 @@ export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tag
       bodyLimit,
       schema: {
         tags,
+        operationId: "portalSignInWithPasskey",
         summary: "Sign in with a passkey alone; sets the __Host-attestd_session cookie",
         body: AuthenticationResponse,
         response: { 200: Type.Object({ email: Type.String(), role: Type.String() }), ...partBErrors(400, 401, 403) },

@@ -72,6 +72,7 @@ export function registerReferenceValueRoutes(app: AppInstance, { deps, scope, ct
     {
       schema: {
         tags,
+        operationId: "portalListReferenceValues",
         summary: "Reference sets, by model and firmware: the tenant's own (default) or the global ones (scope=global); paged",
         querystring: Type.Object(
           {
@@ -103,6 +104,7 @@ export function registerReferenceValueRoutes(app: AppInstance, { deps, scope, ct
       bodyLimit: 2 * MAX_REFERENCE_FILE_BYTES,
       schema: {
         tags,
+        operationId: "portalImportReferenceValues",
         summary:
           "Upload a reference-values file (the JSON of `attestd refvals import`): every set stored, or none; a refusal names the item and field",
         querystring: Type.Object(TenantQuery),
@@ -129,6 +131,7 @@ export function registerReferenceValueRoutes(app: AppInstance, { deps, scope, ct
     {
       schema: {
         tags,
+        operationId: "portalDeleteReferenceSet",
         summary: "Delete one reference set of the tenant (an operator without ?tenant=: a global set)",
         querystring: Type.Object({ ...TenantQuery, model: Name, firmwareVersion: Name }, { additionalProperties: false }),
         response: { 204: Type.Null(), ...partBErrors(400, 401, 403, 404) },

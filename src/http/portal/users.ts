@@ -41,6 +41,7 @@ export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags }
     {
       schema: {
         tags,
+        operationId: "portalListUsers",
         summary: "People who sign in to the portal: a tenant's, the operators, or everyone (operators only)",
         querystring: PeopleQuery,
         response: { 200: Type.Array(Person), ...partBErrors(400, 401, 403, 404) },
@@ -54,6 +55,7 @@ export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags }
     {
       schema: {
         tags,
+        operationId: "portalInviteUser",
         summary: "Invite a person: the one-time sign-in link (24 h) is in this answer only (operators only)",
         body: Type.Union([
           Type.Object({ email: Type.String({ maxLength: 320 }), tenant: Type.String({ minLength: 1, maxLength: 100 }), role: Role }, { additionalProperties: false }),
@@ -73,6 +75,7 @@ export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags }
     {
       schema: {
         tags,
+        operationId: "portalSetUserRole",
         summary: "Change a tenant user's role; it applies at their next request (operators only)",
         params: UserParams,
         body: Type.Object({ role: Role }, { additionalProperties: false }),
@@ -90,6 +93,7 @@ export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags }
     {
       schema: {
         tags,
+        operationId: "portalDisableUser",
         summary: "Disable a person: every session of theirs ends at once (operators only; not yourself)",
         params: UserParams,
         response: { 200: Type.Object({ sessionsEnded: Type.Integer() }), ...partBErrors(400, 401, 403, 404) },
@@ -103,6 +107,7 @@ export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags }
     {
       schema: {
         tags,
+        operationId: "portalEnableUser",
         summary: "Let a disabled person sign in again (operators only)",
         params: UserParams,
         response: { 204: Type.Null(), ...partBErrors(401, 403, 404) },

@@ -63,6 +63,7 @@ export function registerDeviceRoutes(app: AppInstance, deps: AppDeps): void {
       onRequest: partAGuards(deps),
       schema: {
         tags: ["attestation"],
+        operationId: "getDevice",
         summary: "A named device's history and pin (trust on first use); another tenant's device is 404",
         security: [{ apiKey: [] }],
         params: Type.Object({ deviceId: DeviceIdSchema }),

@@ -63,6 +63,7 @@ export function registerTransactionRoutes(app: AppInstance, deps: AppDeps): void
       config: { tooLargeEntry: catalog.BATCH_TOO_LARGE },
       schema: {
         tags: ["attestation"],
+        operationId: "appraiseBatch",
         summary: "Appraise a batch of blobs",
         security: [{ apiKey: [] }],
         body: Type.Object(

@@ -27,6 +27,7 @@ export function registerVerdictRoutes(app: AppInstance, deps: AppDeps): void {
       config: { offersEar: true },
       schema: {
         tags: ["attestation"],
+        operationId: "getVerdict",
         summary: "A stored verdict; ?detail=full adds the parsed attestation",
         description:
           "With `Accept: application/eat+jwt` the answer is the verdict's signed result (EAR) alone, issued now " +

@@ -33,6 +33,7 @@ export function registerWellKnownRoutes(app: AppInstance, deps: AppDeps): void {
     {
       schema: {
         tags: ["results"],
+        operationId: "getResultKeys",
         summary: "The public keys that verify attestd's signed results (EARs), by kid",
         response: {
           200: Type.Object({ keys: Type.Array(Jwk) }),

@@ -2,6 +2,7 @@ import { Type, type TSchema } from "typebox";
 import { VERDICT_FIELDS } from "../../attestation/types.ts";
 import { EAR_MEDIA_TYPE } from "../../results/ear.ts";
 import { DEVICE_ID_PATTERN } from "../../domain/devices.ts";
+import { NONCE_PATTERN } from "../../nonces/nonce.ts";
 
 export const PartAError = Type.Object(
   {
@@ -34,6 +35,14 @@ export const DeviceIdSchema = Type.String({
   maxLength: 128,
   description: "the relying party's name for the device (docs/devices.md): 1-128 of A-Z a-z 0-9 . _ : -",
   examples: ["account-4711.phone-1"],
+});
+
+/** A nonce: what POST /v2/nonces answers, and what POST /v2/blobs takes in its `nonce` query parameter. */
+export const NonceSchema = Type.String({
+  pattern: NONCE_PATTERN,
+  description:
+    "a single-use nonce from POST /v2/nonces (base64url of 32 random bytes), for one blob of the tenant that asked, " +
+    "until it expires",
 });
 
 const ref = (id: string) => Type.Unsafe<unknown>({ $ref: `${id}#` });

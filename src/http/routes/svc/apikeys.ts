@@ -23,6 +23,7 @@ export function registerApiKeyRoutes(app: AppInstance, deps: PartBDeps): void {
       schema: {
         tags,
         security,
+        operationId: "setApiKeyRestrictions",
         summary: "Set a key's IP-address and referer restrictions (replaces earlier ones)",
         params: KeyParams,
         body: RestrictionBody,
@@ -36,7 +37,7 @@ export function registerApiKeyRoutes(app: AppInstance, deps: PartBDeps): void {
     url,
     {
       onRequest,
-      schema: { tags, security, summary: "Read a key's restrictions", params: KeyParams, response: { 200: RestrictionView, ...errors } },
+      schema: { tags, security, operationId: "getApiKeyRestrictions", summary: "Read a key's restrictions", params: KeyParams, response: { 200: RestrictionView, ...errors } },
     },
     async (request) => restrictions.get(request.partB!.tenant.tenantId, request.params.keyId),
   );
@@ -45,7 +46,7 @@ export function registerApiKeyRoutes(app: AppInstance, deps: PartBDeps): void {
     url,
     {
       onRequest,
-      schema: { tags, security, summary: "Remove a key's restrictions", params: KeyParams, response: { 200: RestrictionView, ...errors } },
+      schema: { tags, security, operationId: "deleteApiKeyRestrictions", summary: "Remove a key's restrictions", params: KeyParams, response: { 200: RestrictionView, ...errors } },
     },
     async (request) => restrictions.clear(request.partB!.tenant.tenantId, request.params.keyId),
   );

@@ -17,6 +17,7 @@ export function registerAuthRoutes(app: AppInstance, deps: PartBDeps): void {
       },
       schema: {
         tags: ["enrollment"],
+        operationId: "issueAccessToken",
         summary: "Exchange a signed client identifier for an access token",
         body: AccessTokenRequest,
         response: { 200: AccessTokenResponse, ...partBErrors(400, 401, 403, 429, 500) },

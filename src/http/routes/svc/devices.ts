@@ -35,6 +35,7 @@ export function registerDeviceRoutes(app: AppInstance, deps: PartBDeps): void {
       schema: {
         tags,
         security,
+        operationId: "registerDevices",
         summary: "Register devices to a profile (processed asynchronously)",
         body: deviceUploadBody(deps.maxDevices),
         response: { 200: TransactionRef, ...errors },
@@ -55,6 +56,7 @@ export function registerDeviceRoutes(app: AppInstance, deps: PartBDeps): void {
       schema: {
         tags,
         security,
+        operationId: "listEnrolledDevices",
         summary: "Device-list async result: one upload's devices (transactionId) or the tenant's",
         querystring: DeviceQuery,
         response: { 200: DeviceList, ...errors },
@@ -92,6 +94,7 @@ export function registerDeviceRoutes(app: AppInstance, deps: PartBDeps): void {
       schema: {
         tags,
         security,
+        operationId: "assignDevices",
         summary: "Assign enrolled devices to a profile",
         body: assignBody(deps.maxDevices),
         response: { 200: CountResponse, ...errors },
@@ -112,6 +115,7 @@ export function registerDeviceRoutes(app: AppInstance, deps: PartBDeps): void {
       schema: {
         tags,
         security,
+        operationId: "unassignDevices",
         summary: "Remove enrolled devices from their profile",
         body: unassignBody(deps.maxDevices),
         response: { 200: CountResponse, ...errors },

@@ -45,7 +45,7 @@ export function registerProfileRoutes(app: AppInstance, deps: PartBDeps): void {
     {
       onRequest,
       ...mutation,
-      schema: { tags, security, summary: "Create a profile", body: ProfileBody, response: { 200: ProfileMutation, ...errors } },
+      schema: { tags, security, operationId: "createProfile", summary: "Create a profile", body: ProfileBody, response: { 200: ProfileMutation, ...errors } },
     },
     async (request) => profiles.create(request.partB!.tenant.tenantId, request.body),
   );
@@ -55,7 +55,7 @@ export function registerProfileRoutes(app: AppInstance, deps: PartBDeps): void {
     {
       onRequest,
       preValidation: emptyQueryMeansAbsent,
-      schema: { tags, security, summary: "List profiles, newest first", querystring: ProfileListQuery, response: { 200: ProfileList, ...errors } },
+      schema: { tags, security, operationId: "listProfiles", summary: "List profiles, newest first", querystring: ProfileListQuery, response: { 200: ProfileList, ...errors } },
     },
     async (request) => {
       const pageNum = request.query.pageNum ?? 0;
@@ -74,6 +74,7 @@ export function registerProfileRoutes(app: AppInstance, deps: PartBDeps): void {
       schema: {
         tags,
         security,
+        operationId: "listProfileTransactions",
         summary: "Profile transactions, newest first",
         querystring: StatusQuery,
         response: { 200: ProfileStatus, ...errors },
@@ -113,7 +114,7 @@ export function registerProfileRoutes(app: AppInstance, deps: PartBDeps): void {
     "/svc/v1/enroll/profiles/:profileId",
     {
       onRequest,
-      schema: { tags, security, summary: "Read a profile", params: ProfileParams, response: { 200: ProfileView, ...errors } },
+      schema: { tags, security, operationId: "getProfile", summary: "Read a profile", params: ProfileParams, response: { 200: ProfileView, ...errors } },
     },
     async (request) => view(await profiles.get(request.partB!.tenant.tenantId, request.params.profileId)),
   );
@@ -126,6 +127,7 @@ export function registerProfileRoutes(app: AppInstance, deps: PartBDeps): void {
       schema: {
         tags,
         security,
+        operationId: "replaceProfile",
         summary: "Replace a profile",
         params: ProfileParams,
         body: ProfileBody,
@@ -139,7 +141,7 @@ export function registerProfileRoutes(app: AppInstance, deps: PartBDeps): void {
     "/svc/v1/enroll/profiles/:profileId",
     {
       onRequest,
-      schema: { tags, security, summary: "Delete a profile (its devices become unassigned)", params: ProfileParams, response: { 200: ProfileMutation, ...errors } },
+      schema: { tags, security, operationId: "deleteProfile", summary: "Delete a profile (its devices become unassigned)", params: ProfileParams, response: { 200: ProfileMutation, ...errors } },
     },
     async (request) => profiles.remove(request.partB!.tenant.tenantId, request.params.profileId),
   );

@@ -18,6 +18,7 @@ export function registerResellerRoutes(app: AppInstance, deps: PartBDeps): void 
       schema: {
         tags,
         security,
+        operationId: "associateReseller",
         summary: "Associate a reseller with the current tenant",
         body: ResellerAssociate,
         response: { 200: ResellerView, ...partBErrors(400, 401, 403, 404, 409, 429, 500) },
@@ -33,6 +34,7 @@ export function registerResellerRoutes(app: AppInstance, deps: PartBDeps): void 
       schema: {
         tags,
         security,
+        operationId: "listResellers",
         summary: "Resellers associated with the current tenant",
         response: { 200: ResellerList, ...partBErrors(401, 403, 429, 500) },
       },

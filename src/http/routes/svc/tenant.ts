@@ -12,6 +12,7 @@ export function registerTenantRoutes(app: AppInstance, deps: PartBDeps): void {
       schema: {
         tags: ["enrollment"],
         security: [{ apiToken: [] }],
+        operationId: "getTenantEncryptionKey",
         summary: "The tenant's public key for encrypted fields (userPassword): RSA-OAEP with SHA-256",
         response: { 200: EncryptionKey, ...partBErrors(401, 403, 429, 500) },
       },
