@@ -190,7 +190,12 @@ export class PortalAccounts {
       user && user.passwordHash && typeof password === "string" && password.length <= 4096
         ? await this.passwords.verify(password, user.passwordHash)
         : await this.passwords.verifyAgainstNothing(String(password).slice(0, 4096));
-    if (!ok || !user || user.state !== "active") throw new AppError(catalog.PORTAL_SIGNIN_FAILED, "Email or password incorrect");
+    if (!ok || !user || user.state !== "active") {
+      // a hash of older, cheaper parameters answers sooner than a current one: topped up with the current cost, a
+      // wrong password for a person not yet upgraded takes no less time than one for an unknown email
+      if (user?.passwordHash && this.passwords.needsRehash(user.passwordHash)) await this.passwords.verifyAgainstNothing("");
+      throw new AppError(catalog.PORTAL_SIGNIN_FAILED, "Email or password incorrect");
+    }
     if (this.passwords.needsRehash(user.passwordHash!)) {
       const upgraded = await this.passwords.hash(password);
       // only while the hash is still the one just verified: a password set meanwhile is never undone

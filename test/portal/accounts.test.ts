@@ -282,4 +282,18 @@ describe("portal accounts and sessions", () => {
     assert.equal((await accounts.signIn("old@acme.example", GOOD, "10.6.0.3")).userId, "u_old");
     assert.equal((await store.getPortalUser("u_old"))!.passwordHash, upgraded, "a current hash is left alone");
   });
+
+  it("a wrong password for a person with an old, cheaper hash costs a current-cost hash too, as an unknown email does", async () => {
+    const { accounts, store } = await setUp();
+    await store.createPortalUser({ userId: "u_cheap", email: "cheap@acme.example", tenantId: "t_acme", role: "admin", at: new Date(T0).toISOString() });
+    await store.updatePortalUser("u_cheap", { passwordHash: await new PasswordHasher({ N: 2 ** 8, r: 8, p: 1 }).hash(GOOD), state: "active" }, new Date(T0).toISOString());
+    const work = async (email: string, address: string) => {
+      const before = hashingGate.started;
+      await refused(accounts.signIn(email, "not the password", address), catalog.PORTAL_SIGNIN_FAILED);
+      return hashingGate.started - before;
+    };
+    await work("warm-up@acme.example", "10.8.0.1"); // the first unknown email also makes the hash of nothing
+    assert.equal(await work("nobody@acme.example", "10.8.0.2"), 1, "an unknown email: one hash at the current cost");
+    assert.equal(await work("cheap@acme.example", "10.8.0.3"), 2, "an old hash: its own, then one at the current cost");
+  });
 });
