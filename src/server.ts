@@ -20,6 +20,7 @@ import type { HttpsOptions } from "./tls/tlsPolicy.ts";
 import { openTrust } from "./trust/openTrust.ts";
 import { logSecrets, openSecrets, type OpenedSecrets } from "./secrets/openSecrets.ts";
 import { registerPortal } from "./http/portal/index.ts";
+import { PasswordHasher, type ScryptCost } from "./portal/passwords.ts";
 import { PortalAccounts } from "./portal/accounts.ts";
 import { PortalHistory } from "./portal/history.ts";
 import { PortalPasskeys } from "./portal/passkeys.ts";
@@ -62,6 +63,11 @@ export interface RuntimeOptions {
    * `enrollment.worker.drain()` keep it stopped, so "Processing" stays observable).
    */
   enrollment?: { worker?: WorkerOptions; startWorker?: boolean; tenantKeyBits?: number };
+  /**
+   * scrypt's parameters for portal passwords; PASSWORD_COST (OWASP's minimum) unless a test of something else
+   * asks for cheaper ones. Not a flag: an operator has no business lowering it.
+   */
+  passwordCost?: ScryptCost;
 }
 
 /** The composition root: config → stores → trust → services → app. `main` only listens and handles signals. */
@@ -130,7 +136,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const auth = new ApiKeyAuthenticator(stores.durable, clock, enrollment.restrictionCheck);
   const publicUrl = publicBaseUrl(config);
   const portal = {
-    accounts: new PortalAccounts(stores.durable, clock, rng, rateLimiter, publicUrl),
+    accounts: new PortalAccounts(stores.durable, clock, rng, rateLimiter, publicUrl, new PasswordHasher(opts.passwordCost)),
     sessions: new PortalSessions(stores.durable, clock, rng, { idleMs: config.portalIdleTimeout * 1000, absoluteMs: config.portalSessionLifetime * 1000 }),
     passkeys: new PortalPasskeys(stores.durable, clock, rng, rateLimiter, { origin: new URL(publicUrl).origin, name: "attestd" }),
   };

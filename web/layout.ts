@@ -1,3 +1,4 @@
+import type { PortalRole } from "../src/domain/portal.ts";
 import type { Actor } from "../src/portal/sessions.ts";
 import { html, type Html } from "./html.ts";
 
@@ -16,8 +17,10 @@ export interface PageContext {
   tenant?: string;
 }
 
-/** The navigation; an entry with `only` is shown to that role alone (the routes check the role regardless). */
-const NAV: { href: string; label: string; only?: "operator" }[] = [
+/**
+ * The navigation; an entry with `only` is shown to those roles alone (the routes check the role regardless).
+ */
+const NAV: { href: string; label: string; only?: PortalRole[] }[] = [
   { href: "/portal/", label: "Overview" },
   { href: "/portal/verdicts", label: "Verdicts" },
   { href: "/portal/devices", label: "Attested devices" },
@@ -26,10 +29,10 @@ const NAV: { href: string; label: string; only?: "operator" }[] = [
   { href: "/portal/clients", label: "Enrollment clients" },
   { href: "/portal/reference-values", label: "Reference values" },
   { href: "/portal/enrollment", label: "Enrollment" },
-  { href: "/portal/users", label: "Users", only: "operator" },
+  { href: "/portal/users", label: "Users", only: ["admin", "operator"] },
   { href: "/portal/account", label: "Account" },
-  { href: "/portal/tenants", label: "Tenants", only: "operator" },
-  { href: "/portal/trust", label: "Trust sources", only: "operator" },
+  { href: "/portal/tenants", label: "Tenants", only: ["operator"] },
+  { href: "/portal/trust", label: "Trust sources", only: ["operator"] },
 ];
 
 /** The same path with these query parameters (empty ones left out): filters live in the URL. */
@@ -49,7 +52,7 @@ export function layout(title: string, ctx: PageContext, body: Html, active?: str
         <button type="button" class="secondary outline signout" data-signout>Sign out</button>
       </div>
       <nav aria-label="Portal" class="pages"><ul>
-        ${NAV.filter((n) => !n.only || n.only === ctx.actor!.role).map(
+        ${NAV.filter((n) => !n.only || n.only.includes(ctx.actor!.role)).map(
           (n) => html`<li><a href="${withQuery(n.href, { tenant: ctx.tenant })}" ${n.href === active ? html`aria-current="page"` : ""}>${n.label}</a></li>`,
         )}
       </ul></nav>`

@@ -221,7 +221,19 @@ function defineUser(user: Command): void {
     });
   });
   addSettings(
-    user.command("disable <email>").description("disable a person's portal account and end all of their sessions at once"),
+    user
+      .command("reset-link <email>")
+      .description("a one-time link (24 h) where a person sets a new password; prints it; their earlier links stop working, and using it ends every session of theirs"),
+    [...STORAGE_SETTINGS, "host", "port", "publicUrl"],
+  ).action(async (email: string, _o: unknown, cmd: Command) => {
+    await withStores(cmd, async (stores, config) => {
+      const link = await refusals(() => portalAccounts(stores, config).resetLink({ email }));
+      process.stdout.write(`${link.link}\n`);
+      process.stderr.write(`${link.user.email} may set a new password with that link until ${link.expiresAt}; it works once and signs them out everywhere\n`);
+    });
+  });
+  addSettings(
+    user.command("disable <email>").description("disable a person's portal account, void their sign-in links and end all of their sessions at once"),
     STORAGE_SETTINGS,
   ).action(async (email: string, _o: unknown, cmd: Command) => {
     await withStores(cmd, async (stores, config) => {

@@ -24,7 +24,10 @@ export interface PortalUser {
   updatedAt: string;
 }
 
-/** A one-time sign-in link: only the SHA-256 of its token is kept. */
+/**
+ * A one-time link, an invitation or a reset link (both set the password): only the SHA-256 of its token is kept.
+ * A user has one unused link at most; a newer one, a password set or a disable marks the others used.
+ */
 export interface PortalInvite {
   tokenHash: string;
   userId: string;

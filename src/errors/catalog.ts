@@ -81,7 +81,7 @@ const table = {
   RESELLER_ASSOCIATION_ALREADY_EXISTS: entry("B", 409, "4092103", "RESELLER_ASSOCIATION_ALREADY_EXISTS", "Reseller already associated with the current tenant"),
   // ---- the portal's admin API (docs/portal.md); Part B's error body ----
   PORTAL_INVALID_REQUEST: entry("P", 400, "4008000", "PORTAL_INVALID_REQUEST", "Request body or parameters invalid"),
-  PORTAL_WEAK_PASSWORD: entry("P", 400, "4008001", "PORTAL_WEAK_PASSWORD", "Password too short, too long, too common or the email itself"),
+  PORTAL_WEAK_PASSWORD: entry("P", 400, "4008001", "PORTAL_WEAK_PASSWORD", "Password too short, too long, only whitespace, too common or the email itself"),
   PORTAL_WRONG_HOST: entry("P", 400, "4008002", "PORTAL_WRONG_HOST", "Passkeys belong to the public URL (--public-url); this page was reached at another address"),
   PORTAL_PASSKEY_REJECTED: entry("P", 400, "4008003", "PORTAL_PASSKEY_REJECTED", "A new passkey did not verify: its ceremony expired or was used, or origin, RP ID or user verification is wrong"),
   PORTAL_SIGNIN_FAILED: entry("P", 401, "4018000", "PORTAL_SIGNIN_FAILED", "Email or password incorrect (the same answer for an unknown email)"),
@@ -94,7 +94,7 @@ const table = {
   PORTAL_EMAIL_TAKEN: entry("P", 409, "4098000", "PORTAL_EMAIL_TAKEN", "Another portal user has this email"),
   PORTAL_PASSKEY_EXISTS: entry("P", 409, "4098001", "PORTAL_PASSKEY_EXISTS", "This passkey is registered already"),
   PORTAL_TENANT_EXISTS: entry("P", 409, "4098050", "PORTAL_TENANT_EXISTS", "A tenant with this name or customer ID exists"),
-  PORTAL_INVITE_INVALID: entry("P", 410, "4108000", "PORTAL_INVITE_INVALID", "The sign-in link is unknown, used or expired"),
+  PORTAL_INVITE_INVALID: entry("P", 410, "4108000", "PORTAL_INVITE_INVALID", "The sign-in link is unknown, used, expired, or void (a newer link, a password set or a disable voids it)"),
   RSA_DECRYPTION_FAIL: entry("B", 500, "5000006", "RSA_DECRYPTION_FAIL", "Text could not be decrypted"),
 } as const;
 

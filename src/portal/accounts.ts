@@ -5,17 +5,20 @@ import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import type { RateLimitDecision, RateLimiter } from "../services/rateLimiter.ts";
 import type { PortalStore, TenantStore } from "../store/types.ts";
-import { hashPassword, passwordProblem, verifyAgainstNothing, verifyPassword } from "./passwords.ts";
+import { PasswordHasher, passwordProblem } from "./passwords.ts";
 import { sha256, type Actor } from "./sessions.ts";
 
-/** A sign-in link is good for a day, once. */
+/** A sign-in link (an invitation or a reset link) is good for a day, once. */
 export const INVITE_TTL_MS = 24 * 3600_000;
 
 export interface Invitation {
   user: PortalUser;
   /** shown once (in the link); only its SHA-256 is stored */
   token: string;
-  /** the one-time sign-in link: the public URL's /portal/invite#TOKEN (the fragment never reaches a server log) */
+  /**
+   * the one-time link: the public URL's /portal/invite#TOKEN, or /portal/reset#TOKEN for a reset link (the
+   * fragment never reaches a server log); both set the password the same way
+   */
   link: string;
   expiresAt: string;
 }
@@ -59,6 +62,7 @@ export class PortalAccounts {
     private readonly limiter: RateLimiter,
     /** where people reach the portal (config.ts publicBaseUrl), for the links invitations carry */
     private readonly publicBaseUrl: string,
+    private readonly passwords = new PasswordHasher(),
   ) {}
 
   private at(): string {
@@ -67,7 +71,8 @@ export class PortalAccounts {
 
   /**
    * Makes (or finds) the user and issues a new one-time link. Inviting someone already invited or active again
-   * issues a fresh link (a lost email, a forgotten password); an earlier link still works until used or expired.
+   * issues a fresh link (a lost email, a forgotten password), and every earlier link of theirs stops working: a
+   * person has one live link at most, so a link sent to an old address or seen by someone else dies with the next.
    */
   async invite(i: { email: string; tenant?: string; role: PortalRole }): Promise<Invitation> {
     const email = i.email.trim().toLowerCase();
@@ -94,23 +99,69 @@ export class PortalAccounts {
       if (made.outcome === "email_taken") throw new AppError(catalog.PORTAL_EMAIL_TAKEN, `${email} is already a portal user`);
       user = made.user;
     }
-    const token = this.rng.bytes(32).toString("base64url");
-    const now = this.clock.nowMs();
-    await this.store.createInvite({ tokenHash: sha256(token), userId: user.userId, createdAtMs: now, expiresAtMs: now + INVITE_TTL_MS, usedAtMs: null });
-    return { user, token, link: `${this.publicBaseUrl}/portal/invite#${token}`, expiresAt: new Date(now + INVITE_TTL_MS).toISOString() };
+    return this.issueLink(user, "invite");
   }
 
-  /** Sets the password through a link and activates the account; the link is spent only if the password is accepted. */
+  /**
+   * A one-time link (24 h) where a person sets a new password, shown once to whoever asked for it: the CLI, an
+   * operator for anyone, a tenant admin (`by`) for the people of their own tenant only (anyone else is not found).
+   * Using it ends every session of the person; issuing it voids their earlier links but ends nothing yet.
+   */
+  async resetLink(ref: PersonRef, by?: Actor): Promise<Invitation> {
+    const user = await this.find(ref);
+    if (by && by.role !== "operator" && user.tenantId !== by.tenantId) throw new AppError(catalog.PORTAL_NOT_FOUND, `no portal user ${"email" in ref ? ref.email : ref.userId}`);
+    return this.issueLink(user, "reset");
+  }
+
+  private async issueLink(user: PortalUser, page: "invite" | "reset"): Promise<Invitation> {
+    const disabled = () => new AppError(catalog.PORTAL_INVALID_REQUEST, `${user.email} is disabled; enable it first`);
+    if (user.state === "disabled") throw disabled();
+    const token = this.rng.bytes(32).toString("base64url");
+    const now = this.clock.nowMs();
+    // false when the user was disabled between the read above and now: the store decides under its lock
+    const made = await this.store.createInvite({ tokenHash: sha256(token), userId: user.userId, createdAtMs: now, expiresAtMs: now + INVITE_TTL_MS, usedAtMs: null });
+    if (!made) throw disabled();
+    return { user, token, link: `${this.publicBaseUrl}/portal/${page}#${token}`, expiresAt: new Date(now + INVITE_TTL_MS).toISOString() };
+  }
+
+  /**
+   * Sets the password through a link (an invitation or a reset link) and activates the account; the link is spent
+   * only if the password is accepted. Every other link of the person dies with it, and every session of theirs ends
+   * (whoever held one signs in afresh, with the new password).
+   */
   async acceptInvite(token: string, password: string): Promise<PortalUser> {
     const pending = await this.pendingInvitee(token);
     const problem = passwordProblem(password, pending.email);
     if (problem) throw new AppError(catalog.PORTAL_WEAK_PASSWORD, problem);
     const used = await this.store.useInvite(sha256(token), this.clock.nowMs());
-    if (typeof used === "string") throw new AppError(catalog.PORTAL_INVITE_INVALID, `the link is ${used}`);
+    if (typeof used === "string") throw new AppError(catalog.PORTAL_INVITE_INVALID, used === "used" ? "the link is used, or a newer one replaced it" : `the link is ${used}`);
     const user = await this.store.getPortalUser(used.userId);
     if (!user || user.state === "disabled") throw new AppError(catalog.PORTAL_INVITE_INVALID, "the account is disabled");
-    await this.store.updatePortalUser(user.userId, { passwordHash: await hashPassword(password), state: "active" }, this.at());
+    await this.setPassword(user, password);
     return { ...user, state: "active" };
+  }
+
+  /**
+   * The Account page's "change password": the current password proves it is the person (not whoever found their
+   * unlocked screen), under the sign-in rate limits. Every session of theirs ends, this one too: the route opens a
+   * fresh one for the browser that asked. Returns how many ended.
+   */
+  async changePassword(actor: Actor, current: string, next: string, remoteAddress: string): Promise<number> {
+    const limit = await this.limiter.forSignIn(sha256(actor.email), remoteAddress);
+    if (!limit.allowed) throw new AppError(catalog.TOO_MANY_REQUESTS, "Too many password attempts; wait and try again", retryAfter(limit));
+    const problem = passwordProblem(next, actor.email);
+    if (problem) throw new AppError(catalog.PORTAL_WEAK_PASSWORD, problem);
+    const user = await this.store.getPortalUser(actor.userId);
+    const ok = user?.passwordHash ? await this.passwords.verify(current, user.passwordHash) : await this.passwords.verifyAgainstNothing(current);
+    if (!ok || !user || user.state !== "active") throw new AppError(catalog.PORTAL_SIGNIN_FAILED, "the current password is incorrect");
+    return this.setPassword(user, next);
+  }
+
+  /** The one way a password changes: hashed, stored, every outstanding link voided, every session ended. */
+  private async setPassword(user: PortalUser, password: string): Promise<number> {
+    const ended = await this.store.setPassword(user.userId, await this.passwords.hash(password), this.at(), this.clock.nowMs());
+    if (ended === undefined) throw new AppError(catalog.PORTAL_INVITE_INVALID, "the account is disabled");
+    return ended;
   }
 
   /** Who a usable link is for, without spending it (the page greets the person; the password is checked against the email). */
@@ -124,7 +175,9 @@ export class PortalAccounts {
 
   /**
    * Email and password → the user. An unknown email, a wrong password, a user not yet active or disabled all get
-   * the same error after the same scrypt work; attempts are rate-limited per account and per address.
+   * the same error after the same scrypt work; attempts are rate-limited per account and per address. A hash made
+   * with older, weaker parameters is replaced by one of the current parameters on the way (the password is known
+   * only now).
    */
   async signIn(email: string, password: string, remoteAddress: string): Promise<PortalUser> {
     const normalized = String(email).trim().toLowerCase();
@@ -135,9 +188,19 @@ export class PortalAccounts {
     const user = normalized.length <= 320 ? await this.store.getPortalUserByEmail(normalized) : undefined;
     const ok =
       user && user.passwordHash && typeof password === "string" && password.length <= 4096
-        ? await verifyPassword(password, user.passwordHash)
-        : await verifyAgainstNothing(String(password).slice(0, 4096));
-    if (!ok || !user || user.state !== "active") throw new AppError(catalog.PORTAL_SIGNIN_FAILED, "Email or password incorrect");
+        ? await this.passwords.verify(password, user.passwordHash)
+        : await this.passwords.verifyAgainstNothing(String(password).slice(0, 4096));
+    if (!ok || !user || user.state !== "active") {
+      // a hash of older, cheaper parameters answers sooner than a current one: topped up with the current cost, a
+      // wrong password for a person not yet upgraded takes no less time than one for an unknown email
+      if (user?.passwordHash && this.passwords.needsRehash(user.passwordHash)) await this.passwords.verifyAgainstNothing("");
+      throw new AppError(catalog.PORTAL_SIGNIN_FAILED, "Email or password incorrect");
+    }
+    if (this.passwords.needsRehash(user.passwordHash!)) {
+      const upgraded = await this.passwords.hash(password);
+      // only while the hash is still the one just verified: a password set meanwhile is never undone
+      if (await this.store.replacePasswordHash(user.userId, user.passwordHash!, upgraded, this.at())) return { ...user, passwordHash: upgraded };
+    }
     return user;
   }
 
@@ -149,17 +212,23 @@ export class PortalAccounts {
   }
 
   /**
-   * Disables the person and ends every session of theirs at once; returns how many ended. `by`, when the portal
-   * asks, is the operator doing it: nobody disables themselves (another operator, or the CLI, can).
+   * Disables the person, voids every link of theirs and ends every session of theirs at once; returns how many
+   * sessions ended. `by`, when the portal asks, is the operator doing it: nobody disables themselves (another
+   * operator, or the CLI, can).
    */
   async disable(ref: PersonRef, by?: Actor): Promise<number> {
     const user = await this.find(ref);
     if (by && by.userId === user.userId) throw new AppError(catalog.PORTAL_INVALID_REQUEST, "you cannot disable your own account; another operator can");
     await this.store.updatePortalUser(user.userId, { state: "disabled" }, this.at());
+    // after the state: a link being made concurrently either sees `disabled` (refused) or is voided here
+    await this.store.voidInvites(user.userId, this.clock.nowMs());
     return this.store.deleteUserSessions(user.userId);
   }
 
-  /** Lets a disabled person sign in again: active with the password they had, or invited if they never set one. */
+  /**
+   * Lets a disabled person sign in again: active with the password they had, or invited if they never set one. No
+   * link issued before the disable works again: one who never set a password needs a new invitation.
+   */
   async enable(ref: PersonRef): Promise<PortalUser> {
     const user = await this.find(ref);
     if (user.state !== "disabled") return user;

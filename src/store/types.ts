@@ -466,11 +466,27 @@ export interface PortalStore {
   listPortalUsers(tenantId?: string | null): Promise<PortalUser[]>;
   updatePortalUser(userId: string, f: { role?: PortalRole; state?: PortalUserState; passwordHash?: string | null }, at: string): Promise<boolean>;
 
-  createInvite(i: PortalInvite): Promise<void>;
+  /**
+   * A user has one live link at most. Stores the new one and voids (marks used) every other unused link of the
+   * user, atomically with it; false, and nothing stored, when the user is disabled (also when disabled meanwhile).
+   */
+  createInvite(i: PortalInvite): Promise<boolean>;
   /** the user of an unused, unexpired invite, without using it */
   peekInvite(tokenHash: string, nowMs: number): Promise<string | undefined>;
-  /** marks the invite used, atomically: of two concurrent uses one gets the invite, the other `used` */
+  /**
+   * Marks the invite used and voids the user's other unused links, atomically: of two concurrent uses (of one link
+   * or two) one gets the invite, the other `used`.
+   */
   useInvite(tokenHash: string, nowMs: number): Promise<PortalInvite | "unknown" | "expired" | "used">;
+  /** marks every unused link of the user used (disabling them); how many */
+  voidInvites(userId: string, nowMs: number): Promise<number>;
+  /**
+   * A new password, in one transaction: the hash stored, the user active, every unused link voided and every session
+   * ended (how many is the answer). undefined, and nothing changed, for an unknown or disabled user.
+   */
+  setPassword(userId: string, passwordHash: string, at: string, nowMs: number): Promise<number | undefined>;
+  /** the hash replaced only while it is still `from` (a re-hash at sign-in never undoes a password set meanwhile) */
+  replacePasswordHash(userId: string, from: string, to: string, at: string): Promise<boolean>;
 
   createSession(s: PortalSession): Promise<void>;
   getSession(sessionHash: string): Promise<PortalSession | undefined>;

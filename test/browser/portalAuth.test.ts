@@ -12,7 +12,8 @@ const PASSWORD = "a long and unusual passphrase";
 /**
  * Signing in to the portal in Debian's Chromium against a real `attestd serve` over HTTPS: a passkey registered
  * with Chromium's virtual authenticator and then used alone, a viewer who sees no write control and is refused a
- * forced write, operators managing people on the Users page, and a session that goes idle (a second server with a
+ * forced write, operators managing people on the Users page, a password change and a reset link that sign the
+ * person out elsewhere, and a session that goes idle (a second server with a
  * short --portal-idle-timeout). Every page visited is screenshotted (test-artifacts/screenshots/auth-*) and
  * checked with axe-core, the Account and Users pages at 1280 and 390 px.
  */
@@ -180,6 +181,41 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
       [["bea@acme.example", "admin", "invited"], ["vic@acme.example", "viewer", "disabled"]],
       "the CLI sees what the page did",
     );
+  });
+
+  it("a password changed on the Account page keeps this browser in and signs every other out; a reset link signs out all", async () => {
+    const NEW = "a completely different passphrase";
+    const here = await newPage();
+    await signedIn(here, "kit@acme.example", ["--tenant", "acme", "--role", "viewer"]);
+    const elsewhere = await newPage();
+    await elsewhere.goto(`${base}/portal/signin`);
+    await elsewhere.getByLabel("Email").fill("kit@acme.example");
+    await elsewhere.getByLabel("Password").fill(PASSWORD);
+    await elsewhere.getByRole("button", { name: "Sign in" }).click();
+    await elsewhere.waitForURL(`${base}/portal/`);
+
+    await visit(here, "12-account-password", `${base}/portal/account`);
+    await here.getByLabel("Current password").fill(PASSWORD);
+    await here.getByLabel("New password").fill(NEW);
+    const answered = here.waitForResponse((r) => r.url().endsWith("/portal/api/account/password"));
+    await here.getByRole("button", { name: "Change password" }).click();
+    assert.equal((await answered).status(), 200);
+    await here.waitForLoadState("networkidle");
+    await here.goto(`${base}/portal/keys`);
+    assert.equal(new URL(here.url()).pathname, "/portal/keys", "the browser that changed it goes on in its new session");
+    await elsewhere.goto(`${base}/portal/keys`);
+    assert.equal(new URL(elsewhere.url()).pathname, "/portal/signin", "another browser of the person is signed out");
+
+    const reset = attestdCli(["user", "reset-link", "kit@acme.example", "--public-url", base, ...data]);
+    assert.equal(reset.status, 0, reset.stderr);
+    await elsewhere.goto(reset.stdout.trim());
+    await visit(elsewhere, "13-reset-link");
+    await elsewhere.getByRole("heading", { name: "Choose a new password" }).waitFor();
+    await elsewhere.getByLabel("New password").fill(PASSWORD);
+    await elsewhere.getByRole("button", { name: "Set password" }).click();
+    await elsewhere.waitForURL(`${base}/portal/signin`);
+    await here.goto(`${base}/portal/keys`);
+    assert.equal(new URL(here.url()).pathname, "/portal/signin", "a used reset link ends every session of the person");
   });
 
   it("a session idle past --portal-idle-timeout sends the next page to sign-in", async () => {

@@ -41,7 +41,15 @@ export interface TestRuntime {
  */
 export async function startTestRuntime(
   settings: Record<string, unknown> = {},
-  opts: { clock?: ManualClock; dir?: string; fetch?: typeof fetch; logger?: FastifyBaseLogger; enrollment?: RuntimeOptions["enrollment"] } = {},
+  opts: {
+    clock?: ManualClock;
+    dir?: string;
+    fetch?: typeof fetch;
+    logger?: FastifyBaseLogger;
+    enrollment?: RuntimeOptions["enrollment"];
+    /** portal passwords' scrypt cost; cheap unless given (test/portal/accounts.test.ts holds the production one) */
+    passwordCost?: RuntimeOptions["passwordCost"];
+  } = {},
 ): Promise<TestRuntime> {
   const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), "attestd-test-"));
   const config = loadConfig({ dataDir: dir, insecureHttp: true, logLevel: "silent", ...settings }, {});
@@ -50,6 +58,7 @@ export async function startTestRuntime(
     clock,
     logger: opts.logger ?? createLogger({ level: "silent" }),
     fetch: opts.fetch ?? offlineFetch,
+    passwordCost: opts.passwordCost ?? { N: 2 ** 10, r: 8, p: 1 },
     ...(opts.enrollment ? { enrollment: opts.enrollment } : {}),
   });
   await runtime.app.ready();

@@ -167,6 +167,7 @@ describe("portal over HTTP", () => {
     const doc = (await t.runtime.app.inject({ method: "GET", url: "/openapi.json" })).json() as { paths: Record<string, Record<string, { responses: Record<string, unknown>; tags?: string[] }>> };
     const portal = Object.keys(doc.paths).filter((p) => p.startsWith("/portal/api/"));
     assert.deepEqual(portal.sort(), [
+      "/portal/api/account/password",
       "/portal/api/activity",
       "/portal/api/clients",
       "/portal/api/clients/{clientId}",
@@ -197,6 +198,7 @@ describe("portal over HTTP", () => {
       "/portal/api/users/{userId}",
       "/portal/api/users/{userId}/disable",
       "/portal/api/users/{userId}/enable",
+      "/portal/api/users/{userId}/reset-link",
       "/portal/api/verdicts",
       "/portal/api/verdicts.csv",
       "/portal/api/verdicts/{objectId}",

@@ -398,13 +398,14 @@ describe("operators' Users admin API", () => {
   });
   after(() => t.close());
 
-  it("only operators reach it, page and API alike", async () => {
+  it("only operators reach the API and the full page (a tenant admin's page is test/http/portalPasswords.test.ts)", async () => {
     for (const [method, url] of [["GET", "/portal/api/users"], ["POST", "/portal/api/users"], ["PATCH", "/portal/api/users/u_x"], ["POST", "/portal/api/users/u_x/disable"]] as const) {
       const res = await h.inject({ method, url, who: ada, payload: method === "GET" ? undefined! : { role: "viewer", email: "x@acme.example", tenant: "acme" } });
       assert.equal(res.statusCode, 403, `${method} ${url}`);
       assert.equal(res.json().code, "4038000");
     }
-    const page = await h.inject({ url: "/portal/users", who: ada });
+    const viv = await h.person("viv@acme.example", "viewer", "acme");
+    const page = await h.inject({ url: "/portal/users", who: viv });
     assert.equal(page.statusCode, 403);
     // a page says so as a page, with the code and error id; the API keeps its JSON body
     assert.match(String(page.headers["content-type"]), /^text\/html/);
@@ -413,8 +414,10 @@ describe("operators' Users admin API", () => {
     assert.match(page.body, /name="csrf-token"/, "with the signed-in layout");
     const missing = await h.inject({ url: "/portal/no-such-page", who: ada });
     assert.deepEqual([missing.statusCode, /<h1>Not found<\/h1>/.test(missing.body)], [404, true]);
+    const vivHome = await h.inject({ url: "/portal/account", who: viv });
+    assert.ok(!vivHome.body.includes('href="/portal/users"'), "no Users link for a viewer");
     const adaHome = await h.inject({ url: "/portal/account", who: ada });
-    assert.ok(!adaHome.body.includes('href="/portal/users"'), "no Users link for a tenant user");
+    assert.ok(adaHome.body.includes('href="/portal/users"'), "a tenant admin's Users page: their own tenant's people");
     const rootHome = await h.inject({ url: "/portal/account", who: root });
     assert.ok(rootHome.body.includes('href="/portal/users"'));
   });

@@ -4,7 +4,7 @@ import { ManualClock, cryptoRng } from "../../src/clock.ts";
 import { isAppError } from "../../src/errors/AppError.ts";
 import { catalog, type CatalogEntry } from "../../src/errors/catalog.ts";
 import { PortalAccounts } from "../../src/portal/accounts.ts";
-import { hashPassword, passwordProblem, verifyPassword } from "../../src/portal/passwords.ts";
+import { HASHING_CONCURRENCY, hashingGate, PASSWORD_COST, PasswordHasher, passwordProblem } from "../../src/portal/passwords.ts";
 import { PortalSessions } from "../../src/portal/sessions.ts";
 import { RateLimiter } from "../../src/services/rateLimiter.ts";
 import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts";
@@ -15,6 +15,8 @@ const GOOD = "a long and unusual passphrase";
 // the defaults of --portal-idle-timeout and --portal-session-lifetime
 const IDLE_MS = 30 * 60_000;
 const ABSOLUTE_MS = 12 * 3600_000;
+/** cheap parameters for tests of other things than the hash's cost (one test below holds the production ones) */
+const FAST = new PasswordHasher({ N: 2 ** 10, r: 8, p: 1 });
 
 async function refused(p: Promise<unknown>, entry: CatalogEntry): Promise<Error> {
   const err = await p.then(
@@ -26,7 +28,7 @@ async function refused(p: Promise<unknown>, entry: CatalogEntry): Promise<Error>
   return err;
 }
 
-async function setUp() {
+async function setUp(passwords: PasswordHasher = FAST) {
   const store = new MemoryDurableStore();
   const clock = new ManualClock(T0);
   await store.createTenant({ tenantId: "t_acme", name: "acme", customerId: "1", kind: "customer", createdAt: new Date(T0).toISOString() });
@@ -35,20 +37,43 @@ async function setUp() {
   return {
     store,
     clock,
-    accounts: new PortalAccounts(store, clock, cryptoRng, limiter, "https://attest.example"),
+    accounts: new PortalAccounts(store, clock, cryptoRng, limiter, "https://attest.example", passwords),
     sessions: new PortalSessions(store, clock, cryptoRng, { idleMs: IDLE_MS, absoluteMs: ABSOLUTE_MS }),
   };
 }
 
 describe("portal passwords", () => {
-  it("scrypt round trip; another password, a tampered or foreign hash never match", async () => {
-    const h = await hashPassword(GOOD);
-    assert.match(h, /^scrypt\$32768\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
-    assert.equal(await verifyPassword(GOOD, h), true);
-    assert.equal(await verifyPassword(GOOD + " ", h), false);
-    assert.equal(await verifyPassword(GOOD, h.slice(0, -2) + (h.endsWith("AA") ? "AB" : "AA")), false);
-    assert.equal(await verifyPassword(GOOD, "bcrypt$whatever"), false);
-    assert.notEqual(await hashPassword(GOOD), h, "a fresh salt each time");
+  it("scrypt round trip at OWASP's parameters (N=2^17, r=8, p=1); another password, a tampered or foreign hash never match", async () => {
+    const production = new PasswordHasher();
+    assert.deepEqual(production.cost, { N: 2 ** 17, r: 8, p: 1 });
+    assert.deepEqual(PASSWORD_COST, { N: 131072, r: 8, p: 1 });
+    const h = await production.hash(GOOD);
+    assert.match(h, /^scrypt\$131072\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
+    assert.equal(await production.verify(GOOD, h), true);
+    assert.equal(production.needsRehash(h), false);
+    assert.equal(await FAST.verify(GOOD + " ", h), false, "any hasher verifies by the parameters the hash names");
+    assert.equal(await FAST.verify(GOOD, h.slice(0, -2) + (h.endsWith("AA") ? "AB" : "AA")), false);
+    assert.equal(await FAST.verify(GOOD, "bcrypt$whatever"), false);
+    assert.equal(await FAST.verify(GOOD, `scrypt$${2 ** 24}$8$1$AAAA$AAAA`), false, "a cost beyond the bound is refused, not computed");
+    assert.notEqual(await FAST.hash(GOOD), await FAST.hash(GOOD), "a fresh salt each time");
+  });
+
+  it("at most HASHING_CONCURRENCY hashes run at once in the process; the rest wait their turn and all finish", async () => {
+    assert.equal(HASHING_CONCURRENCY, 2);
+    hashingGate.peak = 0;
+    const hashes = await Promise.all(Array.from({ length: 8 }, (_, i) => FAST.hash(`${GOOD} ${i}`)));
+    assert.ok(hashingGate.peak <= HASHING_CONCURRENCY, `peak ${hashingGate.peak}`);
+    assert.equal(hashingGate.peak, HASHING_CONCURRENCY, "the burst did fill the bound");
+    const checks = await Promise.all(hashes.map((h, i) => FAST.verify(`${GOOD} ${i}`, h)));
+    assert.deepEqual(checks, Array(8).fill(true));
+    assert.ok(hashingGate.peak <= HASHING_CONCURRENCY);
+  });
+
+  it("policy: a password of only spaces (any Unicode whitespace) is refused, however long", () => {
+    for (const blank of [" ".repeat(12), "\t".repeat(6) + " ".repeat(6), "\u00a0".repeat(20), "\u3000".repeat(12)]) {
+      assert.match(passwordProblem(blank, "a@b.c") ?? "accepted", /only spaces/, JSON.stringify(blank));
+    }
+    assert.equal(passwordProblem("  a long and unusual passphrase  ", "a@b.c"), undefined, "spaces around a password are part of it");
   });
 
   it("policy: 12 characters (code points), not a common password, not the email", () => {
@@ -162,5 +187,113 @@ describe("portal accounts and sessions", () => {
     // a short idle timeout keeps its precision: a thirtieth of it
     const short = new PortalSessions(store, clock, cryptoRng, { idleMs: 90_000, absoluteMs: ABSOLUTE_MS });
     assert.equal(short.touchIntervalMs, 3_000);
+  });
+
+  it("a person has one live link: a newer link, a password set or a disable voids the older ones (enable brings none back)", async () => {
+    const { accounts, store } = await setUp();
+    const first = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" });
+    const second = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" });
+    await refused(accounts.acceptInvite(first.token, GOOD), catalog.PORTAL_INVITE_INVALID);
+    const user = await accounts.acceptInvite(second.token, GOOD);
+
+    // a link out when the password is set by another (here: a newer link) is dead afterwards
+    const older = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" });
+    const newer = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" });
+    await accounts.acceptInvite(newer.token, "another long passphrase");
+    await refused(accounts.acceptInvite(older.token, "an attacker's passphrase"), catalog.PORTAL_INVITE_INVALID);
+    const afterChange = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" });
+    await accounts.changePassword({ userId: user.userId, email: user.email, role: "admin", tenantId: "t_acme" }, "another long passphrase", GOOD, "10.3.0.1");
+    await refused(accounts.acceptInvite(afterChange.token, "an attacker's passphrase"), catalog.PORTAL_INVITE_INVALID);
+
+    // issued before a disable: dead after the enable too
+    const beforeDisable = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" });
+    await accounts.disable({ email: "lin@acme.example" });
+    await accounts.enable({ email: "lin@acme.example" });
+    await refused(accounts.acceptInvite(beforeDisable.token, "an attacker's passphrase"), catalog.PORTAL_INVITE_INVALID);
+    assert.equal((await accounts.signIn("lin@acme.example", GOOD, "10.3.0.2")).userId, user.userId, "the password set last stands");
+
+    // one who never set a password: enabled back to invited, needing a new link
+    const pending = await accounts.invite({ email: "pat@acme.example", tenant: "acme", role: "viewer" });
+    await accounts.disable({ email: "pat@acme.example" });
+    await refused(accounts.resetLink({ email: "pat@acme.example" }), catalog.PORTAL_INVALID_REQUEST);
+    assert.equal((await accounts.enable({ email: "pat@acme.example" })).state, "invited");
+    await refused(accounts.acceptInvite(pending.token, GOOD), catalog.PORTAL_INVITE_INVALID);
+    const fresh = await accounts.resetLink({ email: "pat@acme.example" });
+    assert.match(fresh.link, /^https:\/\/attest\.example\/portal\/reset#[A-Za-z0-9_-]{43}$/);
+    assert.equal((await accounts.acceptInvite(fresh.token, GOOD)).state, "active");
+    assert.equal((await store.getPortalUserByEmail("pat@acme.example"))!.state, "active");
+  });
+
+  it("a password change ends every session of the person; it needs the current password, under the sign-in limits", async () => {
+    const { accounts, sessions } = await setUp();
+    const inv = await accounts.invite({ email: "kim@acme.example", tenant: "acme", role: "viewer" });
+    const user = await accounts.acceptInvite(inv.token, GOOD);
+    const a = await sessions.open(user, "password");
+    const b = await sessions.open(user, "passkey");
+    const actor = (await sessions.resolve(a.sessionId))!.actor;
+    await refused(accounts.changePassword(actor, "not my password", "a brand new passphrase", "10.4.0.1"), catalog.PORTAL_SIGNIN_FAILED);
+    await refused(accounts.changePassword(actor, GOOD, " ".repeat(16), "10.4.0.2"), catalog.PORTAL_WEAK_PASSWORD);
+    assert.ok(await sessions.resolve(b.sessionId), "refusals end nothing");
+    assert.equal(await accounts.changePassword(actor, GOOD, "a brand new passphrase", "10.4.0.3"), 2);
+    assert.equal(await sessions.resolve(a.sessionId), undefined);
+    assert.equal(await sessions.resolve(b.sessionId), undefined);
+    await refused(accounts.signIn("kim@acme.example", GOOD, "10.4.0.4"), catalog.PORTAL_SIGNIN_FAILED);
+    assert.equal((await accounts.signIn("kim@acme.example", "a brand new passphrase", "10.4.0.5")).userId, user.userId);
+    for (let i = 0; i < 10; i++) await accounts.changePassword(actor, "wrong guess " + i, "a brand new passphrase", `10.4.1.${i}`).catch(() => undefined);
+    await refused(accounts.changePassword(actor, "a brand new passphrase", "yet another passphrase", "10.4.2.1"), catalog.TOO_MANY_REQUESTS);
+  });
+
+  it("a reset link: operators for anyone, an admin for their own tenant only, nobody for a disabled person; using it ends every session", async () => {
+    const { accounts, sessions } = await setUp();
+    const admin = await accounts.acceptInvite((await accounts.invite({ email: "adm@acme.example", tenant: "acme", role: "admin" })).token, GOOD);
+    const viewer = await accounts.acceptInvite((await accounts.invite({ email: "vi@acme.example", tenant: "acme", role: "viewer" })).token, GOOD);
+    const outsider = await accounts.acceptInvite((await accounts.invite({ email: "out@other.example", tenant: "other", role: "viewer" })).token, GOOD);
+    const op = await accounts.acceptInvite((await accounts.invite({ email: "op@example.org", role: "operator" })).token, GOOD);
+    const as = (u: typeof admin) => ({ userId: u.userId, email: u.email, role: u.role, tenantId: u.tenantId });
+
+    await refused(accounts.resetLink({ userId: outsider.userId }, as(admin)), catalog.PORTAL_NOT_FOUND);
+    await refused(accounts.resetLink({ userId: op.userId }, as(admin)), catalog.PORTAL_NOT_FOUND);
+    const s1 = await sessions.open(viewer, "password");
+    const s2 = await sessions.open(viewer, "passkey");
+    const link = await accounts.resetLink({ userId: viewer.userId }, as(admin));
+    assert.equal(link.expiresAt, new Date(T0 + 24 * 3600_000).toISOString());
+    assert.ok(await sessions.resolve(s1.sessionId), "issuing a link ends nothing yet");
+    await accounts.acceptInvite(link.token, "the viewer's new passphrase");
+    assert.deepEqual([await sessions.resolve(s1.sessionId), await sessions.resolve(s2.sessionId)], [undefined, undefined]);
+    await refused(accounts.acceptInvite(link.token, "a second use of it"), catalog.PORTAL_INVITE_INVALID);
+    assert.equal((await accounts.signIn("vi@acme.example", "the viewer's new passphrase", "10.5.0.1")).userId, viewer.userId);
+
+    assert.match((await accounts.resetLink({ userId: outsider.userId }, as(op))).link, /\/portal\/reset#/);
+    await accounts.disable({ userId: outsider.userId });
+    await refused(accounts.resetLink({ userId: outsider.userId }, as(op)), catalog.PORTAL_INVALID_REQUEST);
+  });
+
+  it("an old N=2^15 hash is replaced by an N=2^17 one at the next sign-in, and the password still works", async () => {
+    const { accounts, store } = await setUp(new PasswordHasher());
+    const made = await store.createPortalUser({ userId: "u_old", email: "old@acme.example", tenantId: "t_acme", role: "admin", at: new Date(T0).toISOString() });
+    assert.equal(made.outcome, "ok");
+    const legacy = await new PasswordHasher({ N: 2 ** 15, r: 8, p: 1 }).hash(GOOD);
+    await store.updatePortalUser("u_old", { passwordHash: legacy, state: "active" }, new Date(T0).toISOString());
+    await refused(accounts.signIn("old@acme.example", "not the password", "10.6.0.1"), catalog.PORTAL_SIGNIN_FAILED);
+    assert.equal((await store.getPortalUser("u_old"))!.passwordHash, legacy, "a failed sign-in upgrades nothing");
+    await accounts.signIn("old@acme.example", GOOD, "10.6.0.2");
+    const upgraded = (await store.getPortalUser("u_old"))!.passwordHash!;
+    assert.match(upgraded, /^scrypt\$131072\$8\$1\$/);
+    assert.equal((await accounts.signIn("old@acme.example", GOOD, "10.6.0.3")).userId, "u_old");
+    assert.equal((await store.getPortalUser("u_old"))!.passwordHash, upgraded, "a current hash is left alone");
+  });
+
+  it("a wrong password for a person with an old, cheaper hash costs a current-cost hash too, as an unknown email does", async () => {
+    const { accounts, store } = await setUp();
+    await store.createPortalUser({ userId: "u_cheap", email: "cheap@acme.example", tenantId: "t_acme", role: "admin", at: new Date(T0).toISOString() });
+    await store.updatePortalUser("u_cheap", { passwordHash: await new PasswordHasher({ N: 2 ** 8, r: 8, p: 1 }).hash(GOOD), state: "active" }, new Date(T0).toISOString());
+    const work = async (email: string, address: string) => {
+      const before = hashingGate.started;
+      await refused(accounts.signIn(email, "not the password", address), catalog.PORTAL_SIGNIN_FAILED);
+      return hashingGate.started - before;
+    };
+    await work("warm-up@acme.example", "10.8.0.1"); // the first unknown email also makes the hash of nothing
+    assert.equal(await work("nobody@acme.example", "10.8.0.2"), 1, "an unknown email: one hash at the current cost");
+    assert.equal(await work("cheap@acme.example", "10.8.0.3"), 2, "an old hash: its own, then one at the current cost");
   });
 });

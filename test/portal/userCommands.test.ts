@@ -3,6 +3,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
+import { isAppError } from "../../src/errors/AppError.ts";
+import { catalog } from "../../src/errors/catalog.ts";
+import { PORTAL_PASSWORD } from "../helpers/portalPeople.ts";
+import { startTestRuntime } from "../helpers/runtime.ts";
 import { attestdCli } from "../helpers/serverProcess.ts";
 
 /**
@@ -49,5 +53,32 @@ describe("attestd user: portal accounts from the command line", () => {
     const unknown = attestdCli(["user", "list-portal", "--tenant", "nope", ...data]);
     assert.equal(unknown.status, 1);
     assert.match(unknown.stderr, /no tenant "nope"/);
+  });
+
+  it("reset-link EMAIL: prints a one-time link that voids the earlier one; none for a disabled or unknown person", async () => {
+    ok(["tenant", "create", "globex"]);
+    const invitation = ok(["user", "invite", "--email", "rae@globex.example", "--tenant", "globex"]).stdout.trim();
+    const reset = ok(["user", "reset-link", "RAE@globex.example", "--public-url", "https://attest.example/"]);
+    assert.match(reset.stdout.trim(), /^https:\/\/attest\.example\/portal\/reset#[A-Za-z0-9_-]{43}$/);
+    assert.match(reset.stderr, /rae@globex\.example may set a new password with that link until \S+Z; it works once/);
+
+    // what the links do, through the same store as a server on this data dir
+    const t = await startTestRuntime({}, { dir });
+    try {
+      const { accounts } = t.runtime.portal;
+      await assert.rejects(accounts.acceptInvite(invitation.split("#")[1]!, PORTAL_PASSWORD), (e: unknown) => isAppError(e) && e.entry === catalog.PORTAL_INVITE_INVALID);
+      assert.equal((await accounts.acceptInvite(reset.stdout.trim().split("#")[1]!, PORTAL_PASSWORD)).state, "active");
+    } finally {
+      await t.close();
+    }
+
+    ok(["user", "disable", "rae@globex.example"]);
+    const disabled = attestdCli(["user", "reset-link", "rae@globex.example", ...data]);
+    assert.deepEqual([disabled.status, disabled.stdout], [1, ""]);
+    assert.match(disabled.stderr, /disabled; enable it first/);
+    assert.doesNotMatch(disabled.stderr, /\n\s+at /, "one line, no stack");
+    const unknown = attestdCli(["user", "reset-link", "nobody@globex.example", ...data]);
+    assert.equal(unknown.status, 1);
+    assert.match(unknown.stderr, /no portal user nobody@globex\.example/);
   });
 });

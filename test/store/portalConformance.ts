@@ -122,6 +122,57 @@ export function portalConformance(name: string, withPartB: boolean, factory: () 
       assert.equal(await b.durable.useInvite(uid("h"), T0), "unknown");
     });
 
+    it("invites: a user has one live link at most: a new one, a use, voiding or a password set void the others; none while disabled", async () => {
+      const u = await person(await tenant());
+      const other = await person(await tenant());
+      const link = async (userId: string, at = T0) => {
+        const tokenHash = uid("h");
+        return { tokenHash, made: await b.durable.createInvite({ tokenHash, userId, createdAtMs: at, expiresAtMs: at + 60_000, usedAtMs: null }) };
+      };
+      const first = await link(u.userId);
+      const second = await link(u.userId, T0 + 1);
+      const theirs = await link(other.userId);
+      assert.deepEqual([first.made, second.made], [true, true]);
+      assert.equal(await b.durable.peekInvite(first.tokenHash, T0 + 2), undefined, "a newer link voids the older one");
+      assert.equal(await b.durable.useInvite(first.tokenHash, T0 + 2), "used");
+      assert.equal(await b.durable.peekInvite(second.tokenHash, T0 + 2), u.userId);
+
+      assert.equal(await b.durable.voidInvites(u.userId, T0 + 3), 1);
+      assert.equal(await b.durable.useInvite(second.tokenHash, T0 + 4), "used", "voided");
+      assert.equal(await b.durable.peekInvite(theirs.tokenHash, T0 + 4), other.userId, "another user's link is untouched");
+
+      const beforePassword = await link(u.userId, T0 + 5);
+      const mk = (h: string, userId: string) =>
+        b.durable.createSession({ sessionHash: h, userId, csrfToken: uid(), createdAtMs: T0, lastSeenAtMs: T0, expiresAtMs: T0 + 3600_000, method: "password" });
+      const [s1, s2, s3] = [uid("s"), uid("s"), uid("s")];
+      await mk(s1, u.userId);
+      await mk(s2, u.userId);
+      await mk(s3, other.userId);
+      assert.equal(await b.durable.setPassword(u.userId, "scrypt$1$8$1$a$b", iso(T0 + 6), T0 + 6), 2, "both of the user's sessions end");
+      const after = (await b.durable.getPortalUser(u.userId))!;
+      assert.deepEqual([after.passwordHash, after.state, after.updatedAt], ["scrypt$1$8$1$a$b", "active", iso(T0 + 6)]);
+      assert.equal(await b.durable.peekInvite(beforePassword.tokenHash, T0 + 7), undefined, "setting a password voids the link out");
+      assert.deepEqual([await b.durable.getSession(s1), await b.durable.getSession(s2)], [undefined, undefined]);
+      assert.equal((await b.durable.getSession(s3))?.userId, other.userId, "another user's session stays");
+
+      // the upgrade of a hash at sign-in replaces only the hash it verified, never a password set meanwhile
+      assert.equal(await b.durable.replacePasswordHash(u.userId, "scrypt$0$8$1$x$y", "scrypt$2$8$1$c$d", iso(T0 + 8)), false);
+      assert.equal((await b.durable.getPortalUser(u.userId))!.passwordHash, "scrypt$1$8$1$a$b");
+      assert.equal(await b.durable.replacePasswordHash(u.userId, "scrypt$1$8$1$a$b", "scrypt$2$8$1$c$d", iso(T0 + 8)), true);
+      assert.equal((await b.durable.getPortalUser(u.userId))!.passwordHash, "scrypt$2$8$1$c$d");
+
+      const beforeDisable = await link(u.userId, T0 + 9);
+      await b.durable.updatePortalUser(u.userId, { state: "disabled" }, iso(T0 + 10));
+      assert.equal(await b.durable.voidInvites(u.userId, T0 + 10), 1);
+      const whileDisabled = await link(u.userId, T0 + 11);
+      assert.equal(whileDisabled.made, false, "no link for a disabled user");
+      assert.equal(await b.durable.setPassword(u.userId, "scrypt$3$8$1$e$f", iso(T0 + 11), T0 + 11), undefined, "nor a password");
+      await b.durable.updatePortalUser(u.userId, { state: "active" }, iso(T0 + 12));
+      assert.equal(await b.durable.peekInvite(beforeDisable.tokenHash, T0 + 12), undefined, "enabling brings no old link back");
+      assert.equal(await b.durable.peekInvite(whileDisabled.tokenHash, T0 + 12), undefined);
+      assert.equal((await b.durable.getPortalUser(u.userId))!.passwordHash, "scrypt$2$8$1$c$d");
+    });
+
     it("sessions: touched forward only, ended one by one or all of a user's, purged when idle or past their end", async () => {
       const u = await person(await tenant());
       const other = await person(await tenant());

@@ -23,12 +23,15 @@ export function signInPage(next: string, ended = false): string {
   );
 }
 
-export function invitePage(): string {
+/** Where a one-time link lands: an invitation's first password, or a reset link's new one (the same API). */
+export function invitePage(kind: "invite" | "reset"): string {
   return layout(
-    "Set your password",
+    kind === "invite" ? "Set your password" : "Choose a new password",
     {},
     html`<form data-api="/portal/api/invite" data-method="POST" data-then="/portal/signin" data-invite class="narrow">
-  <p>Choose a password of at least 12 characters that is not one of the common ones. This link works once.</p>
+  <p>Choose a password of at least 12 characters that is not one of the common ones. This link works once${
+    kind === "reset" ? ", and signs you out everywhere: sign in again with the new password" : ""
+  }.</p>
   <label>New password <input type="password" name="password" autocomplete="new-password" required minlength="12" maxlength="1024"></label>
   <button type="submit">Set password</button>
 </form>`,
@@ -66,6 +69,16 @@ export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin:
     <dt>Email</dt><dd>${actor.email}</dd>
     <dt>Role</dt><dd>${actor.role}</dd>
   </dl>
+</section>
+<section aria-labelledby="password-h">
+  <h2 id="password-h">Password</h2>
+  <p>Changing it signs you out everywhere else; this browser stays signed in.</p>
+  <form data-api="/portal/api/account/password" data-method="POST" data-then="/portal/account" aria-label="Change your password" class="narrow">
+    <input type="email" autocomplete="username" value="${actor.email}" hidden aria-hidden="true">
+    <label>Current password <input type="password" name="currentPassword" autocomplete="current-password" required maxlength="1024"></label>
+    <label>New password <input type="password" name="newPassword" autocomplete="new-password" required minlength="12" maxlength="1024"></label>
+    <button type="submit">Change password</button>
+  </form>
 </section>
 <section aria-labelledby="passkeys-h">
   <h2 id="passkeys-h">Passkeys</h2>

@@ -3,13 +3,25 @@ import { html } from "../html.ts";
 import { layout, table, type PageContext } from "../layout.ts";
 import { minutes } from "./account.ts";
 
-/** Operators: everyone who signs in, filtered by tenant or to the operators; invite, change role, disable, enable. */
+/**
+ * Operators: everyone who signs in, filtered by tenant or to the operators; invite, reset link, change role, disable,
+ * enable. A tenant admin: the people of their tenant, and a reset link for each.
+ */
 export function usersPage(ctx: PageContext, people: PersonSummary[], f: PeopleFilter): string {
   const self = ctx.actor!.userId;
+  const operator = ctx.actor!.role === "operator";
   const rows = people.map((p) => {
     const api = `/portal/api/users/${encodeURIComponent(p.userId)}`;
+    // a secret shown once: into the page's #new-link, like an invitation's
+    const reset =
+      p.state === "disabled" || p.userId === self
+        ? ""
+        : html`<form data-api="${api}/reset-link" data-method="POST" data-reveal="new-link:link" class="row-form"
+          data-done="Reset link for ${p.email} made. Copy it below now: it is shown once." aria-label="Reset link for ${p.email}">
+          <button type="submit" class="secondary">Reset link</button>
+        </form>`;
     const role =
-      p.role === "operator"
+      p.role === "operator" || !operator
         ? "operator"
         : html`<form data-api="${api}" data-method="PATCH" class="row-form" aria-label="Role of ${p.email}">
         <select name="role" aria-label="Role of ${p.email}">
@@ -17,12 +29,13 @@ export function usersPage(ctx: PageContext, people: PersonSummary[], f: PeopleFi
         </select>
         <button type="submit" class="secondary">Change</button>
       </form>`;
-    const action =
-      p.state === "disabled"
+    const action = !operator
+      ? reset || (p.userId === self ? "you" : "")
+      : p.state === "disabled"
         ? html`<button type="button" class="secondary" data-api="${api}/enable" data-method="POST">Enable</button>`
         : p.userId === self
           ? "you"
-          : html`<button type="button" class="secondary" data-api="${api}/disable" data-method="POST"
+          : html`${reset}<button type="button" class="secondary" data-api="${api}/disable" data-method="POST"
           data-confirm="Disable ${p.email}? Every session of theirs ends at once.">Disable</button>`;
     return html`<tr>
   <td data-label="Email">${p.email}</td><td data-label="Tenant">${p.tenant ?? "—"}</td><td data-label="Role">${role}</td>
@@ -30,6 +43,22 @@ export function usersPage(ctx: PageContext, people: PersonSummary[], f: PeopleFi
 </tr>`;
   });
   const caption = f.operators ? "Operators" : f.tenant ? `People of ${f.tenant}` : "Everyone";
+  const linkShown = html`<div id="new-link" hidden>
+    <p><strong>The link, shown once.</strong> Send it to the person: it works once, for 24 hours, and sets their
+    password; any earlier link of theirs no longer works. A reset link also signs them out everywhere when used.</p>
+    <p><code id="new-link-value"></code> <button type="button" class="secondary" data-copy="new-link-value">Copy</button></p>
+  </div>`;
+  if (!operator) {
+    return layout(
+      "Users",
+      ctx,
+      html`<p>The people of your tenant. One who forgot their password gets a reset link from you; an operator invites
+new people and changes roles.</p>
+${linkShown}
+<div class="stack">${table(caption, ["Email", "Tenant", "Role", "State", "Since", "Action"], rows)}</div>`,
+      "/portal/users",
+    );
+  }
   return layout(
     "Users",
     ctx,
@@ -57,11 +86,7 @@ export function usersPage(ctx: PageContext, people: PersonSummary[], f: PeopleFi
     </div>
     <button type="submit" class="auto">Invite</button>
   </form>
-  <div id="new-link" hidden>
-    <p><strong>The sign-in link, shown once.</strong> Send it to the person: it works once, for 24 hours, and sets
-    their password.</p>
-    <p><code id="new-link-value"></code> <button type="button" class="secondary" data-copy="new-link-value">Copy</button></p>
-  </div>
+  ${linkShown}
 </section>
 <div class="stack">${table(caption, ["Email", "Tenant", "Role", "State", "Since", "Action"], rows)}</div>`,
     "/portal/users",

@@ -13,13 +13,14 @@ function safeNext(next: string | undefined): string {
   return next && /^\/portal\/[^\\]*$/.test(next) && !next.startsWith("//") ? next : "/portal/";
 }
 
-/** Signing in and out, and setting a password through an invitation. */
+/** Signing in and out, setting a password through an invitation or a reset link, and changing it. */
 export function registerAccountRoutes(app: AppInstance, { deps, html, tags, startSession }: PortalRoutes): void {
   const SignInQuery = Type.Object({ next: Type.Optional(Type.String({ maxLength: 500 })), ended: Type.Optional(Type.String({ maxLength: 8 })) });
   app.get("/portal/signin", { schema: { hide: true, querystring: SignInQuery }, config: { portal: "public" } }, (request, reply) =>
     html(reply, signInPage(safeNext(request.query.next), request.query.ended !== undefined)),
   );
-  app.get("/portal/invite", { schema: { hide: true }, config: { portal: "public" } }, (_request, reply) => html(reply, invitePage()));
+  app.get("/portal/invite", { schema: { hide: true }, config: { portal: "public" } }, (_request, reply) => html(reply, invitePage("invite")));
+  app.get("/portal/reset", { schema: { hide: true }, config: { portal: "public" } }, (_request, reply) => html(reply, invitePage("reset")));
 
   app.post(
     "/portal/api/session",
@@ -67,12 +68,36 @@ export function registerAccountRoutes(app: AppInstance, { deps, html, tags, star
       schema: {
         tags,
         operationId: "portalAcceptInvite",
-        summary: "Set a password with a one-time sign-in link's token",
+        summary: "Set a password with a one-time link's token (an invitation or a reset link); every session of the person ends",
         body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 128 }), password: Password }, { additionalProperties: false }),
         response: { 200: Type.Object({ email: Type.String() }), ...partBErrors(400, 403, 410) },
       },
       config: { portal: "public" },
     },
     async (request) => ({ email: (await deps.accounts.acceptInvite(request.body.token, request.body.password)).email }),
+  );
+  app.post(
+    "/portal/api/account/password",
+    {
+      schema: {
+        tags,
+        operationId: "portalChangePassword",
+        summary:
+          "Change your password (the current one required, under the sign-in rate limits): every session of yours ends, and this browser gets a new one in the answer's cookie",
+        body: Type.Object({ currentPassword: Password, newPassword: Password }, { additionalProperties: false }),
+        response: {
+          200: Type.Object({ email: Type.String(), sessionsEnded: Type.Integer({ description: "your sessions ended, this one included" }) }),
+          ...partBErrors(400, 401, 403, 429),
+        },
+      },
+      config: { portal: "viewer" },
+    },
+    async (request, reply) => {
+      const actor = request.actor!;
+      const sessionsEnded = await deps.accounts.changePassword(actor, request.body.currentPassword, request.body.newPassword, request.ip);
+      // the cookie this request came with names a session that just ended: the person goes on in a fresh one
+      await startSession(reply, await deps.accounts.find({ userId: actor.userId }), "password");
+      return { email: actor.email, sessionsEnded };
+    },
   );
 }

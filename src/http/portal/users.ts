@@ -25,15 +25,19 @@ const Person = Type.Object({
 const UserParams = Type.Object({ userId: Type.String({ minLength: 1, maxLength: 64 }) });
 
 /**
- * Operators' Users page and its admin API: the same PortalAccounts operations as `attestd user invite |
- * set-role | disable | enable | list-portal`, one to one.
+ * The Users page and its admin API: the same PortalAccounts operations as `attestd user invite | reset-link |
+ * set-role | disable | enable | list-portal`, one to one. Operators see and run everyone; a tenant admin sees the
+ * people of their own tenant and may give them a reset link, nothing more.
  */
-export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags }: PortalRoutes): void {
+export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags, scope }: PortalRoutes): void {
   const accounts = deps.accounts;
 
-  app.get("/portal/users", { schema: { hide: true, querystring: PeopleQuery }, config: { portal: "operator" } }, async (request, reply) => {
-    const people = await accounts.list(request.query);
-    return html(reply, usersPage(ctxOf(request), people, request.query));
+  app.get("/portal/users", { schema: { hide: true, querystring: PeopleQuery }, config: { portal: "admin" } }, async (request, reply) => {
+    if (request.actor!.role === "operator") return html(reply, usersPage(ctxOf(request), await accounts.list(request.query), request.query));
+    // whatever the query says, an admin's list is their own tenant's
+    const { tenant } = await scope(request, false);
+    const filter = { tenant: tenant!.name };
+    return html(reply, usersPage(ctxOf(request), await accounts.list(filter), filter));
   });
 
   app.get(
@@ -68,6 +72,24 @@ export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags }
     async (request) => {
       const inv = await accounts.invite(request.body);
       return { user: summarisePerson(inv.user, "tenant" in request.body ? request.body.tenant : null), link: inv.link, expiresAt: inv.expiresAt };
+    },
+  );
+  app.post(
+    "/portal/api/users/:userId/reset-link",
+    {
+      schema: {
+        tags,
+        operationId: "portalUserResetLink",
+        summary:
+          "A one-time link (24 h) where the person sets a new password, in this answer only; their earlier links stop working, and using it ends every session of theirs (operators for anyone, a tenant admin for their own tenant's people; not for a disabled person)",
+        params: UserParams,
+        response: { 200: Type.Object({ email: Type.String(), link: Type.String(), expiresAt: Type.String() }), ...partBErrors(400, 401, 403, 404) },
+      },
+      config: { portal: "admin" },
+    },
+    async (request) => {
+      const link = await accounts.resetLink({ userId: request.params.userId }, request.actor!);
+      return { email: link.user.email, link: link.link, expiresAt: link.expiresAt };
     },
   );
   app.patch(

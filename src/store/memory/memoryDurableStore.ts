@@ -420,8 +420,17 @@ export class MemoryDurableStore implements DurableStore {
     return true;
   }
   async createInvite(i: PortalInvite) {
-    if (!this.people.has(i.userId)) throw new MemoryConstraintError(`invite: no user ${i.userId}`);
+    const p = this.people.get(i.userId);
+    if (!p) throw new MemoryConstraintError(`invite: no user ${i.userId}`);
+    if (p.state === "disabled") return false;
+    this.voidLinks(i.userId, i.createdAtMs);
     this.invites.set(i.tokenHash, { ...i });
+    return true;
+  }
+  private voidLinks(userId: string, nowMs: number): number {
+    let n = 0;
+    for (const i of this.invites.values()) if (i.userId === userId && i.usedAtMs === null) (i.usedAtMs = nowMs), n++;
+    return n;
   }
   async peekInvite(tokenHash: string, nowMs: number) {
     const i = this.invites.get(tokenHash);
@@ -432,8 +441,24 @@ export class MemoryDurableStore implements DurableStore {
     if (!i) return "unknown" as const;
     if (i.usedAtMs !== null) return "used" as const;
     if (i.expiresAtMs <= nowMs) return "expired" as const;
-    i.usedAtMs = nowMs;
+    this.voidLinks(i.userId, nowMs);
     return { ...i };
+  }
+  async voidInvites(userId: string, nowMs: number) {
+    return this.voidLinks(userId, nowMs);
+  }
+  async setPassword(userId: string, passwordHash: string, at: string, nowMs: number) {
+    const p = this.people.get(userId);
+    if (!p || p.state === "disabled") return undefined;
+    Object.assign(p, { passwordHash, state: "active", updatedAt: at });
+    this.voidLinks(userId, nowMs);
+    return this.deleteUserSessions(userId);
+  }
+  async replacePasswordHash(userId: string, from: string, to: string, at: string) {
+    const p = this.people.get(userId);
+    if (!p || p.passwordHash !== from) return false;
+    Object.assign(p, { passwordHash: to, updatedAt: at });
+    return true;
   }
   async createSession(x: PortalSession) {
     if (!this.people.has(x.userId)) throw new MemoryConstraintError(`session: no user ${x.userId}`);

@@ -116,6 +116,9 @@ const COUNT_REQUESTS_FROM_A = `INSERT INTO activity_stats (tenant_id, hour, meth
  * instances. Every driver error passes through fromPgError: an unreachable database becomes StoreUnavailableError
  * (→ 503), a constraint violation stays what it is.
  */
+const PORTAL_USER_FOR_UPDATE = "SELECT portal_state FROM enroll_users WHERE user_id = $1 FOR UPDATE";
+const VOID_INVITES = "UPDATE portal_invites SET used_at_ms = $2 WHERE user_id = $1 AND used_at_ms IS NULL";
+
 export class PgStore implements DurableStore, NonceStore, JtiStore {
   readonly kind = "postgres";
   readonly pool: pg.Pool;
@@ -650,12 +653,23 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     return (r.rowCount ?? 0) > 0;
   }
 
-  async createInvite(i: PortalInvite): Promise<void> {
-    await this.q(
-      "insertInvite",
-      "INSERT INTO portal_invites (token_hash, user_id, created_at_ms, expires_at_ms, used_at_ms) VALUES ($1, $2, $3, $4, NULL)",
-      [i.tokenHash, i.userId, i.createdAtMs, i.expiresAtMs],
-    );
+  /**
+   * Every change to a user's links first locks the user's row, so they take turns: a link made while another is
+   * used, or while the user is disabled, is voided or refused, never left live beside it.
+   */
+  async createInvite(i: PortalInvite): Promise<boolean> {
+    return transaction(this.pool, async (c) => {
+      const u = await query(c, "portalUserForUpdate", PORTAL_USER_FOR_UPDATE, [i.userId]);
+      if (u.rows[0]?.portal_state === "disabled") return false;
+      await query(c, "voidInvites", VOID_INVITES, [i.userId, i.createdAtMs]);
+      await query(
+        c,
+        "insertInvite",
+        "INSERT INTO portal_invites (token_hash, user_id, created_at_ms, expires_at_ms, used_at_ms) VALUES ($1, $2, $3, $4, NULL)",
+        [i.tokenHash, i.userId, i.createdAtMs, i.expiresAtMs],
+      );
+      return true;
+    });
   }
 
   async peekInvite(tokenHash: string, nowMs: number): Promise<string | undefined> {
@@ -668,16 +682,51 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
   }
 
   async useInvite(tokenHash: string, nowMs: number): Promise<PortalInvite | "unknown" | "expired" | "used"> {
-    // one statement takes it; only when that fails does a second read say why
-    const taken = await this.q(
-      "useInvite",
-      "UPDATE portal_invites SET used_at_ms = $2 WHERE token_hash = $1 AND used_at_ms IS NULL AND expires_at_ms > $2 RETURNING *",
-      [tokenHash, nowMs],
-    );
-    if (taken.rows[0]) return pgRows.invite(taken.rows[0]);
-    const r = await this.q("inviteByHash", "SELECT * FROM portal_invites WHERE token_hash = $1", [tokenHash]);
-    if (!r.rows[0]) return "unknown";
-    return pgRows.invite(r.rows[0]).usedAtMs !== null ? "used" : "expired";
+    return transaction(this.pool, async (c) => {
+      const found = await query(c, "inviteUserByHash", "SELECT user_id FROM portal_invites WHERE token_hash = $1", [tokenHash]);
+      if (!found.rows[0]) return "unknown";
+      const userId = found.rows[0].user_id as string;
+      await query(c, "portalUserForUpdate", PORTAL_USER_FOR_UPDATE, [userId]);
+      // read under the lock: a concurrent use of this link or another of the user's has committed by now
+      const r = await query(c, "inviteByHash", "SELECT * FROM portal_invites WHERE token_hash = $1", [tokenHash]);
+      const invite = pgRows.invite(r.rows[0]!);
+      if (invite.usedAtMs !== null) return "used";
+      if (invite.expiresAtMs <= nowMs) return "expired";
+      await query(c, "voidInvites", VOID_INVITES, [userId, nowMs]);
+      return { ...invite, usedAtMs: nowMs };
+    });
+  }
+
+  async voidInvites(userId: string, nowMs: number): Promise<number> {
+    return transaction(this.pool, async (c) => {
+      await query(c, "portalUserForUpdate", PORTAL_USER_FOR_UPDATE, [userId]);
+      return (await query(c, "voidInvites", VOID_INVITES, [userId, nowMs])).rowCount ?? 0;
+    });
+  }
+
+  async setPassword(userId: string, passwordHash: string, at: string, nowMs: number): Promise<number | undefined> {
+    return transaction(this.pool, async (c) => {
+      const set = await query(
+        c,
+        "setPassword",
+        `UPDATE enroll_users SET password_hash = $2, portal_state = 'active', updated_at = $3
+         WHERE user_id = $1 AND portal_role IS NOT NULL AND portal_state <> 'disabled'`,
+        [userId, passwordHash, at],
+      );
+      if (!set.rowCount) return undefined;
+      await query(c, "voidInvites", VOID_INVITES, [userId, nowMs]);
+      return (await query(c, "deleteUserSessions", "DELETE FROM portal_sessions WHERE user_id = $1", [userId])).rowCount ?? 0;
+    });
+  }
+
+  async replacePasswordHash(userId: string, from: string, to: string, at: string): Promise<boolean> {
+    const r = await this.q("replacePasswordHash", "UPDATE enroll_users SET password_hash = $3, updated_at = $4 WHERE user_id = $1 AND password_hash = $2", [
+      userId,
+      from,
+      to,
+      at,
+    ]);
+    return (r.rowCount ?? 0) > 0;
   }
 
   async createSession(x: PortalSession): Promise<void> {

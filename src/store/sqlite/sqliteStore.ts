@@ -587,10 +587,20 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     return r.changes > 0;
   }
 
-  async createInvite(i: PortalInvite): Promise<void> {
-    this.db
-      .prepare("INSERT INTO portal_invites (token_hash, user_id, created_at_ms, expires_at_ms, used_at_ms) VALUES (?, ?, ?, ?, NULL)")
-      .run(i.tokenHash, i.userId, i.createdAtMs, i.expiresAtMs);
+  async createInvite(i: PortalInvite): Promise<boolean> {
+    return transaction(this.db, "immediate", () => {
+      const state = pluck(this.db.prepare("SELECT portal_state FROM enroll_users WHERE user_id = ?")).get(i.userId);
+      if (state === "disabled") return false;
+      this.voidLinks(i.userId, i.createdAtMs);
+      this.db
+        .prepare("INSERT INTO portal_invites (token_hash, user_id, created_at_ms, expires_at_ms, used_at_ms) VALUES (?, ?, ?, ?, NULL)")
+        .run(i.tokenHash, i.userId, i.createdAtMs, i.expiresAtMs);
+      return true;
+    });
+  }
+
+  private voidLinks(userId: string, nowMs: number): number {
+    return Number(this.db.prepare("UPDATE portal_invites SET used_at_ms = ? WHERE user_id = ? AND used_at_ms IS NULL").run(nowMs, userId).changes);
   }
 
   async peekInvite(tokenHash: string, nowMs: number): Promise<string | undefined> {
@@ -607,9 +617,32 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
       const invite = sqliteRows.invite(r);
       if (invite.usedAtMs !== null) return "used";
       if (invite.expiresAtMs <= nowMs) return "expired";
-      this.db.prepare("UPDATE portal_invites SET used_at_ms = ? WHERE token_hash = ?").run(nowMs, tokenHash);
+      this.voidLinks(invite.userId, nowMs);
       return { ...invite, usedAtMs: nowMs };
     });
+  }
+
+  async voidInvites(userId: string, nowMs: number): Promise<number> {
+    return this.voidLinks(userId, nowMs);
+  }
+
+  async setPassword(userId: string, passwordHash: string, at: string, nowMs: number): Promise<number | undefined> {
+    return transaction(this.db, "immediate", () => {
+      const set = this.db
+        .prepare(
+          `UPDATE enroll_users SET password_hash = ?, portal_state = 'active', updated_at = ?
+           WHERE user_id = ? AND portal_role IS NOT NULL AND portal_state <> 'disabled'`,
+        )
+        .run(passwordHash, at, userId);
+      if (set.changes === 0) return undefined;
+      this.voidLinks(userId, nowMs);
+      return Number(this.db.prepare("DELETE FROM portal_sessions WHERE user_id = ?").run(userId).changes);
+    });
+  }
+
+  async replacePasswordHash(userId: string, from: string, to: string, at: string): Promise<boolean> {
+    const r = this.db.prepare("UPDATE enroll_users SET password_hash = ?, updated_at = ? WHERE user_id = ? AND password_hash = ?").run(to, at, userId, from);
+    return r.changes > 0;
   }
 
   async createSession(x: PortalSession): Promise<void> {
