@@ -99,6 +99,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
 
   const metrics = new Metrics();
   metrics.trackAndroidTrust(() => trust.androidUsable());
+  metrics.trackTrustHeldBack(() => trust.heldBackCounts());
   const activity = new ActivityRecorder(stores.durable, log, {
     onDropped: (reason, count) => metrics.activityDropped.inc({ reason }, count),
   });

@@ -46,6 +46,11 @@ export interface AndroidTrustOptions {
   startupWaitMs?: number;
   /** largest body accepted from a source; default 16 MiB (Google's status list is a few hundred KiB) */
   maxBytes?: number;
+  /**
+   * --android-max-shrink: a copy of the roots or the status list that loses more than this share (percent) of the
+   * certificates or entries in force is held back and the copy in force stays; 100 accepts any. Default 100.
+   */
+  maxShrinkPercent?: number;
 }
 
 export interface AndroidTrustHealth {
@@ -197,11 +202,13 @@ export async function loadAndroidTrust(opts: AndroidTrustOptions): Promise<Andro
     cacheDir: opts.cacheDir,
     maxAgeSeconds: opts.maxAgeSeconds,
     maxAgeSetting: "--android-max-age",
+    maxShrinkSetting: "--android-max-shrink",
     now,
     log,
     ...(opts.fetch ? { fetch: opts.fetch } : {}),
     ...(opts.fetchTimeoutMs !== undefined ? { fetchTimeoutMs: opts.fetchTimeoutMs } : {}),
     ...(opts.maxBytes !== undefined ? { maxBytes: opts.maxBytes } : {}),
+    ...(opts.maxShrinkPercent !== undefined ? { maxShrinkPercent: opts.maxShrinkPercent } : {}),
   };
   const rootsSource = opts.rootsSource
     ? new RefreshingSource<AndroidRoots>({
