@@ -38,20 +38,17 @@ describe("android-key over HTTP (real device chain)", () => {
   });
   after(async () => t.close());
 
-  it("/readyz reports both Android trust sources loaded, with what they hold", async () => {
+  it("/readyz reports both Android trust sources loaded, naming neither's file", async () => {
     const res = await t.runtime.app.inject({ method: "GET", url: "/readyz" });
     assert.equal(res.statusCode, 200, res.body);
     const body = res.json();
     assert.deepEqual(body.degraded, []);
     const android = body.checks.filter((c: { name: string }) => c.name.startsWith("android-"));
     assert.deepEqual(android, [
-      { name: "android-roots", ok: true, detail: "Google's roots are built in: 5 certificates, 2 keys" },
-      {
-        name: "android-status",
-        ok: true,
-        detail: `the Android attestation status list from ${statusFile}: 5 entries, obtained 2025-06-01T00:00:00.000Z`,
-      },
+      { name: "android-roots", ok: true, state: "ok" },
+      { name: "android-status", ok: true, state: "ok" },
     ]);
+    assert.ok(!res.body.includes(statusFile), res.body);
   });
 
   it("the matching challenge → Success / Yes, with the record mapping of blob-format.md", async () => {
