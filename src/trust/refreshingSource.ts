@@ -7,9 +7,10 @@ import { PRIVATE_DIR_MODE } from "../secrets/privateFiles.ts";
 /**
  * One trust document kept current from its source, a file or an http(s) URL: read with a bounded body, a timeout
  * and an abort at shutdown; the last good copy kept in a disk cache (atomic write, keyed by source, original time
- * kept); fresh while younger than a maximum age; described in one sentence for /readyz, the log and the
- * appraisal's reason. A refresh never throws. What the document means is the caller's `parse`: the Android roots
- * and status list are two of these (androidTrustSource.ts). See src/trust/README.md.
+ * kept); fresh while younger than a maximum age; described twice: one sentence for the log and operators
+ * (`summary`, naming the source and the cache) and the same without them for everyone else (`reason`: tenant
+ * viewers, the appraisal's reason). A refresh never throws. What the document means is the caller's `parse`: the
+ * Android roots and status list are two of these (androidTrustSource.ts). See src/trust/README.md.
  */
 
 /** pino-compatible: `log.warn({ ...fields }, "message")` */
@@ -45,14 +46,18 @@ export interface SourceHealth {
   lastError?: string;
   /**
    * Why the source is not simply fine, in words that name no URL, file or directory: what a tenant viewer is shown
-   * (src/services/trustSources.ts). Absent while the source is ok, unheld and its last read succeeded.
+   * (src/services/trustSources.ts) and what the appraisal's reason quotes (androidTrustSource.ts), so no verdict
+   * names one. Absent while the source is ok, unheld and its last read succeeded.
    */
   reason?: string;
   /** the last copy read from the source was held back (too many entries lost): the copy in force stays */
   heldBack?: HeldBack;
   /** copies held back since start (the attestd_trust_refresh_held_total counter); absent for fixed parts */
   heldTotal?: number;
-  /** one sentence: the facts when `state` is ok, else why this source is unusable (what unavailableReason quotes) */
+  /**
+   * Operators only (the log, the operators' portal page), one sentence naming the source and the cache: the facts
+   * when `state` is ok, else why this source is unusable.
+   */
   summary: string;
 }
 
@@ -308,8 +313,8 @@ export class RefreshingSource<T> {
   }
 
   /**
-   * The sentence for this source. It names no age in seconds: callers put it in values that must stay the same
-   * object while nothing changes (the appraisal's reason).
+   * The operator's sentence for this source. It names no age in seconds, like publicReason, whose words the
+   * appraisal's reason quotes in values that must stay the same object while nothing changes.
    */
   private summarize(h: SourceHealth): string {
     const { noun, verb, cacheDir } = this.opts;
