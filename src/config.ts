@@ -84,6 +84,11 @@ export const settings = {
     default: 3600,
     min: 10,
   }),
+  androidMaxShrink: s(
+    "int",
+    "percent of its entries (or certificates) a newly read Android status list (or roots) may lose against the copy in force; one that loses more, or is empty, is held back and the copy in force stays (100: accept any)",
+    { default: 50, min: 0, max: 100 },
+  ),
   androidMinPatchLevel: s("int", "minimum Android OS patch level (YYYYMM or YYYYMMDD) for a Yes verdict"),
   androidPolicy: s("string", "JSON android-key policy: a default and per-tenant minOsPatchLevel / allowedApps (docs/android-key.md)"),
   earAlg: s("string", "signature algorithm of new result-signing keys (EAR), made on first start and by `attestd keys rotate`", {

@@ -4,7 +4,7 @@ import { publicBaseUrl, type Config } from "./config.ts";
 import { createLogger, type LogFormat } from "./logging.ts";
 import { buildApp } from "./http/app.ts";
 import { Metrics } from "./http/metrics.ts";
-import type { AppInstance, ReadinessReport } from "./http/types.ts";
+import { checkState, type AppInstance, type ReadinessReport } from "./http/types.ts";
 import { ActivityRecorder } from "./services/activityRecorder.ts";
 import { ApiKeyAuthenticator } from "./services/apiKeyAuth.ts";
 import { createEnrollment, type Enrollment } from "./enrollment/enrollment.ts";
@@ -105,6 +105,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
 
   const metrics = new Metrics();
   metrics.trackAndroidTrust(() => trust.androidUsable());
+  metrics.trackTrustHeldBack(() => trust.heldBackCounts());
   const activity = new ActivityRecorder(stores.durable, log, {
     onDropped: (reason, count) => metrics.activityDropped.inc({ reason }, count),
   });
@@ -153,11 +154,30 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     // the load balancer would turn an android-key outage into a total one (vendor blobs and Part B too).
     // Readiness means "this instance cannot serve, another could" (docs/deployment.md).
     const advisory = trust.readiness();
-    return {
+    const report = {
       ready: critical.every((c) => c.ok),
       degraded: advisory.degraded,
       checks: [...critical, ...advisory.checks],
     };
+    logReadinessChanges(report.checks);
+    return report;
+  };
+  // /readyz says no more than name and state; the operator reads why here, once per change (it is polled every
+  // few seconds, so a line per poll would bury the log)
+  const lastStates = new Map<string, string>();
+  const logReadinessChanges = (checks: ReadinessReport["checks"]): void => {
+    for (const c of checks) {
+      const state = checkState(c);
+      const before = lastStates.get(c.name);
+      if (before === state || (before === undefined && c.ok)) {
+        lastStates.set(c.name, state);
+        continue;
+      }
+      lastStates.set(c.name, state);
+      const fields = { check: c.name, state, ...(before ? { before } : {}), ...(c.detail ? { detail: c.detail } : {}) };
+      if (c.ok) log.info(fields, `readiness: ${c.name} is ${state} again`);
+      else log.warn(fields, `readiness: ${c.name} is ${state}${c.detail ? `: ${c.detail}` : ""}`);
+    }
   };
 
   const app = await buildApp({

@@ -159,8 +159,9 @@ export interface AndroidTrust {
   /** false when the roots or the status list are missing or older than the configured maximum age. */
   fresh: boolean;
   /**
-   * Set whenever `fresh` is false: one sentence saying which source is missing or stale, where it was to come
-   * from and what went wrong. The appraisal's reason quotes it, so a refusal says exactly why.
+   * Set whenever `fresh` is false: which source is missing or stale and what went wrong, in words that name no
+   * URL, file or directory. The appraisal's reason quotes it and tenants read that (the verdict, its record, the
+   * portal); the operator's sentence, with the source and the cache path, is in the log (src/trust/).
    */
   unavailableReason?: string;
   allowedBootKeys: readonly AllowedBootKey[];

@@ -33,6 +33,7 @@ export const TRUST_SETTINGS: SettingName[] = [
   "allowedBootKeys",
   "androidMaxAge",
   "androidRefresh",
+  "androidMaxShrink",
   "androidMinPatchLevel",
   "androidPolicy",
 ];

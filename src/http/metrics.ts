@@ -68,6 +68,23 @@ export class Metrics {
     );
   }
 
+  /**
+   * `attestd_trust_refresh_held_total{source}`: copies of a trust source held back for losing too many entries
+   * (--android-max-shrink). Counted by the source itself, which may hold one back before this registry exists.
+   */
+  trackTrustHeldBack(read: () => { source: string; count: number }[]): void {
+    new Counter({
+      name: "attestd_trust_refresh_held_total",
+      help: "Copies of a trust source (android-roots, android-status) held back because they lost more than --android-max-shrink of the entries in force; the copy in force stays",
+      labelNames: ["source"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { source, count } of read()) this.inc({ source }, count);
+      },
+    });
+  }
+
   /** `attestd_activity_pending`: activity-log entries in memory, not yet written */
   trackActivityBacklog(pending: () => number): void {
     this.gaugeReading(

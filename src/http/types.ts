@@ -64,9 +64,18 @@ export interface ReadinessReport {
    * endpoint, so routing away would not help). Optional for checkers that have none; the answer always has it.
    */
   degraded?: string[];
-  checks: { name: string; ok: boolean; detail?: string }[];
+  /**
+   * `state` is a word anyone may be told (absent: "ok" or "failing" after `ok`); `detail` names hosts, files and
+   * URLs, so /readyz never sends it: the server logs it when a check's state changes (src/server.ts).
+   */
+  checks: { name: string; ok: boolean; state?: string; detail?: string }[];
 }
 export type ReadinessCheck = () => Promise<ReadinessReport>;
+
+/** A check's state as /readyz and the log say it: its own word, or "ok" / "failing" (a store's ping). */
+export function checkState(c: ReadinessReport["checks"][number]): string {
+  return c.state ?? (c.ok ? "ok" : "failing");
+}
 
 export interface AppDeps {
   logger: FastifyBaseLogger | boolean;

@@ -1,4 +1,4 @@
-import type { SourceHealth } from "../trust/refreshingSource.ts";
+import type { HeldBack, SourceHealth } from "../trust/refreshingSource.ts";
 import type { Trust } from "../trust/openTrust.ts";
 
 /** One trust source as the portal shows it. */
@@ -14,13 +14,17 @@ export interface TrustSourceView {
   ageSeconds?: number;
   /** the last read of the source, successful or not */
   lastAttempt?: string;
-  lastError?: string;
+  /** why the source is not simply fine, naming no URL, file or directory (everyone) */
+  reason?: string;
+  /** a new copy held back for losing too many entries; the copy in force stays (everyone: counts and times only) */
+  heldBack?: HeldBack;
   /** certificates (roots) or entries (status list) */
   items?: number;
   /** a read is under way */
   pending?: boolean;
-  /** operators only: the file or URL, and the sentence /readyz says (both may name the server's paths) */
+  /** operators only: the file or URL, the last error and the whole sentence (each may name the server's paths or URLs) */
   source?: string;
+  lastError?: string;
   summary?: string;
 }
 
@@ -45,11 +49,12 @@ export class TrustSources {
     const h = this.trust.androidHealth();
     const one = (name: TrustSourceView["name"], s: SourceHealth): TrustSourceView => {
       const v: TrustSourceView = { name, label: LABELS[name], state: s.state, configured: s.configured };
-      for (const k of ["origin", "fetchedAt", "ageSeconds", "lastAttempt", "lastError", "items", "pending"] as const) {
+      for (const k of ["origin", "fetchedAt", "ageSeconds", "lastAttempt", "reason", "heldBack", "items", "pending"] as const) {
         if (s[k] !== undefined) (v as unknown as Record<string, unknown>)[k] = s[k];
       }
       if (forOperator) {
         if (s.source !== undefined) v.source = s.source;
+        if (s.lastError !== undefined) v.lastError = s.lastError;
         v.summary = s.summary;
       }
       return v;

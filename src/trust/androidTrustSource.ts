@@ -12,7 +12,8 @@ import { RefreshingSource, silentLog, type SourceHealth, type SourceState, type 
  * android-key trust as one value: Google's attestation roots (built in, or a refreshing source replacing them)
  * and its revocation status list (a refreshing source, refreshingSource.ts), the operator's boot-key allow-list
  * and policy, composed into the AndroidTrust the appraisal is handed (appraisal never does I/O); `health()` says
- * what is missing or stale, for /readyz and the log, which says when android-key turns usable or unusable. See
+ * what is missing or stale, for /readyz and the log, which says when android-key turns usable or unusable (with
+ * the sources' URLs and files; the appraisal's reason, which tenants read, says it without them). See
  * src/trust/README.md.
  */
 
@@ -46,6 +47,11 @@ export interface AndroidTrustOptions {
   startupWaitMs?: number;
   /** largest body accepted from a source; default 16 MiB (Google's status list is a few hundred KiB) */
   maxBytes?: number;
+  /**
+   * --android-max-shrink: a copy of the roots or the status list that loses more than this share (percent) of the
+   * certificates or entries in force is held back and the copy in force stays; 100 accepts any. Default 100.
+   */
+  maxShrinkPercent?: number;
 }
 
 export interface AndroidTrustHealth {
@@ -53,7 +59,7 @@ export interface AndroidTrustHealth {
   ok: boolean;
   roots: SourceHealth;
   status: SourceHealth;
-  /** set when !ok: the same text as current().unavailableReason */
+  /** set when !ok: the same text as current().unavailableReason (no URL or path; the sources' summaries have them) */
   unavailableReason?: string;
   allowedBootKeys: { source?: string; count: number; lastError?: string };
   maxAgeSeconds: number;
@@ -169,7 +175,8 @@ function builtInRootsPart(roots: AndroidRoots): Part<AndroidRoots> {
   };
 }
 
-/** No --android-status: missing for good, so android-key fails closed and says why. */
+/** No --android-status: missing for good, so android-key fails closed and says why (to anyone: no path in it). */
+const NO_STATUS = "no Android attestation status list is configured (--android-status)";
 const unconfiguredStatus: Part<StatusList> = {
   data: () => undefined,
   generation: 0,
@@ -177,7 +184,8 @@ const unconfiguredStatus: Part<StatusList> = {
   health: () => ({
     state: "missing",
     configured: false,
-    summary: "no Android attestation status list is configured (--android-status)",
+    summary: NO_STATUS,
+    reason: NO_STATUS,
     lastError: "not configured",
   }),
 };
@@ -197,11 +205,13 @@ export async function loadAndroidTrust(opts: AndroidTrustOptions): Promise<Andro
     cacheDir: opts.cacheDir,
     maxAgeSeconds: opts.maxAgeSeconds,
     maxAgeSetting: "--android-max-age",
+    maxShrinkSetting: "--android-max-shrink",
     now,
     log,
     ...(opts.fetch ? { fetch: opts.fetch } : {}),
     ...(opts.fetchTimeoutMs !== undefined ? { fetchTimeoutMs: opts.fetchTimeoutMs } : {}),
     ...(opts.maxBytes !== undefined ? { maxBytes: opts.maxBytes } : {}),
+    ...(opts.maxShrinkPercent !== undefined ? { maxShrinkPercent: opts.maxShrinkPercent } : {}),
   };
   const rootsSource = opts.rootsSource
     ? new RefreshingSource<AndroidRoots>({
@@ -281,8 +291,15 @@ export async function loadAndroidTrust(opts: AndroidTrustOptions): Promise<Andro
     const r = roots.health(at);
     const s = status.health(at);
     const fresh = r.state === "ok" && s.state === "ok";
-    const reason = fresh ? undefined : [r, s].filter((h) => h.state !== "ok").map((h) => h.summary).join("; ");
-    return { r, s, fresh, reason };
+    const failing = ([[r, "the Android attestation roots are"], [s, "the Android attestation status list is"]] as const).filter(
+      ([h]) => h.state !== "ok",
+    );
+    // Two sentences for one outage. The appraisal's reason reaches tenants (the verdict, its record, the portal),
+    // so it is each source's `reason`, which names no URL, file or directory (a part without one is only named);
+    // the operator's, with them, is the summary the log says when android-key turns unusable (logState).
+    const reason = fresh ? undefined : failing.map(([h, is]) => h.reason ?? `${is} ${h.state}`).join("; ");
+    const operatorReason = fresh ? undefined : failing.map(([h]) => h.summary).join("; ");
+    return { r, s, fresh, reason, operatorReason };
   }
 
   /** Logs when android-key turns usable or unusable (after the start-up line, which says the first state). */
@@ -298,7 +315,7 @@ export async function loadAndroidTrust(opts: AndroidTrustOptions): Promise<Andro
       status: { state: snap.s.state, origin: snap.s.origin, source: snap.s.source, items: snap.s.items, fetchedAt: snap.s.fetchedAt },
     };
     if (snap.fresh) log.info(fields, `android-key trust is usable: ${snap.r.summary}; ${snap.s.summary}`);
-    else log.warn(fields, `android-key appraisal fails closed: ${snap.reason}`);
+    else log.warn(fields, `android-key appraisal fails closed: ${snap.operatorReason}`);
   }
 
   function current(): AndroidTrust {

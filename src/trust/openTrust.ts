@@ -6,7 +6,7 @@ import type { Config } from "../config.ts";
 import type { ReferenceValueStore } from "../store/types.ts";
 import { loadAndroidPolicies } from "./androidPolicyFile.ts";
 import { loadAndroidTrust, type AndroidTrustHealth } from "./androidTrustSource.ts";
-import type { TrustLog } from "./refreshingSource.ts";
+import type { SourceHealth, TrustLog } from "./refreshingSource.ts";
 import { tenantTrust, type TrustTenant } from "./tenantTrust.ts";
 import { VendorTrustSource } from "./vendorTrustSource.ts";
 
@@ -27,6 +27,7 @@ export type TrustSettings = Pick<
   | "allowedBootKeys"
   | "androidMaxAge"
   | "androidRefresh"
+  | "androidMaxShrink"
   | "androidPolicy"
   | "androidMinPatchLevel"
   | "dataDir"
@@ -50,6 +51,9 @@ export interface OpenTrustOptions {
 export interface TrustCheck {
   name: string;
   ok: boolean;
+  /** what anyone may be told: ok, stale, missing, or held (a new copy held back, the copy in force stays) */
+  state: "ok" | "stale" | "missing" | "held";
+  /** operators only: the sentence, which names the source's URL or file */
   detail: string;
 }
 
@@ -73,6 +77,8 @@ export interface Trust {
    * the names of the failing ones. Advisory: /readyz lists those under `degraded`, never answers 503 for them.
    */
   readiness(): { checks: TrustCheck[]; degraded: string[] };
+  /** per refreshing source (android-roots, android-status), the copies held back since start: attestd_trust_refresh_held_total */
+  heldBackCounts(): { source: string; count: number }[];
   /** android-key can give Success now (roots and status list present and fresh): the attestd_android_trust_fresh gauge */
   androidUsable(): boolean;
   /** the Google roots and status list as they stand: state, age, last read, last error (the portal's trust page) */
@@ -107,6 +113,7 @@ export async function openTrust(c: TrustSettings, opts: OpenTrustOptions): Promi
     ...(c.allowedBootKeys ? { allowedBootKeysFile: c.allowedBootKeys } : {}),
     cacheDir: path.join(c.dataDir, "android-trust"),
     maxAgeSeconds: c.androidMaxAge,
+    maxShrinkPercent: c.androidMaxShrink,
     refreshSeconds: c.androidRefresh,
     policy: policies.default,
     now: () => new Date(clock.nowMs()),
@@ -125,11 +132,20 @@ export async function openTrust(c: TrustSettings, opts: OpenTrustOptions): Promi
     hasTenantPolicy: (name) => policies.tenants.has(name),
     readiness() {
       const h = android.health();
-      const checks = [
-        { name: "android-roots", ok: h.roots.state === "ok", detail: h.roots.summary },
-        { name: "android-status", ok: h.status.state === "ok", detail: h.status.summary },
-      ];
+      const check = (name: string, s: SourceHealth): TrustCheck => {
+        // a held-back copy leaves android-key usable (the copy in force stays) but wants the operator's eye
+        const state = s.state !== "ok" ? s.state : s.heldBack ? "held" : "ok";
+        return { name, ok: state === "ok", state, detail: s.summary };
+      };
+      const checks = [check("android-roots", h.roots), check("android-status", h.status)];
       return { checks, degraded: checks.filter((x) => !x.ok).map((x) => x.name) };
+    },
+    heldBackCounts() {
+      const h = android.health();
+      return [
+        { source: "android-roots", count: h.roots.heldTotal },
+        { source: "android-status", count: h.status.heldTotal },
+      ].flatMap((x) => (x.count === undefined ? [] : [{ source: x.source, count: x.count }]));
     },
     androidUsable: () => android.current().fresh,
     androidHealth: () => android.health(),

@@ -7,9 +7,10 @@ import { PRIVATE_DIR_MODE } from "../secrets/privateFiles.ts";
 /**
  * One trust document kept current from its source, a file or an http(s) URL: read with a bounded body, a timeout
  * and an abort at shutdown; the last good copy kept in a disk cache (atomic write, keyed by source, original time
- * kept); fresh while younger than a maximum age; described in one sentence for /readyz, the log and the
- * appraisal's reason. A refresh never throws. What the document means is the caller's `parse`: the Android roots
- * and status list are two of these (androidTrustSource.ts). See src/trust/README.md.
+ * kept); fresh while younger than a maximum age; described twice: one sentence for the log and operators
+ * (`summary`, naming the source and the cache) and the same without them for everyone else (`reason`: tenant
+ * viewers, the appraisal's reason). A refresh never throws. What the document means is the caller's `parse`: the
+ * Android roots and status list are two of these (androidTrustSource.ts). See src/trust/README.md.
  */
 
 /** pino-compatible: `log.warn({ ...fields }, "message")` */
@@ -41,8 +42,22 @@ export interface SourceHealth {
   /** a read of the source is under way (e.g. the start-up fetch, still running in the background) */
   pending?: boolean;
   lastAttempt?: string;
+  /** operators only: names the URL or file (and the cache file) */
   lastError?: string;
-  /** one sentence: the facts when `state` is ok, else why this source is unusable (what unavailableReason quotes) */
+  /**
+   * Why the source is not simply fine, in words that name no URL, file or directory: what a tenant viewer is shown
+   * (src/services/trustSources.ts) and what the appraisal's reason quotes (androidTrustSource.ts), so no verdict
+   * names one. Absent while the source is ok, unheld and its last read succeeded.
+   */
+  reason?: string;
+  /** the last copy read from the source was held back (too many entries lost): the copy in force stays */
+  heldBack?: HeldBack;
+  /** copies held back since start (the attestd_trust_refresh_held_total counter); absent for fixed parts */
+  heldTotal?: number;
+  /**
+   * Operators only (the log, the operators' portal page), one sentence naming the source and the cache: the facts
+   * when `state` is ok, else why this source is unusable.
+   */
   summary: string;
 }
 
@@ -51,6 +66,18 @@ export interface Measure {
   items: number;
   keys?: number;
   text: string;
+}
+
+/** A copy read from the source and not put in force because it lost too many of the entries in force. */
+export interface HeldBack {
+  /** when it was read (ISO 8601) */
+  at: string;
+  /** its entries (or certificates) */
+  items: number;
+  /** the entries (or certificates) of the copy in force */
+  inForce: number;
+  /** the share lost, in percent, rounded down */
+  lostPercent: number;
 }
 
 export interface RefreshingSourceOptions<T> {
@@ -78,6 +105,13 @@ export interface RefreshingSourceOptions<T> {
   fetchTimeoutMs?: number;
   /** largest body accepted; default 16 MiB */
   maxBytes?: number;
+  /**
+   * A copy that loses more than this share (percent) of the entries in force (the copy held, or the disk cache at
+   * start-up) is held back: the copy in force stays. 100 (the default) accepts any copy that parses.
+   */
+  maxShrinkPercent?: number;
+  /** the setting the held-back sentence names, e.g. "--android-max-shrink" */
+  maxShrinkSetting?: string;
 }
 
 interface Held<T> {
@@ -96,21 +130,44 @@ interface CacheFile {
 
 type CacheRead = { body: Buffer; fetchedAt: Date } | { note: string };
 
+/**
+ * A failure whose message names the source, with the same said without a URL or path (`publicText`): the message
+ * is for operators, the public text for tenant viewers.
+ */
+class SourceFailure extends Error {
+  constructor(
+    message: string,
+    readonly publicText: string = message,
+  ) {
+    super(message);
+  }
+}
+
 export function isUrl(source: string): boolean {
   return /^https?:\/\//i.test(source);
 }
 
 /**
  * A failure as a reason can quote it: undici's "fetch failed" hides the cause (ENOTFOUND, ECONNREFUSED…) in
- * `cause`, and a file error's message repeats the path the sentence already names.
+ * `cause`, and a file error's message repeats the path the sentence already names. `text` is for operators;
+ * `public` names no URL, host or path (a cause's message or a parse error may), for tenant viewers.
  */
-function failureText(e: unknown, timeoutMs: number): string {
+function describeFailure(e: unknown, timeoutMs: number): { text: string; public: string } {
   const err = e as Error & { code?: string; cause?: { code?: string; message?: string } };
-  if (err?.name === "TimeoutError") return `no answer within ${timeoutMs / 1000} s`;
-  if (err?.name === "AbortError") return "aborted at shutdown";
-  if (err?.message === "fetch failed" && err.cause) return `fetch failed: ${err.cause.code ?? err.cause.message ?? "unknown cause"}`;
-  if (typeof err?.code === "string" && /^E[A-Z]+$/.test(err.code)) return err.code;
-  return err?.message ?? String(e);
+  const same = (text: string) => ({ text, public: text });
+  if (err instanceof SourceFailure) return { text: err.message, public: err.publicText };
+  if (err?.name === "TimeoutError") return same(`no answer within ${timeoutMs / 1000} s`);
+  if (err?.name === "AbortError") return same("aborted at shutdown");
+  if (err?.message === "fetch failed" && err.cause) {
+    const code = err.cause.code;
+    return { text: `fetch failed: ${code ?? err.cause.message ?? "unknown cause"}`, public: `fetch failed: ${code ?? "network error"}` };
+  }
+  if (typeof err?.code === "string" && /^E[A-Z]+$/.test(err.code)) return same(err.code);
+  return { text: err?.message ?? String(e), public: "the read failed" };
+}
+
+function failureText(e: unknown, timeoutMs: number): string {
+  return describeFailure(e, timeoutMs).text;
 }
 
 export class RefreshingSource<T> {
@@ -137,6 +194,9 @@ export class RefreshingSource<T> {
   private inFlight = false;
   private lastAttempt: Date | undefined;
   private lastError: string | undefined;
+  private lastErrorPublic: string | undefined;
+  private heldBack: HeldBack | undefined;
+  private heldTotal = 0;
   /** what the disk cache held for this source when last looked at; said when nothing else can be used */
   private cacheNote: string | undefined;
 
@@ -214,13 +274,47 @@ export class RefreshingSource<T> {
     if (this.inFlight) h.pending = true;
     if (this.lastAttempt) h.lastAttempt = this.lastAttempt.toISOString();
     if (this.lastError) h.lastError = this.lastError;
+    if (this.heldBack) h.heldBack = this.heldBack;
+    if (this.guarded) h.heldTotal = this.heldTotal;
     h.summary = this.summarize(h);
+    const reason = this.publicReason(h);
+    if (reason) h.reason = reason;
     return h;
   }
 
+  /** whether a copy that loses entries can be held back (maxShrinkPercent below 100) */
+  private get guarded(): boolean {
+    return (this.opts.maxShrinkPercent ?? 100) < 100;
+  }
+
+  /** The sentence of summarize() without the URL, the file or the cache directory: what anyone may be shown. */
+  private publicReason(h: SourceHealth): string | undefined {
+    const { noun, verb } = this.opts;
+    const from = isUrl(this.source) ? "fetched" : "read";
+    const failed = this.lastErrorPublic;
+    if (h.state === "missing") {
+      if (!failed) return `${noun} ${verb} still being ${from}`;
+      return `${noun} could not be ${from} (${failed}) and no usable copy is in the disk cache`;
+    }
+    if (h.state === "stale") {
+      return `${noun} ${verb} stale: last obtained ${h.fetchedAt}, older than the maximum age${failed ? `; the last attempt failed: ${failed}` : ""}`;
+    }
+    if (h.heldBack) return `${this.heldSentence(h.heldBack)}; the copy obtained ${h.fetchedAt} stays in force`;
+    if (h.origin === "cache") return `read back from the disk cache (${failed ? `the source failed: ${failed}` : "the source has not answered yet"})`;
+    if (failed) return `the last refresh failed: ${failed}`;
+    return undefined;
+  }
+
+  private heldSentence(held: HeldBack): string {
+    return (
+      `a new copy was held back at ${held.at}: it has ${held.items} where the copy in force has ${held.inForce} ` +
+      `(${held.lostPercent}% fewer, more than ${this.opts.maxShrinkSetting ?? "the allowed share"} ${this.opts.maxShrinkPercent}%)`
+    );
+  }
+
   /**
-   * The sentence for this source. It names no age in seconds: callers put it in values that must stay the same
-   * object while nothing changes (the appraisal's reason).
+   * The operator's sentence for this source. It names no age in seconds, like publicReason, whose words the
+   * appraisal's reason quotes in values that must stay the same object while nothing changes.
    */
   private summarize(h: SourceHealth): string {
     const { noun, verb, cacheDir } = this.opts;
@@ -234,10 +328,14 @@ export class RefreshingSource<T> {
     if (h.state === "stale") {
       const viaCache = h.origin === "cache" ? ` (the copy in the disk cache in ${cacheDir})` : "";
       const failed = this.lastError ? `; the last attempt failed: ${this.lastError}` : "";
-      return `${noun} ${verb} stale: last obtained ${h.fetchedAt} from ${this.source}${viaCache}, older than ${this.opts.maxAgeSetting} ${this.opts.maxAgeSeconds} s${failed}`;
+      const held = h.heldBack ? `; ${this.heldSentence(h.heldBack)}` : "";
+      return `${noun} ${verb} stale: last obtained ${h.fetchedAt} from ${this.source}${viaCache}, older than ${this.opts.maxAgeSetting} ${this.opts.maxAgeSeconds} s${held}${failed}`;
     }
     let s = `${noun} from ${this.source}: ${unit}, obtained ${h.fetchedAt}`;
-    if (h.origin === "cache") {
+    if (h.heldBack) {
+      const viaCache = h.origin === "cache" ? ` (the copy in the disk cache in ${cacheDir})` : "";
+      s += `${viaCache}; ${this.heldSentence(h.heldBack)} from ${this.source}, and stays out until a copy that keeps enough is read or the operator accepts it (docs/android-key.md)`;
+    } else if (h.origin === "cache") {
       s += `, read back from the disk cache in ${cacheDir} (${this.lastError ? `the source failed: ${this.lastError}` : "the source has not answered yet"})`;
     } else if (this.lastError) {
       s += `; the last refresh failed: ${this.lastError}`;
@@ -252,18 +350,40 @@ export class RefreshingSource<T> {
     this.inFlight = true;
     try {
       const body = await this.read();
-      this.accept(body, at, "source", `${name} ${this.source}`);
-      this.lastError = undefined;
+      // after a restart the disk cache is the copy in force a new one is measured against
+      if (this.guarded && !this.held) await this.useCache();
+      const held = this.accept(body, at, "source", `${name} ${this.source}`, this.guarded);
+      if (held) {
+        this.holdBack(held);
+        return;
+      }
+      this.lastError = this.lastErrorPublic = this.heldBack = undefined;
       await this.writeCache(at, body);
       if (!this.quiet) this.log.info({ source: this.source, items: this.held?.measure.items }, `${name} loaded`);
       return;
     } catch (e) {
-      this.lastError = failureText(e, this.timeoutMs);
+      const failure = describeFailure(e, this.timeoutMs);
+      this.lastError = failure.text;
+      this.lastErrorPublic = failure.public;
       if (!this.quiet) this.log.warn({ source: this.source, err: this.lastError }, `${name}: source failed`);
     } finally {
       this.inFlight = false;
     }
     await this.useCache(); // keeps what is held (it ages towards stale) or falls back to the cache
+  }
+
+  /**
+   * A copy that lost too much is not used, not cached, and logged whether quiet or not: an emptied list would
+   * otherwise lift every revocation at once. The copy in force keeps its time, so it still ages towards stale.
+   */
+  private holdBack(held: HeldBack): void {
+    this.heldBack = held;
+    this.heldTotal++;
+    this.lastError = this.lastErrorPublic = `held back: ${held.items} where ${held.inForce} are in force (${held.lostPercent}% fewer)`;
+    this.log.warn(
+      { source: this.source, items: held.items, inForce: held.inForce, lostPercent: held.lostPercent, maxShrinkPercent: this.opts.maxShrinkPercent },
+      `${this.opts.name}: ${this.heldSentence(held)}; the copy in force stays`,
+    );
   }
 
   private async read(): Promise<Buffer> {
@@ -281,10 +401,18 @@ export class RefreshingSource<T> {
         const res = await fetchImpl(source, {
           signal: request.signal,
           headers: { accept: "application/json, application/x-pem-file, */*" },
+          // Followed silently, a redirect would let whoever answers first (a captive portal, a hijacked host, an
+          // https → http hop) hand over the list; Google's endpoints answer in place. Refused, whatever the target.
+          redirect: "manual",
         });
+        if (res.type === "opaqueredirect" || (res.status >= 300 && res.status < 400)) {
+          await res.body?.cancel().catch(() => undefined);
+          const to = res.headers.get("location");
+          throw new SourceFailure(`redirect refused: HTTP ${res.status}${to ? ` to ${to}` : ""}`, `redirect refused: HTTP ${res.status}`);
+        }
         if (!res.ok) {
           await res.body?.cancel().catch(() => undefined);
-          throw new Error(`HTTP ${res.status}`);
+          throw new SourceFailure(`HTTP ${res.status}`);
         }
         return await this.readBody(res);
       } finally {
@@ -294,14 +422,14 @@ export class RefreshingSource<T> {
     }
     const file = source.startsWith("file:") ? fileURLToPath(source) : source;
     const { size } = await stat(file);
-    if (size > this.maxBytes) throw new Error(`file of ${size} bytes exceeds ${this.maxBytes}`);
+    if (size > this.maxBytes) throw new SourceFailure(`file of ${size} bytes exceeds ${this.maxBytes}`);
     return readFile(file);
   }
 
   private async readBody(res: Response): Promise<Buffer> {
     const maxBytes = this.maxBytes;
     const declared = Number(res.headers.get("content-length") ?? "0");
-    if (declared > maxBytes) throw new Error(`body of ${declared} bytes exceeds ${maxBytes}`);
+    if (declared > maxBytes) throw new SourceFailure(`body of ${declared} bytes exceeds ${maxBytes}`);
     if (!res.body) return Buffer.alloc(0);
     // read in chunks: a body without (or lying about) content-length must not fill memory before the check
     const chunks: Buffer[] = [];
@@ -313,23 +441,42 @@ export class RefreshingSource<T> {
       total += value.byteLength;
       if (total > maxBytes) {
         await reader.cancel().catch(() => undefined);
-        throw new Error(`body exceeds ${maxBytes} bytes`);
+        throw new SourceFailure(`body exceeds ${maxBytes} bytes`);
       }
       chunks.push(Buffer.from(value));
     }
     return Buffer.concat(chunks);
   }
 
-  private accept(body: Buffer, fetchedAt: Date, origin: "source" | "cache", where: string): void {
+  /**
+   * Puts a body in force, or (`guard`) answers how it was held back for losing more than maxShrinkPercent of the
+   * entries in force. A body that does not parse throws and changes nothing.
+   */
+  private accept(body: Buffer, fetchedAt: Date, origin: "source" | "cache", where: string, guard = false): HeldBack | undefined {
     const sha256 = createHash("sha256").update(body).digest("hex");
     if (this.held && this.held.sha256 === sha256) {
       // same content: keep the same data object so caches keyed on it survive
       this.held = { ...this.held, fetchedAt, origin };
-      return;
+      return undefined;
     }
-    const data = this.opts.parse(body, where);
-    this.held = { data, fetchedAt, origin, sha256, measure: this.opts.measure(data) };
+    let data: T;
+    try {
+      data = this.opts.parse(body, where);
+    } catch (e) {
+      throw new SourceFailure((e as Error).message, `what was read is not ${this.opts.noun}`);
+    }
+    const measure = this.opts.measure(data);
+    const inForce = this.held?.measure.items ?? 0;
+    if (guard && inForce > 0) {
+      const lostPercent = Math.max(0, Math.floor(((inForce - measure.items) / inForce) * 100));
+      // compared exactly, not on the rounded share: 1 of 3 lost is more than 33%
+      if ((inForce - measure.items) * 100 > inForce * (this.opts.maxShrinkPercent ?? 100)) {
+        return { at: fetchedAt.toISOString(), items: measure.items, inForce, lostPercent };
+      }
+    }
+    this.held = { data, fetchedAt, origin, sha256, measure };
     this.changes++;
+    return undefined;
   }
 
   /** The disk cache stands in only while nothing is held: it keeps its original time, so it never looks fresher. */

@@ -165,10 +165,16 @@ describe("loading from files", () => {
     assert.equal(stale.fresh, false);
     assert.notEqual(stale, before);
     assert.equal(stale.rootsDer, before.rootsDer, "same roots kept (and their caches)");
+    // the operator's sentence names the file; the appraisal's reason, which tenants read, does not
     assert.equal(
-      stale.unavailableReason,
+      h.roots.summary,
       `the Android attestation roots are stale: last obtained ${AT.replace("Z", ".000Z")} from ${rootsFile}, ` +
         "older than --android-max-age 3600 s; the last attempt failed: ENOENT",
+    );
+    assert.equal(
+      stale.unavailableReason,
+      `the Android attestation roots are stale: last obtained ${AT.replace("Z", ".000Z")}, older than the maximum age; ` +
+        "the last attempt failed: ENOENT",
     );
     assert.equal(appraiseAt(CAIMAN(), CAIMAN_NONCE, stale, AT).reason, `${stale.unavailableReason} (fail closed)`);
     assert.equal(src.current(), stale, "the same object while nothing changes, unusable too");
@@ -387,20 +393,47 @@ describe("the default status list: Google's URL, cached on disk, fail closed off
     const expected =
       `the Android attestation status list could not be fetched from ${GOOGLE_STATUS_URL} ` +
       `(fetch failed: ENOTFOUND) and no cached copy is in ${cacheDir}`;
+    const told = "the Android attestation status list could not be fetched (fetch failed: ENOTFOUND) and no usable copy is in the disk cache";
     const trust = src.current();
     assert.equal(trust.fresh, false);
-    assert.equal(trust.unavailableReason, expected);
+    assert.equal(trust.unavailableReason, told);
     const h = src.health();
     assert.deepEqual([h.ok, h.roots.state, h.status.state, h.status.lastError], [false, "ok", "missing", "fetch failed: ENOTFOUND"]);
+    assert.equal(h.unavailableReason, told);
     assert.equal(h.status.summary, expected);
     const r = appraiseAt(CAIMAN(), CAIMAN_NONCE, trust, AT);
     assert.equal(r.record.status, "CertificateInvalid");
-    assert.equal(r.reason, `${expected} (fail closed)`);
-    // the start-up line: one warning, the same sentence
+    assert.equal(r.reason, `${told} (fail closed)`, "the verdict names neither the URL nor the cache directory");
+    // the start-up line: one warning, the operator's sentence with the URL and the cache directory
     assert.deepEqual(log.lines.map((l) => [l.level, l.msg]), [["warn", `android-key appraisal fails closed: ${expected}`]]);
     // a refresh that fails the same way changes nothing, so the appraisal's caches keep their key
     await src.refresh();
     assert.equal(src.current(), trust);
+  });
+
+  test("a list that ages out while serving: the refused verdict names no URL or cache path, the log line at the refusal does", async () => {
+    const cacheDir = tempDir();
+    const c = clock();
+    const log = captureLog();
+    const net = network();
+    const src = await loadAndroidTrust(opts({ statusSource: GOOGLE_STATUS_URL, fetch: net.fetch, cacheDir, log, now: c.now, maxAgeSeconds: 3600 }));
+    assert.equal(appraiseAt(CAIMAN(), CAIMAN_NONCE, src.current(), AT).record.verdict, "Yes");
+    net.online = false;
+    await src.refresh(); // fails; the copy in force ages on
+    c.advance(3601);
+    const before = log.lines.length;
+    const r = appraiseAt(CAIMAN(), CAIMAN_NONCE, src.current(), AT);
+    assert.equal(r.record.status, "CertificateInvalid");
+    assert.equal(
+      r.reason,
+      "the Android attestation status list is stale: last obtained 2025-10-01T00:00:00.000Z, older than the maximum age; " +
+        "the last attempt failed: fetch failed: ENOTFOUND (fail closed)",
+    );
+    assert.deepEqual(log.lines.slice(before).map((l) => [l.level, l.msg]), [[
+      "warn",
+      `android-key appraisal fails closed: the Android attestation status list is stale: last obtained 2025-10-01T00:00:00.000Z ` +
+        `from ${GOOGLE_STATUS_URL}, older than --android-max-age 3600 s; the last attempt failed: fetch failed: ENOTFOUND`,
+    ]], "logged as the appraisal finds the list stale, with the URL");
   });
 
   test("a cached list older than the maximum age: stale, and the reason says when it was obtained", async () => {
@@ -412,11 +445,15 @@ describe("the default status list: Google's URL, cached on disk, fail closed off
     c.advance(8 * 86_400);
     const src = await loadAndroidTrust(opts({ statusSource: GOOGLE_STATUS_URL, fetch: net.fetch, cacheDir, now: c.now, maxAgeSeconds: 604_800 }));
     assert.equal(src.health().status.state, "stale");
-    const reason = src.current().unavailableReason;
     assert.equal(
-      reason,
+      src.health().status.summary,
       `the Android attestation status list is stale: last obtained 2026-11-01T10:00:00.000Z from ${GOOGLE_STATUS_URL} ` +
         `(the copy in the disk cache in ${cacheDir}), older than --android-max-age 604800 s; ` +
+        "the last attempt failed: fetch failed: ENOTFOUND",
+    );
+    assert.equal(
+      src.current().unavailableReason,
+      "the Android attestation status list is stale: last obtained 2026-11-01T10:00:00.000Z, older than the maximum age; " +
         "the last attempt failed: fetch failed: ENOTFOUND",
     );
     assert.match(appraiseAt(CAIMAN(), CAIMAN_NONCE, src.current(), AT).reason, /is stale: last obtained 2026-11-01T10:00:00\.000Z/);
@@ -463,7 +500,7 @@ describe("start-up does not wait long for the network", () => {
     const h = src.health();
     assert.deepEqual([h.status.state, h.status.pending], ["missing", true]);
     const expected = `the Android attestation status list is still being fetched from ${GOOGLE_STATUS_URL} and no cached copy is in ${cacheDir}`;
-    assert.equal(src.current().unavailableReason, expected);
+    assert.equal(src.current().unavailableReason, "the Android attestation status list is still being fetched");
     assert.deepEqual(log.lines.map((l) => l.msg), [`android-key appraisal fails closed: ${expected}`]);
 
     net.release();
@@ -483,8 +520,12 @@ describe("start-up does not wait long for the network", () => {
     const src = await loadAndroidTrust(opts({ statusSource: GOOGLE_STATUS_URL, fetch: net.fetch, cacheDir, fetchTimeoutMs: 100, startupWaitMs: Infinity }));
     assert.equal(net.aborted, true);
     assert.equal(
-      src.current().unavailableReason,
+      src.health().status.summary,
       `the Android attestation status list could not be fetched from ${GOOGLE_STATUS_URL} (no answer within 0.1 s) and no cached copy is in ${cacheDir}`,
+    );
+    assert.equal(
+      src.current().unavailableReason,
+      "the Android attestation status list could not be fetched (no answer within 0.1 s) and no usable copy is in the disk cache",
     );
   });
 

@@ -368,6 +368,13 @@ describe("portal overview, history, keys and operator pages over HTTP", () => {
       const view = await as("vic@acme.example", { url: "/portal/api/trust" });
       assert.equal(view.statusCode, 200);
       assert.deepEqual(view.json().sources.map((s: { state: string }) => s.state), ["ok", "missing"]);
+      // a tenant viewer learns why, but not the server's URLs or paths: those are in lastError, source and summary
+      const seen = view.json().sources[1];
+      assert.equal(seen.reason, "the Android attestation status list could not be fetched (fetch failed: ENOTFOUND) and no usable copy is in the disk cache");
+      for (const k of ["lastError", "source", "summary"]) assert.ok(!(k in seen), `a tenant viewer is not shown ${k}`);
+      for (const secret of ["googleapis", t.dir]) assert.ok(!view.body.includes(secret), `${secret} in ${view.body}`);
+      const overview = await as("vic@acme.example", { url: "/portal/" });
+      for (const secret of ["googleapis", t.dir]) assert.ok(!overview.body.includes(secret), `${secret} on the overview page`);
       const readsBefore = reads;
       t.clock.advance(60_000);
       const refreshed = await as("root@example.org", { method: "POST", url: "/portal/api/trust/refresh" });

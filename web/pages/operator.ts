@@ -60,6 +60,7 @@ export function trustPage(ctx: PageContext, t: TrustSourcesView): string {
     <dt>Obtained (UTC)</dt><dd>${s.origin === "built-in" ? "shipped with attestd" : html`${whenever(s.fetchedAt)} (${age(s.ageSeconds)} ago)`}</dd>
     <dt>Last read (UTC)</dt><dd>${whenever(s.lastAttempt)}${s.pending ? " · a read is under way" : ""}</dd>
     <dt>Last error</dt><dd class="wrap">${s.lastError ?? "none"}</dd>
+    ${s.heldBack ? html`<dt>Held back</dt><dd class="wrap">a copy read ${whenever(s.heldBack.at)} with ${s.heldBack.items} where ${s.heldBack.inForce} are in force (${s.heldBack.lostPercent}% fewer) was not used; the copy obtained ${whenever(s.fetchedAt)} stays in force. To accept it, see <code>--android-max-shrink</code> in the Android key documentation.</dd>` : ""}
     <dt>${s.name === "android-roots" ? "Certificates" : "Entries"}</dt><dd>${s.items ?? "—"}</dd>
     <dt>In one sentence</dt><dd class="wrap">${s.summary ?? ""}</dd>
   </dl>

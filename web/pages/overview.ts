@@ -25,16 +25,16 @@ const STATE_TEXT = { ok: "fresh", stale: "stale", missing: "missing" } as const;
 
 /** The trust sources' table, on the overview (everyone) and the operators' trust page. */
 export function trustTable(t: TrustSourcesView, forOperator: boolean): Html {
-  const head = ["Source", "State", "Obtained (UTC)", "Age", "Last read (UTC)", "Last error", ...(forOperator ? ["From"] : [])];
+  const head = ["Source", "State", "Obtained (UTC)", "Age", "Last read (UTC)", forOperator ? "Last error" : "Why", ...(forOperator ? ["From"] : [])];
   return table(
     "Trust sources",
     head,
     t.sources.map(
       (s) => html`<tr>
   <th scope="row">${s.label}</th>
-  <td><span class="state state-${s.state}">${STATE_TEXT[s.state]}</span>${s.origin === "built-in" ? " (built in)" : s.origin === "cache" ? " (disk cache)" : ""}${s.pending ? " · reading…" : ""}</td>
+  <td><span class="state state-${s.state}">${STATE_TEXT[s.state]}</span>${s.heldBack ? " · new copy held back" : ""}${s.origin === "built-in" ? " (built in)" : s.origin === "cache" ? " (disk cache)" : ""}${s.pending ? " · reading…" : ""}</td>
   <td class="nowrap">${s.origin === "built-in" ? "shipped with attestd" : whenever(s.fetchedAt)}</td><td>${s.origin === "built-in" ? "—" : age(s.ageSeconds)}</td>
-  <td class="nowrap">${whenever(s.lastAttempt)}</td><td>${s.lastError ?? "none"}</td>
+  <td class="nowrap">${whenever(s.lastAttempt)}</td><td>${(forOperator ? s.lastError : s.reason) ?? "none"}</td>
   ${forOperator ? html`<td class="wrap">${s.source ?? "—"}</td>` : ""}
 </tr>`,
     ),

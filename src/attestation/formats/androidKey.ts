@@ -212,7 +212,7 @@ export function appraiseAndroidKey(input: AppraisalInput): AppraisalResult {
     return result;
   };
 
-  // 1. Trust. The source's own sentence first: it says which source failed, where, and how.
+  // 1. Trust. The source's own words first: which source failed and how (never where: tenants read this).
   if (!trust.fresh || trust.pinnedRootSpkiSha256.size === 0) {
     const why = trust.unavailableReason ?? (trust.pinnedRootSpkiSha256.size === 0
       ? "no Android attestation roots are configured"

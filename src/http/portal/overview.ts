@@ -22,10 +22,22 @@ export const TrustSourcesView = Type.Object({
       fetchedAt: Type.Optional(Type.String()),
       ageSeconds: Type.Optional(Type.Number()),
       lastAttempt: Type.Optional(Type.String()),
-      lastError: Type.Optional(Type.String()),
+      reason: Type.Optional(Type.String({ description: "why the source is not simply fine; names no URL, file or directory" })),
+      heldBack: Type.Optional(
+        Type.Object(
+          {
+            at: Type.String(),
+            items: Type.Number({ description: "entries (certificates) of the copy held back" }),
+            inForce: Type.Number({ description: "entries (certificates) of the copy that stays in force" }),
+            lostPercent: Type.Number(),
+          },
+          { description: "a new copy held back for losing more than --android-max-shrink of the entries in force" },
+        ),
+      ),
       items: Type.Optional(Type.Number()),
       pending: Type.Optional(Type.Boolean()),
       source: Type.Optional(Type.String({ description: "operators only" })),
+      lastError: Type.Optional(Type.String({ description: "operators only: may name the URL or file" })),
       summary: Type.Optional(Type.String({ description: "operators only" })),
     }),
   ),

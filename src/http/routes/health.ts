@@ -1,12 +1,22 @@
 import { Type } from "typebox";
-import type { AppDeps, AppInstance } from "../types.ts";
+import { checkState, type AppDeps, type AppInstance } from "../types.ts";
 
 const Readiness = Type.Object({
   ready: Type.Boolean({ description: "false (and status 503) when a store this instance needs is unreachable" }),
   degraded: Type.Array(Type.String(), {
     description: "failing checks that leave the instance ready (android-roots, android-status): android-key fails closed",
   }),
-  checks: Type.Array(Type.Object({ name: Type.String(), ok: Type.Boolean(), detail: Type.Optional(Type.String()) })),
+  checks: Type.Array(
+    Type.Object({
+      name: Type.String({ description: "sqlite, postgres, redis, android-roots, android-status" }),
+      ok: Type.Boolean(),
+      state: Type.String({
+        description:
+          "ok; failing (a store); stale, missing or held (a trust source: held is a new copy held back, the copy in force stays). " +
+          "Why is for operators: the service log and the portal's trust page",
+      }),
+    }),
+  ),
 });
 
 /** Liveness, readiness and metrics: unauthenticated, cheap, never logged to the activity log. */
@@ -36,7 +46,9 @@ export function registerHealthRoutes(app: AppInstance, deps: AppDeps): void {
     },
     async (_request, reply) => {
       const { ready, degraded = [], checks } = await deps.readiness();
-      return reply.code(ready ? 200 : 503).send({ ready, degraded, checks });
+      // Unauthenticated: a check's detail names hosts, files and URLs, so strangers get its name and state only.
+      const said = checks.map((c) => ({ name: c.name, ok: c.ok, state: checkState(c) }));
+      return reply.code(ready ? 200 : 503).send({ ready, degraded, checks: said });
     },
   );
   app.get(
