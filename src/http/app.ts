@@ -6,12 +6,12 @@ import Fastify, { LogController } from "fastify";
 import { METHODS } from "node:http";
 import { clientErrorHandler } from "./clientErrors.ts";
 import { capConnectionsPerAddress, serverTimeoutOptions } from "./connectionLimits.ts";
-import { invalidEntryOf, setErrorHandlers } from "./errorHandler.ts";
+import { partInvalidEntry, setErrorHandlers } from "./errorHandler.ts";
 import { AppError } from "../errors/AppError.ts";
 import { negotiateFormat } from "./negotiate.ts";
 import { openapiOptions } from "./openapi.ts";
 import { recordResponses } from "./recordResponses.ts";
-import { hostFieldCount } from "./requestTarget.ts";
+import { hostFieldCount, routeOf } from "./requestTarget.ts";
 import { allowedMethodsOf } from "./routes/guards.ts";
 import { registerDeviceRoutes } from "./routes/devices.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
@@ -86,8 +86,11 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   // hook would cost a promise and a microtask hop each time.
   app.addHook("onRequest", (request, _reply, done) => {
     try {
-      // RFC 9112 §3.2: one Host, or 400. node:http keeps the first of two; a proxy in front may have read the other.
-      if (hostFieldCount(request.raw.rawHeaders) > 1) throw new AppError(invalidEntryOf(request), "The request has more than one Host header");
+      // RFC 9112 §3.2: one Host, or 400 (the part's plain one, whatever a route's own invalid-input code). node:http
+      // keeps the first of two; a proxy in front may have read the other.
+      if (hostFieldCount(request.raw.rawHeaders) > 1) {
+        throw new AppError(partInvalidEntry(routeOf(request)), "The request has more than one Host header");
+      }
       const format = negotiateFormat(request.headers.accept, request.routeOptions.config?.offersEar === true);
       request.mediaFormat = format ?? "json";
       request.acceptable = format !== undefined;

@@ -61,13 +61,9 @@ function invalidField(validation: unknown): string | undefined {
   return top || first.params?.missingProperty;
 }
 
-/** The catalog entry of a request that is not valid, in the request's part: the route's own, else its part's. */
-export function invalidEntryOf(request: FastifyRequest): CatalogEntry {
-  const route = routeOf(request);
-  return (
-    request.routeOptions.config?.invalidEntry ??
-    (isPortal(route) ? catalog.PORTAL_INVALID_REQUEST : isPartB(route) ? catalog.RESOURCE_INVALID_PARAM : catalog.INVALID_REQUEST)
-  );
+/** The plain 400 of the part a route or path belongs to: the portal's, Part B's or Part A's. */
+export function partInvalidEntry(route: string): CatalogEntry {
+  return isPortal(route) ? catalog.PORTAL_INVALID_REQUEST : isPartB(route) ? catalog.RESOURCE_INVALID_PARAM : catalog.INVALID_REQUEST;
 }
 
 /** Translates what Fastify itself raises (parsing, limits, validation) into catalog errors. */
@@ -80,7 +76,7 @@ function toAppError(err: unknown, request: FastifyRequest): AppError | undefined
   }
   const e = err as { code?: string; statusCode?: number; validation?: unknown; message?: string };
   const partB = isPartB(routeOf(request));
-  const invalid = invalidEntryOf(request);
+  const invalid = request.routeOptions.config?.invalidEntry ?? partInvalidEntry(routeOf(request));
   if (e.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
     return new AppError(request.routeOptions.config?.tooLargeEntry ?? invalid, "The request body is too large");
   }

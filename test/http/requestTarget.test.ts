@@ -86,6 +86,11 @@ describe("request targets in absolute-form, encoded paths and duplicate Host", (
     const portal = await raw("/portal/api/session", [...twoHosts, "Origin: http://attacker.example"], "POST");
     assert.equal(portal.status, 400);
     assert.equal(portal.json().code, "4008000");
+    // routes whose own invalid-input code is another (NONCE_INVALID, ACCESS_TOKEN_BAD_REQUEST) still get the plain 400
+    const blobs = await raw("/v2/blobs?nonce=x", [...twoHosts, `${KEY_HEADER}: ${t.key}`], "POST");
+    assert.deepEqual([blobs.status, blobs.json().error.code], [400, "4000000"]);
+    const token = await raw("/svc/v1/auth/accesstoken", twoHosts, "POST");
+    assert.deepEqual([token.status, token.json().code], [400, "4000000"]);
     const sameTwice = await raw("/healthz", [`Host: 127.0.0.1:${port}`, `host: 127.0.0.1:${port}`]);
     assert.equal(sameTwice.status, 400, "even two equal Host fields: RFC 9112 §3.2 allows one");
     const one = await raw("/healthz");
