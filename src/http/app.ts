@@ -1,7 +1,6 @@
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import { Ajv } from "ajv";
 import Fastify, { LogController } from "fastify";
 import { METHODS } from "node:http";
 import { clientErrorHandler } from "./clientErrors.ts";
@@ -12,6 +11,7 @@ import { negotiateFormat } from "./negotiate.ts";
 import { openapiOptions } from "./openapi.ts";
 import { recordResponses } from "./recordResponses.ts";
 import { hostFieldCount, routeOf } from "./requestTarget.ts";
+import { validatorCompiler } from "./validation.ts";
 import { allowedMethodsOf } from "./routes/guards.ts";
 import { registerDeviceRoutes } from "./routes/devices.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
@@ -66,11 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   }
 
   for (const schema of sharedSchemas) app.addSchema(schema);
-  // Query strings and params are text, so their numbers and booleans are coerced; JSON bodies are typed already,
-  // and coercing them would let 42 pass as "42" or null as "" where a schema asks for a string.
-  const ajvBody = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false });
-  const ajvText = new Ajv({ coerceTypes: "array", useDefaults: true, removeAdditional: false, allErrors: false });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === "body" ? ajvBody : ajvText).compile(schema));
+  app.setValidatorCompiler(validatorCompiler());
   // Blobs arrive as raw bytes; the per-route bodyLimit bounds them before they are buffered.
   app.addContentTypeParser("application/octet-stream", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
   // Any other type arrives as bytes too: /v2/nonces ignores its body whatever it is, and elsewhere the route's
