@@ -1,8 +1,8 @@
 import fastifySwagger from "@fastify/swagger";
-import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { LogController } from "fastify";
 import { METHODS } from "node:http";
+import { registerApiDocs } from "./apiDocs.ts";
 import { clientErrorHandler } from "./clientErrors.ts";
 import { capConnectionsPerAddress, serverTimeoutOptions } from "./connectionLimits.ts";
 import { partInvalidEntry, setErrorHandlers } from "./errorHandler.ts";
@@ -74,7 +74,7 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
 
   await app.register(fastifySwagger, openapiOptions);
-  await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
+  await registerApiDocs(app, deps.apiDocs);
 
   app.decorateRequest("mediaFormat", "json");
   app.decorateRequest("acceptable", true);
