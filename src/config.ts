@@ -59,6 +59,7 @@ export const settings = {
   publicUrl: s("string", "the URL people reach the service at: the links `user invite` prints, and the origin passkeys are bound to (default https://HOST:PORT, with localhost for a loopback or wildcard HOST)"),
   portalIdleTimeout: s("int", "seconds a portal session lives without a request (ends up to a minute early: docs/portal.md)", { default: 1800, min: 1, max: 86_400 }),
   portalSessionLifetime: s("int", "seconds a portal session lives at most after sign-in, however busy", { default: 43_200, min: 1, max: 30 * 86_400 }),
+  apiDocs: s("bool", "serve the API browser (Swagger UI) at /docs, with its own strict CSP; false: /docs is 404 (GET /openapi.json is served either way)", { default: true }),
   trustedProxies: s("list", "proxy addresses/CIDRs whose X-Forwarded-For is trusted (comma-separated)", {
     default: [],
   }),

@@ -194,6 +194,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     metrics,
     readiness,
     trustedProxies: config.trustedProxies,
+    apiDocs: config.apiDocs,
     connections: {
       headersTimeoutMs: config.headersTimeoutMs,
       requestTimeoutMs: config.requestTimeoutMs,

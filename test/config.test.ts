@@ -3,6 +3,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
+import { Command } from "commander";
+import { addSettings, configFrom } from "../src/cli/options.ts";
 import { ConfigError, envName, loadConfig } from "../src/config.ts";
 
 describe("configuration", () => {
@@ -22,6 +24,18 @@ describe("configuration", () => {
     assert.equal(c.maxBlobBytes, 65536);
     assert.equal(c.rps, 50);
     assert.equal(c.burst, 100);
+  });
+
+  it("a bool flag alone is true, and takes true or false after it: --api-docs false turns /docs off", () => {
+    const parse = (...args: string[]) => configFrom(addSettings(new Command().exitOverride(), ["apiDocs", "insecureHttp"]).parse(args, { from: "user" }));
+    assert.equal(parse().apiDocs, true, "on by default");
+    assert.equal(parse("--api-docs", "false").apiDocs, false);
+    assert.equal(parse("--api-docs=false").apiDocs, false);
+    assert.equal(parse("--api-docs").apiDocs, true);
+    assert.equal(parse("--insecure-http").insecureHttp, true);
+    assert.equal(parse("--insecure-http", "--api-docs", "0").apiDocs, false);
+    assert.equal(loadConfig({}, { ATTESTD_API_DOCS: "false" }).apiDocs, false);
+    assert.throws(() => parse("--api-docs", "maybe"), ConfigError);
   });
 
   it("flags win over env, env over the file, the file over defaults", () => {

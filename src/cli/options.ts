@@ -42,7 +42,8 @@ export const TRUST_SETTINGS: SettingName[] = [
 export function addSettings(cmd: Command, names: readonly SettingName[]): Command {
   for (const name of names) {
     const s = settings[name];
-    const flag = s.kind === "bool" ? `--${flagName(name)}` : `--${flagName(name)} <${s.kind === "list" ? "list" : "value"}>`;
+    // a bool flag alone is true; its value may follow, so one that defaults to true can be turned off (--api-docs false)
+    const flag = s.kind === "bool" ? `--${flagName(name)} [true|false]` : `--${flagName(name)} <${s.kind === "list" ? "list" : "value"}>`;
     const def = "default" in s && s.default !== undefined && s.kind !== "bool" ? ` (default ${JSON.stringify(s.default)})` : "";
     const opt = new Option(flag, `${s.help}${def}; env ${envName(name)}`);
     if ("choices" in s && s.choices) opt.choices(s.choices as readonly string[]);

@@ -6,6 +6,7 @@ import type { EnrollmentStore } from "../store/types.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import type { ClientKeys } from "./clientJwt.ts";
 import { CLIENT_ID_PREFIX, newSecretToken, randomId } from "./ids.ts";
+import { unsafeCharIn, unsafeTextReason } from "../domain/text.ts";
 
 const generateRsa = promisify(generateKeyPair);
 
@@ -56,6 +57,8 @@ export class ClientAdmin {
   }
 
   async registerUser(tenant: Tenant, email: string): Promise<EnrollmentUser> {
+    const unsafe = unsafeCharIn(email);
+    if (unsafe) throw new ClientAdminError(unsafeTextReason("a user's email address", unsafe));
     if (!EMAIL_RE.test(email)) throw new ClientAdminError(`"${email}" is not an email address`);
     return this.store.registerUser({ userId: randomId(this.rng, "us_"), tenantId: tenant.tenantId, email, at: this.now() });
   }

@@ -14,6 +14,7 @@ import type {
 import type { EnrollmentStore } from "../store/types.ts";
 import { randomId } from "./ids.ts";
 import { toWindow, type Paging } from "./paging.ts";
+import { unsafeCharIn, unsafeTextReason } from "../domain/text.ts";
 
 export const PROFILE_LIMITS = {
   name: 100,
@@ -40,12 +41,13 @@ export interface TransactionQuery extends Paging {
 
 const invalid = (reason: string) => new AppError(catalog.BULK_ENROLL_PROFILE_INVALID, reason);
 
-const CONTROL_RE = /[\u0000-\u001f\u007f]/;
 
 /** The checks a schema cannot express (lengths and types are the route schema's). */
 export function validateProfile(input: ProfileInput): ProfileFields {
+  const unsafe = unsafeCharIn(input.name);
+  if (unsafe) throw invalid(unsafeTextReason("a profile's name", unsafe));
   const name = input.name.trim();
-  if (name.length === 0 || name.length > PROFILE_LIMITS.name || CONTROL_RE.test(name)) {
+  if (name.length === 0 || name.length > PROFILE_LIMITS.name) {
     throw invalid(`name must be 1-${PROFILE_LIMITS.name} printable characters`);
   }
   let mdmUrl: string | null = null;
@@ -66,7 +68,7 @@ export function validateProfile(input: ProfileInput): ProfileFields {
     const entries = Object.entries(input.settings);
     if (entries.length > PROFILE_LIMITS.settingsKeys) throw invalid(`settings may hold at most ${PROFILE_LIMITS.settingsKeys} keys`);
     for (const [k, v] of entries) {
-      if (k.length === 0 || k.length > PROFILE_LIMITS.settingKeyLength || CONTROL_RE.test(k)) {
+      if (k.length === 0 || k.length > PROFILE_LIMITS.settingKeyLength || unsafeCharIn(k)) {
         throw invalid(`settings keys must be 1-${PROFILE_LIMITS.settingKeyLength} printable characters`);
       }
       if (typeof v === "number" ? !Number.isFinite(v) : typeof v === "string" ? v.length > PROFILE_LIMITS.settingValueLength : typeof v !== "boolean") {

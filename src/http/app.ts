@@ -1,15 +1,17 @@
 import fastifySwagger from "@fastify/swagger";
-import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import { Ajv } from "ajv";
 import Fastify, { LogController } from "fastify";
 import { METHODS } from "node:http";
+import { registerApiDocs } from "./apiDocs.ts";
 import { clientErrorHandler } from "./clientErrors.ts";
 import { capConnectionsPerAddress, serverTimeoutOptions } from "./connectionLimits.ts";
-import { setErrorHandlers } from "./errorHandler.ts";
+import { partInvalidEntry, setErrorHandlers } from "./errorHandler.ts";
+import { AppError } from "../errors/AppError.ts";
 import { negotiateFormat } from "./negotiate.ts";
 import { openapiOptions } from "./openapi.ts";
 import { recordResponses } from "./recordResponses.ts";
+import { hostFieldCount, routeOf } from "./requestTarget.ts";
+import { validatorCompiler } from "./validation.ts";
 import { allowedMethodsOf } from "./routes/guards.ts";
 import { registerDeviceRoutes } from "./routes/devices.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
@@ -64,11 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   }
 
   for (const schema of sharedSchemas) app.addSchema(schema);
-  // Query strings and params are text, so their numbers and booleans are coerced; JSON bodies are typed already,
-  // and coercing them would let 42 pass as "42" or null as "" where a schema asks for a string.
-  const ajvBody = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false });
-  const ajvText = new Ajv({ coerceTypes: "array", useDefaults: true, removeAdditional: false, allErrors: false });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === "body" ? ajvBody : ajvText).compile(schema));
+  app.setValidatorCompiler(validatorCompiler());
   // Blobs arrive as raw bytes; the per-route bodyLimit bounds them before they are buffered.
   app.addContentTypeParser("application/octet-stream", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
   // Any other type arrives as bytes too: /v2/nonces ignores its body whatever it is, and elsewhere the route's
@@ -76,7 +74,7 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
 
   await app.register(fastifySwagger, openapiOptions);
-  await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
+  await registerApiDocs(app, deps.apiDocs);
 
   app.decorateRequest("mediaFormat", "json");
   app.decorateRequest("acceptable", true);
@@ -84,6 +82,11 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   // hook would cost a promise and a microtask hop each time.
   app.addHook("onRequest", (request, _reply, done) => {
     try {
+      // RFC 9112 §3.2: one Host, or 400 (the part's plain one, whatever a route's own invalid-input code). node:http
+      // keeps the first of two; a proxy in front may have read the other.
+      if (hostFieldCount(request.raw.rawHeaders) > 1) {
+        throw new AppError(partInvalidEntry(routeOf(request)), "The request has more than one Host header");
+      }
       const format = negotiateFormat(request.headers.accept, request.routeOptions.config?.offersEar === true);
       request.mediaFormat = format ?? "json";
       request.acceptable = format !== undefined;

@@ -5,6 +5,7 @@ import { AppError } from "../errors/AppError.ts";
 import { errorBody, isPartB, newErrorId } from "./errorHandler.ts";
 import { CONTENT_TYPES } from "./negotiate.ts";
 import { ANSWERED, UNKNOWN_ADDRESS } from "./recordResponses.ts";
+import { pathOf } from "./requestTarget.ts";
 import type { AppDeps } from "./types.ts";
 
 /**
@@ -47,7 +48,7 @@ export function clientErrorHandler(deps: ClientErrorDeps) {
       socket.destroy(err);
       return;
     }
-    const line = requestLine(err.rawPacket) ?? (inFlight?.req ? { method: inFlight.req.method ?? "", path: (inFlight.req.url ?? "/").split("?")[0]! } : undefined);
+    const line = requestLine(err.rawPacket) ?? (inFlight?.req ? { method: inFlight.req.method ?? "", path: pathOf(inFlight.req.url ?? "/") } : undefined);
     const path = line?.path ?? "/";
     const allowed = line ? deps.allowedMethods(line.path) : undefined;
     let refusal: AppError;

@@ -1,9 +1,10 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Rng } from "../clock.ts";
-import { catalog } from "../errors/catalog.ts";
+import { catalog, type CatalogEntry } from "../errors/catalog.ts";
 import { AppError, isAppError } from "../errors/AppError.ts";
 import { isStoreUnavailable } from "../errors/storeUnavailable.ts";
 import { CONTENT_TYPES } from "./negotiate.ts";
+import { pathOf, routeOf } from "./requestTarget.ts";
 import { partAErrorBody, partBErrorBody, renderXml, type PartAErrorBody, type PartBErrorBody } from "./render.ts";
 import type { AppInstance } from "./types.ts";
 
@@ -16,7 +17,7 @@ import type { AppInstance } from "./types.ts";
 /** bounds what one activity-log entry keeps of a reason (an exception message may be long) */
 const MAX_LOGGED_REASON = 500;
 
-/** Part B and the portal answer errors with Part B's body (errorId, code, message, data). */
+/** Part B and the portal answer errors with Part B's body (errorId, code, message, data). `url`: a route or a path. */
 export function isPartB(url: string): boolean {
   return url === "/svc" || url.startsWith("/svc/") || isPortal(url);
 }
@@ -44,7 +45,7 @@ function sendError(request: FastifyRequest, reply: FastifyReply, err: AppError, 
   request.errorCode = err.entry.code;
   request.errorReason = err.loggedReason.slice(0, MAX_LOGGED_REASON);
   reply.code(err.entry.status).headers(err.headers);
-  const body = errorBody(request.url, err, errorId);
+  const body = errorBody(routeOf(request), err, errorId);
   if ("result" in body && request.mediaFormat === "xml") {
     // attestation-api.md: the XML error is flat, <error><result/><code/><message/><reason/></error>
     return reply.type(CONTENT_TYPES.xml).send(renderXml("error", { result: body.result, ...body.error }));
@@ -60,6 +61,11 @@ function invalidField(validation: unknown): string | undefined {
   return top || first.params?.missingProperty;
 }
 
+/** The plain 400 of the part a route or path belongs to: the portal's, Part B's or Part A's. */
+export function partInvalidEntry(route: string): CatalogEntry {
+  return isPortal(route) ? catalog.PORTAL_INVALID_REQUEST : isPartB(route) ? catalog.RESOURCE_INVALID_PARAM : catalog.INVALID_REQUEST;
+}
+
 /** Translates what Fastify itself raises (parsing, limits, validation) into catalog errors. */
 function toAppError(err: unknown, request: FastifyRequest): AppError | undefined {
   if (isAppError(err)) return err;
@@ -69,10 +75,8 @@ function toAppError(err: unknown, request: FastifyRequest): AppError | undefined
     return new AppError(catalog.SERVICE_UNAVAILABLE, "A backing store is unreachable; retry later", { "Retry-After": "1" });
   }
   const e = err as { code?: string; statusCode?: number; validation?: unknown; message?: string };
-  const partB = isPartB(request.url);
-  const invalid =
-    request.routeOptions.config?.invalidEntry ??
-    (isPortal(request.url) ? catalog.PORTAL_INVALID_REQUEST : partB ? catalog.RESOURCE_INVALID_PARAM : catalog.INVALID_REQUEST);
+  const partB = isPartB(routeOf(request));
+  const invalid = request.routeOptions.config?.invalidEntry ?? partInvalidEntry(routeOf(request));
   if (e.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
     return new AppError(request.routeOptions.config?.tooLargeEntry ?? invalid, "The request body is too large");
   }
@@ -100,7 +104,7 @@ export function setErrorHandlers(app: AppInstance, rng: Rng): void {
     const internal = new AppError(
       catalog.INTERNAL_SERVER_ERROR,
       // Part B's data carries the exception message (enrollment-api.md); Part A names only the error id.
-      isPartB(request.url) ? String((err as Error)?.message ?? "internal error").slice(0, 200) : "Unexpected failure",
+      isPartB(routeOf(request)) ? String((err as Error)?.message ?? "internal error").slice(0, 200) : "Unexpected failure",
     );
     sendError(request, reply, internal, rng);
     request.log.error({ err, errorId: request.errorId, route: request.routeOptions.url }, "internal error");
@@ -108,7 +112,8 @@ export function setErrorHandlers(app: AppInstance, rng: Rng): void {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const entry = isPartB(request.url) ? catalog.RESOURCE_NOT_FOUND : catalog.A_NOT_FOUND;
-    return sendError(request, reply, new AppError(entry, `No route for ${request.method} ${request.url.split("?")[0]}`), rng);
+    const path = pathOf(request.url);
+    const entry = isPartB(path) ? catalog.RESOURCE_NOT_FOUND : catalog.A_NOT_FOUND;
+    return sendError(request, reply, new AppError(entry, `No route for ${request.method} ${path}`), rng);
   });
 }

@@ -97,6 +97,8 @@ export interface AppDeps {
   trustedProxies: string[];
   /** timeouts and the per-address connection cap of the server (connectionLimits.ts) */
   connections: ConnectionLimits;
+  /** serve Swagger UI at /docs (`--api-docs`); /openapi.json is served either way */
+  apiDocs: boolean;
   /** registers Part B (/svc/v1) routes, when present */
   partB?: (app: AppInstance) => void | Promise<void>;
   /** registers the portal (/portal/, /portal/api/), when present */

@@ -7,6 +7,7 @@ import type { RateLimitDecision, RateLimiter } from "../services/rateLimiter.ts"
 import type { PortalStore, TenantStore } from "../store/types.ts";
 import { PasswordHasher, passwordProblem } from "./passwords.ts";
 import { sha256, type Actor } from "./sessions.ts";
+import { unsafeCharIn, unsafeTextReason } from "../domain/text.ts";
 
 /** A sign-in link (an invitation or a reset link) is good for a day, once. */
 export const INVITE_TTL_MS = 24 * 3600_000;
@@ -75,6 +76,8 @@ export class PortalAccounts {
    * person has one live link at most, so a link sent to an old address or seen by someone else dies with the next.
    */
   async invite(i: { email: string; tenant?: string; role: PortalRole }): Promise<Invitation> {
+    const unsafe = unsafeCharIn(i.email);
+    if (unsafe) throw new AppError(catalog.PORTAL_INVALID_REQUEST, unsafeTextReason("an email address", unsafe));
     const email = i.email.trim().toLowerCase();
     if (!/^[^\s@]{1,64}@[^\s@]{1,255}$/.test(email)) throw new AppError(catalog.PORTAL_INVALID_REQUEST, `"${i.email}" is not an email address`);
     if ((i.role === "operator") !== (i.tenant === undefined)) {

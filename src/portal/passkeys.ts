@@ -15,6 +15,7 @@ import type { RateLimiter } from "../services/rateLimiter.ts";
 import type { PortalStore } from "../store/types.ts";
 import { retryAfter } from "./accounts.ts";
 import { sha256, type Actor } from "./sessions.ts";
+import { unsafeCharIn, unsafeTextReason } from "../domain/text.ts";
 
 /** The browser's answers, as @simplewebauthn/browser sends them (the HTTP layer names them without the library). */
 export type { AuthenticationResponseJSON, RegistrationResponseJSON };
@@ -232,9 +233,10 @@ export class PortalPasskeys {
   }
 }
 
-/** Trimmed, control characters out, at most PASSKEY_NAME_MAX; undefined when nothing is left. */
+/** Trimmed, at most PASSKEY_NAME_MAX; undefined when nothing is left. A control or bidi character is refused. */
 function passkeyName(name: string | undefined): string | undefined {
-  // eslint-disable-next-line no-control-regex
-  const clean = (name ?? "").replace(/[\u0000-\u001f\u007f]/g, "").trim();
+  const unsafe = name ? unsafeCharIn(name) : undefined;
+  if (unsafe) throw new AppError(catalog.PORTAL_INVALID_REQUEST, unsafeTextReason("a passkey's name", unsafe));
+  const clean = (name ?? "").trim();
   return clean.length > 0 && [...clean].length <= PASSKEY_NAME_MAX ? clean : undefined;
 }

@@ -4,6 +4,7 @@ import type { Clock, Rng } from "../clock.ts";
 import type { ApiKeyRecord, Tenant } from "../domain/tenants.ts";
 import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
+import { unsafeCharIn, unsafeTextReason } from "../domain/text.ts";
 import type { ApiKeyChanges, TenantStore } from "../store/types.ts";
 
 /** A key as shown to people: never its secret's hash. */
@@ -20,7 +21,12 @@ export interface KeyEdit {
   referers?: readonly string[];
 }
 
-const cleanLabel = (label: string | null | undefined) => (label?.trim() ? label.trim().slice(0, MAX_KEY_LABEL) : null);
+/** Trimmed and bounded; null when empty. A control or bidi character is refused, not dropped: it may be the point. */
+function cleanLabel(label: string | null | undefined): string | null {
+  const unsafe = label ? unsafeCharIn(label) : undefined;
+  if (unsafe) throw new AppError(catalog.PORTAL_INVALID_REQUEST, unsafeTextReason("a key's label", unsafe));
+  return label?.trim() ? label.trim().slice(0, MAX_KEY_LABEL) : null;
+}
 
 /**
  * rps / burst 0 mean "the server's defaults", resolved per request so a changed --rps applies to such keys; a key

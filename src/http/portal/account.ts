@@ -1,11 +1,11 @@
 import { Type } from "typebox";
 import { SESSION_COOKIE } from "../../portal/sessions.ts";
 import { invitePage, signInPage } from "../../../web/pages/account.ts";
-import { partBErrors } from "../schemas/common.ts";
+import { partBErrors, SafeText } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
 import type { PortalRoutes } from "./context.ts";
 
-const Email = Type.String({ minLength: 3, maxLength: 320 });
+const Email = SafeText({ minLength: 3, maxLength: 320 });
 const Password = Type.String({ minLength: 1, maxLength: 4096 });
 
 /** Only a path of this portal: a `next` that leaves it (another host, `//evil`, a backslash trick) is dropped. */

@@ -6,7 +6,7 @@ import type { Tenant } from "../../domain/tenants.ts";
 import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { clientsPage } from "../../../web/pages/clients.ts";
-import { partBErrors } from "../schemas/common.ts";
+import { partBErrors, SafeText } from "../schemas/common.ts";
 import { StoredRestrictions } from "../schemas/enrollment.ts";
 import type { AppInstance } from "../types.ts";
 import { allowed, TenantQuery, type PortalRoutes } from "./context.ts";
@@ -36,7 +36,7 @@ export function standingOf(tenant: Tenant): { code: string; message: string; rea
 
 const CreateBody = Type.Object(
   {
-    email: Type.String({ minLength: 3, maxLength: 254 }),
+    email: SafeText({ minLength: 3, maxLength: 254 }),
     readOnly: Type.Optional(Type.Boolean()),
     rps: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000 })),
     burst: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { AppError, isAppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
+import { SafeText } from "../schemas/common.ts";
 import type { PortalRole, PortalSession, PortalUser } from "../../domain/portal.ts";
 import type { Tenant } from "../../domain/tenants.ts";
 import type { PortalAccounts } from "../../portal/accounts.ts";
@@ -95,7 +96,7 @@ export async function portalNotFound<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 /** `?tenant=NAME`: the tenant an operator acts on; ignored for tenant users, who only ever see their own. */
-export const TenantQuery = { tenant: Type.Optional(Type.String({ maxLength: 100 })) };
+export const TenantQuery = { tenant: Type.Optional(SafeText({ maxLength: 100 })) };
 
 const RANK: Record<PortalRole, number> = { viewer: 0, admin: 1, operator: 2 };
 

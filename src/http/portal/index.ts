@@ -8,6 +8,7 @@ import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { SESSION_COOKIE } from "../../portal/sessions.ts";
 import { errorPage, type ErrorBody } from "../../../web/pages/error.ts";
+import { originForm, routeOf } from "../requestTarget.ts";
 import type { AppInstance } from "../types.ts";
 import { registerAccountRoutes } from "./account.ts";
 import { allowed, type PortalDeps, type PortalRoutes } from "./context.ts";
@@ -57,7 +58,9 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   "vendor/chart.umd.min.js": { file: path.join(path.dirname(require.resolve("chart.js")), "chart.umd.min.js"), type: "text/javascript; charset=utf-8" },
 };
 
-const isApi = (url: string) => url.startsWith("/portal/api/");
+// each takes the matched route (requestTarget.ts `routeOf`), never the raw target
+const isApi = (route: string) => route.startsWith("/portal/api/");
+const isAsset = (route: string) => route.startsWith("/portal/assets/");
 
 /** The origin the browser must be on for a request without a session (sign-in): this host over HTTPS. */
 function sameOrigin(request: FastifyRequest): boolean {
@@ -78,13 +81,14 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     app.get("/portal", { schema: { hide: true } }, (_request, reply) => reply.redirect("/portal/", 302));
 
     app.addHook("onRequest", (request, reply, done) => {
-      if (request.url.startsWith("/portal")) {
+      const route = routeOf(request);
+      if (route.startsWith("/portal")) {
         reply.headers({
           "content-security-policy": CSP,
           "x-content-type-options": "nosniff",
           "referrer-policy": "same-origin",
           "x-frame-options": "DENY",
-          "cache-control": request.url.startsWith("/portal/assets/") ? "public, max-age=3600" : "no-store",
+          "cache-control": isAsset(route) ? "public, max-age=3600" : "no-store",
         });
       }
       done();
@@ -102,8 +106,9 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
       if (!resolved) {
         // a cookie that names no live session: the person was signed in, and the sign-in page says why they are back
         const ended = request.cookies[SESSION_COOKIE] ? "&ended=1" : "";
-        if (!isApi(request.url)) {
-          void reply.redirect(`/portal/signin?next=${encodeURIComponent(request.url)}${ended}`, 302);
+        if (!isApi(routeOf(request))) {
+          // origin-form: a target in absolute-form must not make the sign-in page send the person to another host
+          void reply.redirect(`/portal/signin?next=${encodeURIComponent(originForm(request.url))}${ended}`, 302);
           return true;
         }
         throw new AppError(catalog.PORTAL_SIGNED_OUT, "Sign in first");
@@ -135,7 +140,8 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     // A page (not the API) that fails answers with a page saying why, for a person; the API keeps its JSON body.
     // callback form for the same reason as the preValidation hook above: every response passes it
     app.addHook("onSend", (request, reply, payload, done) => {
-      const page = request.method === "GET" && request.url.startsWith("/portal/") && !isApi(request.url) && !request.url.startsWith("/portal/assets/");
+      const route = routeOf(request);
+      const page = request.method === "GET" && route.startsWith("/portal/") && !isApi(route) && !isAsset(route);
       if (!page || reply.statusCode < 400 || typeof payload !== "string" || !String(reply.getHeader("content-type")).startsWith("application/json")) {
         return done(null, payload);
       }

@@ -3,13 +3,13 @@ import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { keysPage } from "../../../web/pages/keys.ts";
 import { pickTenantPage } from "../../../web/layout.ts";
-import { partBErrors } from "../schemas/common.ts";
+import { partBErrors, SafeText } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
 import { allowed, TenantQuery, type PortalRoutes } from "./context.ts";
 
 const KeyBody = Type.Object(
   {
-    label: Type.Optional(Type.String({ maxLength: 100 })),
+    label: Type.Optional(SafeText({ maxLength: 100 })),
     rps: Type.Optional(Type.Number({ minimum: 0, maximum: 1_000_000 })),
     burst: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000_000 })),
   },
@@ -31,7 +31,7 @@ const KeyItem = Type.Object({
 const Listed = (what: string) => Type.Optional(Type.Array(Type.String({ maxLength: 512 }), { maxItems: 100, description: `${what}; [] removes the restriction` }));
 const KeyEdit = Type.Object(
   {
-    label: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
+    label: Type.Optional(Type.Union([SafeText({ maxLength: 100 }), Type.Null()])),
     rps: Type.Optional(Type.Number({ minimum: 0, maximum: 1_000_000, description: "0: the server's --rps" })),
     burst: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000_000, description: "0 with rps: twice the rps" })),
     ipAddresses: Listed("addresses or CIDR blocks the key may be used from"),

@@ -1,6 +1,6 @@
 import { Type } from "typebox";
 import { tenantsPage, trustPage } from "../../../web/pages/operator.ts";
-import { partBErrors } from "../schemas/common.ts";
+import { partBErrors, SafeText } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
 import type { PortalRoutes } from "./context.ts";
 import { TrustSourcesView } from "./overview.ts";
@@ -15,7 +15,7 @@ const TenantItem = Type.Object({
   enrollmentEnabled: Type.Boolean(),
   createdAt: Type.String(),
 });
-const NameParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }) });
+const NameParams = Type.Object({ name: SafeText({ minLength: 1, maxLength: 64 }) });
 
 /**
  * What only operators do: tenants (the same TenantAdmin as `attestd tenant ...`) and the trust sources (the
@@ -43,7 +43,7 @@ export function registerOperatorRoutes(app: AppInstance, { deps, ctxOf, html, ta
         summary: "Create a tenant (operators); as `attestd tenant create`",
         body: Type.Object(
           {
-            name: Type.String({ minLength: 1, maxLength: 64 }),
+            name: SafeText({ minLength: 1, maxLength: 64 }),
             kind: Type.Optional(Type.Union([Type.Literal("customer"), Type.Literal("reseller")])),
             customerId: Type.Optional(Type.String({ maxLength: 20, description: "digits; random when absent or empty" })),
           },

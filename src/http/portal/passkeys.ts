@@ -2,7 +2,7 @@ import { Type } from "typebox";
 import type { PortalPasskey } from "../../domain/portal.ts";
 import { PASSKEY_NAME_MAX, type AuthenticationResponseJSON, type RegistrationResponseJSON } from "../../portal/passkeys.ts";
 import { accountPage } from "../../../web/pages/account.ts";
-import { partBErrors } from "../schemas/common.ts";
+import { partBErrors, SafeText } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
 import { requestOrigin, type PortalRoutes } from "./context.ts";
 
@@ -65,7 +65,7 @@ const PasskeyItem = Type.Object({
   backedUp: Type.Boolean({ description: "a synced passkey (a password manager's) rather than one bound to a device" }),
   transports: Type.Array(Type.String()),
 });
-const Name = Type.String({ minLength: 1, maxLength: PASSKEY_NAME_MAX });
+const Name = SafeText({ minLength: 1, maxLength: PASSKEY_NAME_MAX });
 const CredentialParams = Type.Object({ credentialId: B64(1400) });
 
 const item = (p: PortalPasskey) => ({
@@ -121,7 +121,7 @@ export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tag
         tags,
         operationId: "portalRegisterPasskey",
         summary: "Finish registering a passkey with the authenticator's answer",
-        body: Type.Object({ name: Type.Optional(Type.String({ maxLength: PASSKEY_NAME_MAX })), credential: RegistrationResponse }, { additionalProperties: false }),
+        body: Type.Object({ name: Type.Optional(SafeText({ maxLength: PASSKEY_NAME_MAX })), credential: RegistrationResponse }, { additionalProperties: false }),
         response: { 200: PasskeyItem, ...partBErrors(400, 401, 403, 409) },
       },
       config: { portal: "viewer" },

@@ -4,12 +4,12 @@ import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { MAX_REFERENCE_FILE_BYTES } from "../../services/referenceValueAdmin.ts";
 import { referenceValuesPage } from "../../../web/pages/referenceValues.ts";
-import { partBErrors } from "../schemas/common.ts";
+import { partBErrors, SafeText } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
 import { allowed, TenantQuery, type PortalRoutes } from "./context.ts";
 
 /** As a blob carries them (the parser's bounds): printable ASCII, at most 64 characters. */
-const Name = Type.String({ minLength: 1, maxLength: 64 });
+const Name = SafeText({ minLength: 1, maxLength: 64 });
 const Cursor = Type.String({ maxLength: 400 });
 
 const SetItem = Type.Object({
@@ -110,7 +110,7 @@ export function registerReferenceValueRoutes(app: AppInstance, { deps, scope, ct
         querystring: Type.Object(TenantQuery),
         body: Type.Object(
           {
-            filename: Type.String({ minLength: 1, maxLength: 255, description: "named in error messages" }),
+            filename: SafeText({ minLength: 1, maxLength: 255, description: "named in error messages" }),
             content: Type.String({ maxLength: MAX_REFERENCE_FILE_BYTES, description: "the file's text" }),
           },
           { additionalProperties: false },

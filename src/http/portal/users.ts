@@ -1,14 +1,14 @@
 import { Type } from "typebox";
 import { summarisePerson } from "../../portal/accounts.ts";
 import { usersPage } from "../../../web/pages/users.ts";
-import { partBErrors } from "../schemas/common.ts";
+import { partBErrors, SafeText } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
 import type { PortalRoutes } from "./context.ts";
 
 const Role = Type.Union([Type.Literal("admin"), Type.Literal("viewer")]);
 const PeopleQuery = Type.Object(
   {
-    tenant: Type.Optional(Type.String({ maxLength: 100, description: "only this tenant's people" })),
+    tenant: Type.Optional(SafeText({ maxLength: 100, description: "only this tenant's people" })),
     operators: Type.Optional(Type.Boolean({ description: "only the operators" })),
   },
   { additionalProperties: false },
@@ -62,8 +62,8 @@ export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags, 
         operationId: "portalInviteUser",
         summary: "Invite a person: the one-time sign-in link (24 h) is in this answer only (operators only)",
         body: Type.Union([
-          Type.Object({ email: Type.String({ maxLength: 320 }), tenant: Type.String({ minLength: 1, maxLength: 100 }), role: Role }, { additionalProperties: false }),
-          Type.Object({ email: Type.String({ maxLength: 320 }), role: Type.Literal("operator") }, { additionalProperties: false }),
+          Type.Object({ email: SafeText({ maxLength: 320 }), tenant: SafeText({ minLength: 1, maxLength: 100 }), role: Role }, { additionalProperties: false }),
+          Type.Object({ email: SafeText({ maxLength: 320 }), role: Type.Literal("operator") }, { additionalProperties: false }),
         ]),
         response: { 200: Type.Object({ user: Person, link: Type.String(), expiresAt: Type.String() }), ...partBErrors(400, 401, 403, 404, 409) },
       },

@@ -1,17 +1,19 @@
 import { Type } from "typebox";
 import { catalog } from "../../errors/catalog.ts";
 import { AppError, isAppError } from "../../errors/AppError.ts";
+import { UNSAFE_TEXT_CHARS } from "../../domain/text.ts";
 import { sendBody } from "../render.ts";
 import { DeviceIdSchema, partAErrors } from "../schemas/common.ts";
 import type { AppDeps, AppInstance } from "../types.ts";
 import { methodNotAllowed, partAGuards } from "./guards.ts";
 
 /**
- * A requestedId is echoed in the answer, in XML too: control characters (C0, DEL, C1) and what XML 1.0 cannot
- * carry at all (lone surrogates, U+FFFE, U+FFFF) are refused, 400 INVALID_REQUEST, rather than altered on the way
- * back (render.ts would write them as U+FFFD).
+ * A requestedId is echoed in the answer, in XML too, and listed with its verdict: control characters (C0, DEL, C1)
+ * and bidi formatting characters (src/domain/text.ts, the rule every name follows) and what XML 1.0 cannot carry at
+ * all (lone surrogates, U+FFFE, U+FFFF) are refused, 400 INVALID_REQUEST, rather than altered on the way back
+ * (render.ts would write them as U+FFFD) or shown reordered.
  */
-const REQUESTED_ID_PATTERN = "^[^\\p{Cc}\\p{Cs}\\uFFFE\\uFFFF]+$";
+const REQUESTED_ID_PATTERN = `^[^${UNSAFE_TEXT_CHARS}\\p{Cs}\\uFFFE\\uFFFF]+$`;
 
 const Item = Type.Object(
   {

@@ -2,6 +2,7 @@ import { Type, type TSchema } from "typebox";
 import { VERDICT_FIELDS } from "../../attestation/types.ts";
 import { EAR_MEDIA_TYPE } from "../../results/ear.ts";
 import { DEVICE_ID_PATTERN } from "../../domain/devices.ts";
+import { SAFE_TEXT_PATTERN } from "../../domain/text.ts";
 import { NONCE_PATTERN } from "../../nonces/nonce.ts";
 
 export const PartAError = Type.Object(
@@ -36,6 +37,14 @@ export const DeviceIdSchema = Type.String({
   description: "the relying party's name for the device (docs/devices.md): 1-128 of A-Z a-z 0-9 . _ : -",
   examples: ["account-4711.phone-1"],
 });
+
+/**
+ * An identifier, label or name a person gives (an email, a key label, a tenant, profile or passkey name): a string
+ * with no control or bidi formatting character (src/domain/text.ts), refused with the route's invalid-input code.
+ */
+export function SafeText(options: NonNullable<Parameters<typeof Type.String>[0]> = {}) {
+  return Type.String({ ...options, pattern: SAFE_TEXT_PATTERN });
+}
 
 /** A nonce: what POST /v2/nonces answers, and what POST /v2/blobs takes in its `nonce` query parameter. */
 export const NonceSchema = Type.String({

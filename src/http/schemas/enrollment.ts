@@ -3,6 +3,7 @@ import { MAX_REFERER_PATTERN_LENGTH } from "../../auth/refererPattern.ts";
 import { MAX_IP_ENTRY_LENGTH, MAX_RESTRICTION_ENTRIES } from "../../auth/restrictions.ts";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_NUM, MAX_PAGE_SIZE } from "../../enrollment/paging.ts";
 import { PROFILE_LIMITS } from "../../enrollment/profiles.ts";
+import { SafeText } from "./common.ts";
 import { MAX_JWT_LENGTH, MAX_VALIDITY_MINUTES, MIN_VALIDITY_MINUTES } from "../../enrollment/tokens.ts";
 
 /** Part B request and response schemas (enrollment-api.md). Every string and list is bounded. */
@@ -38,7 +39,7 @@ const Settings = Type.Record(Type.String(), SettingValue, { maxProperties: PROFI
 
 export const ProfileBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: PROFILE_LIMITS.name }),
+    name: SafeText({ minLength: 1, maxLength: PROFILE_LIMITS.name }),
     description: Type.Optional(Type.String({ maxLength: PROFILE_LIMITS.description })),
     mdmUrl: Type.Optional(Type.String({ maxLength: PROFILE_LIMITS.mdmUrl })),
     settings: Type.Optional(Settings),
@@ -110,7 +111,7 @@ export function deviceUploadBody(maxDevices: number) {
         Type.Object(
           {
             deviceId: DeviceId,
-            userId: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })),
+            userId: Type.Optional(SafeText({ minLength: 1, maxLength: 254 })),
             userPassword: Type.Optional(Type.String({ maxLength: 1024, description: "base64 RSA-OAEP-256 ciphertext" })),
           },
           { additionalProperties: false },
@@ -164,7 +165,7 @@ export const CountResponse = Type.Object({ count: Type.Integer() });
 
 // ---- resellers ----
 export const ResellerAssociate = Type.Object(
-  { resellerId: Type.String({ minLength: 1, maxLength: 64 }) },
+  { resellerId: SafeText({ minLength: 1, maxLength: 64 }) },
   { additionalProperties: false },
 );
 export const ResellerView = Type.Object({ resellerId: Type.String(), name: Type.String(), associatedDate: ISO });
