@@ -10,56 +10,64 @@ import { catalog } from "../../src/errors/catalog.ts";
 import { portalPeople } from "../helpers/portalPeople.ts";
 import { createApiKeyFor, KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 import { T0 } from "../helpers/clock.ts";
-import { createTestDatabase, type TestDatabase } from "../store/backends.ts";
+import { createTestDatabase, createTestRedisPrefix, type TestDatabase, type TestRedisPrefix } from "../store/backends.ts";
 
 const REFUSED = catalog.A_AUTHORIZATION_FAIL.code;
 
-describe("a key revoked in the portal, on the instance that revoked it", () => {
-  let t: TestRuntime;
-  before(async () => {
-    // the runtime's clock is pinned: the key cache never expires on its own, so only the revocation can end it
-    t = await startTestRuntime();
+for (const backend of ["sqlite", "postgres + redis"] as const) {
+  describe(`a key revoked in the portal, on the instance that revoked it (${backend})`, () => {
+    let t: TestRuntime;
+    let db: TestDatabase | undefined;
+    let redis: TestRedisPrefix | undefined;
+    before(async () => {
+      if (backend !== "sqlite") [db, redis] = await Promise.all([createTestDatabase("keyrevoke"), createTestRedisPrefix("keyrevoke")]);
+      // the runtime's clock is pinned: the key cache never expires on its own, so only the revocation can end it
+      t = await startTestRuntime(db && redis ? { store: "postgres", databaseUrl: db.url, redisUrl: `${redis.url}?keyPrefix=${encodeURIComponent(redis.prefix)}` } : {});
+    });
+    after(async () => {
+      await t?.close();
+      await Promise.allSettled([db?.drop(), redis?.clean()]);
+    });
+
+    it("accepts no request that starts after the DELETE answered 204", async () => {
+      const portal = portalPeople(t);
+      await portal.add("ada@acme.example", "admin", "acme");
+      const made = (await portal.as("ada@acme.example", { method: "POST", url: "/portal/api/keys", payload: { label: "doomed", rps: 100_000 } })).json() as { key: string; keyId: string };
+      const nonce = () => t.runtime.app.inject({ method: "POST", url: "/v2/nonces", headers: { [KEY_HEADER]: made.key } });
+      assert.equal((await nonce()).statusCode, 200, "the key works and is cached");
+
+      let revokedAt: number | undefined; // sequence number of the first request started after the 204
+      let seq = 0;
+      const results: { seq: number; status: number; code: string | undefined }[] = [];
+      let stop = false;
+      // several clients in a loop, each starting its next request as soon as the last one is answered
+      // each turn yields to the event loop (inject alone would resolve in microtasks and starve the timers below)
+      const client = async () => {
+        while (!stop && seq < 20_000) {
+          await new Promise(setImmediate);
+          const mine = seq++;
+          const r = await nonce();
+          results.push({ seq: mine, status: r.statusCode, code: r.statusCode === 200 ? undefined : (r.json() as { error: { code: string } }).error.code });
+        }
+      };
+      const clients = Array.from({ length: 8 }, client);
+      await new Promise((r) => setTimeout(r, 50));
+      const del = await portal.as("ada@acme.example", { method: "DELETE", url: `/portal/api/keys/${made.keyId}` });
+      revokedAt = seq;
+      assert.equal(del.statusCode, 204);
+      await new Promise((r) => setTimeout(r, 100));
+      stop = true;
+      await Promise.all(clients);
+
+      const before = results.filter((r) => r.seq < revokedAt!);
+      const after = results.filter((r) => r.seq >= revokedAt!);
+      assert.ok(before.some((r) => r.status === 200), "requests were accepted up to the revocation");
+      assert.ok(after.length >= 20, `enough requests after the 204 (${after.length})`);
+      const notRefused = after.filter((r) => r.status !== 401 || r.code !== REFUSED);
+      assert.equal(notRefused.length, 0, `of ${after.length} requests started after the 204, not refused: ${JSON.stringify(notRefused.slice(0, 3))}`);
+    });
   });
-  after(() => t.close());
-
-  it("accepts no request that starts after the DELETE answered 204", async () => {
-    const portal = portalPeople(t);
-    await portal.add("ada@acme.example", "admin", "acme");
-    const made = (await portal.as("ada@acme.example", { method: "POST", url: "/portal/api/keys", payload: { label: "doomed" } })).json() as { key: string; keyId: string };
-    const nonce = () => t.runtime.app.inject({ method: "POST", url: "/v2/nonces", headers: { [KEY_HEADER]: made.key } });
-    assert.equal((await nonce()).statusCode, 200, "the key works and is cached");
-
-    let revokedAt: number | undefined; // sequence number of the first request started after the 204
-    let seq = 0;
-    const results: { seq: number; status: number; code: string | undefined }[] = [];
-    let stop = false;
-    // several clients in a loop, each starting its next request as soon as the last one is answered
-    // each turn yields to the event loop (inject alone would resolve in microtasks and starve the timers below)
-    const client = async () => {
-      while (!stop && seq < 20_000) {
-        await new Promise(setImmediate);
-        const mine = seq++;
-        const r = await nonce();
-        results.push({ seq: mine, status: r.statusCode, code: r.statusCode === 200 ? undefined : (r.json() as { error: { code: string } }).error.code });
-      }
-    };
-    const clients = Array.from({ length: 8 }, client);
-    await new Promise((r) => setTimeout(r, 50));
-    const del = await portal.as("ada@acme.example", { method: "DELETE", url: `/portal/api/keys/${made.keyId}` });
-    revokedAt = seq;
-    assert.equal(del.statusCode, 204);
-    await new Promise((r) => setTimeout(r, 100));
-    stop = true;
-    await Promise.all(clients);
-
-    const before = results.filter((r) => r.seq < revokedAt!);
-    const after = results.filter((r) => r.seq >= revokedAt!);
-    assert.ok(before.some((r) => r.status === 200), "requests were accepted up to the revocation");
-    assert.ok(after.length >= 20, `enough requests after the 204 (${after.length})`);
-    const notRefused = after.filter((r) => r.status !== 401 || r.code !== REFUSED);
-    assert.equal(notRefused.length, 0, `of ${after.length} requests started after the 204, not refused: ${JSON.stringify(notRefused.slice(0, 3))}`);
-  });
-});
+}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 const BASE32 = "abcdefghijklmnopqrstuvwxyz234567";
