@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { catalog } from "../../src/errors/catalog.ts";
+import { KEY_CACHE_MS } from "../../src/services/apiKeyAuth.ts";
 import { portalPeople } from "../helpers/portalPeople.ts";
 import { createApiKeyFor, KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 import { T0 } from "../helpers/clock.ts";
@@ -35,6 +36,9 @@ for (const backend of ["sqlite", "postgres + redis"] as const) {
       const made = (await portal.as("ada@acme.example", { method: "POST", url: "/portal/api/keys", payload: { label: "doomed", rps: 100_000 } })).json() as { key: string; keyId: string };
       const nonce = () => t.runtime.app.inject({ method: "POST", url: "/v2/nonces", headers: { [KEY_HEADER]: made.key } });
       assert.equal((await nonce()).statusCode, 200, "the key works and is cached");
+    // where the key is revoked, the page states the bound for the other instances
+    const page = (await portal.as("ada@acme.example", { url: "/portal/keys" })).body;
+    assert.match(page, new RegExp(`data-confirm="Revoke key ${made.keyId}\\? This server refuses requests with it at once, every other instance within ${KEY_CACHE_MS / 1000} seconds\\."`));
 
       let revokedAt: number | undefined; // sequence number of the first request started after the 204
       let seq = 0;
