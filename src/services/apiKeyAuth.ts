@@ -115,7 +115,7 @@ export class ApiKeyAuthenticator implements KeyCache {
     const generation = this.generation;
     const key = await this.store.getApiKey(keyId);
     const tenant = await this.store.getTenant(key ? key.tenantId : NO_TENANT);
-    const entry = { at: now, key, secretHash: key ? Buffer.from(key.secretHash, "hex") : unknownHash, tenant: key ? tenant : undefined };
+    const entry = { at: now, key, secretHash: key ? Buffer.from(key.secretHash, "hex") : unknownHash, tenant };
     if (generation === this.generation) {
       this.cache.delete(keyId);
       if (this.cache.size >= CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
