@@ -206,7 +206,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     portal: registerPortal({
       ...portal,
       history: new PortalHistory(stores.durable),
-      keys: new ApiKeyAdmin(stores.durable, clock, rng),
+      keys: new ApiKeyAdmin(stores.durable, clock, rng, auth),
       tenants: new TenantDirectory(stores.durable),
       clients: enrollment.clients,
       referenceValues: new ReferenceValueAdmin(stores.durable, clock, {

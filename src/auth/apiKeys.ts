@@ -1,4 +1,4 @@
-import { hash, timingSafeEqual } from "node:crypto";
+import { hash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Rng } from "../clock.ts";
 
 /**
@@ -29,6 +29,13 @@ export function generateApiKey(rng: Rng): NewApiKey {
 export function hashSecret(secret: string): string {
   return hash("sha256", secret, "hex");
 }
+
+/**
+ * The stored hash an unknown id's secret is compared with (API keys, Part B client identifiers and access
+ * tokens), so that answering "no such id" costs the same hashing and comparison as "wrong secret": the answer
+ * time must not tell an attacker which ids exist. It is the hash of a secret nobody holds, made at start-up.
+ */
+export const UNKNOWN_SECRET_HASH: string = hashSecret(randomBytes(32).toString("base64url"));
 
 export function parseApiKey(key: string): { keyId: string; secret: string } | undefined {
   const m = KEY_RE.exec(key);

@@ -1,4 +1,4 @@
-import { hashSecret, secretMatches } from "../auth/apiKeys.ts";
+import { hashSecret, secretMatches, UNKNOWN_SECRET_HASH } from "../auth/apiKeys.ts";
 import type { Rng } from "../clock.ts";
 
 const BASE32 = "abcdefghijklmnopqrstuvwxyz234567";
@@ -32,7 +32,7 @@ export function parseSecretToken(token: string, idPrefix: string): { id: string;
   return { id: m[1]!, secret: m[2]! };
 }
 
-export { secretMatches };
+export { secretMatches, UNKNOWN_SECRET_HASH };
 
 export const CLIENT_ID_PREFIX = "cl_";
 export const ACCESS_TOKEN_PREFIX = "at_";

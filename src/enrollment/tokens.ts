@@ -8,7 +8,7 @@ import type { ApiClient, EnrollmentUser } from "../domain/enrollment.ts";
 import type { EnrollmentStore, JtiStore, TenantStore } from "../store/types.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import { ALGORITHM } from "./clientJwt.ts";
-import { ACCESS_TOKEN_PREFIX, CLIENT_ID_PREFIX, newSecretToken, parseSecretToken, secretMatches } from "./ids.ts";
+import { ACCESS_TOKEN_PREFIX, CLIENT_ID_PREFIX, newSecretToken, parseSecretToken, secretMatches, UNKNOWN_SECRET_HASH } from "./ids.ts";
 
 /**
  * Why a tenant's clients are refused whatever their credentials (blocked, inactive, a reseller not enabled for
@@ -124,8 +124,10 @@ export class TokenService {
     const parsed = typeof identifier === "string" ? parseSecretToken(identifier, CLIENT_ID_PREFIX) : undefined;
     if (!parsed) throw unrecognised(UNRECOGNISED_CLIENT, "The clientIdentifier claim is not a client identifier");
     const client = await this.store.getClient(parsed.id);
+    // compared for an unknown id too, so that "no such client" costs what "wrong secret" does
+    const matches = secretMatches(parsed.secret, client?.identifierHash ?? UNKNOWN_SECRET_HASH);
     if (!client) throw unrecognised(UNRECOGNISED_CLIENT, `No client ${parsed.id}`);
-    if (!secretMatches(parsed.secret, client.identifierHash)) {
+    if (!matches) {
       throw unrecognised(UNRECOGNISED_CLIENT, `The clientIdentifier's secret is not client ${client.clientId}'s`);
     }
     if (client.revokedAt !== null) throw unrecognised(UNRECOGNISED_CLIENT, `Client ${client.clientId} is revoked`);
@@ -175,8 +177,9 @@ export class TokenService {
     const parsed = typeof accessToken === "string" ? parseSecretToken(accessToken, ACCESS_TOKEN_PREFIX) : undefined;
     if (!parsed) throw unrecognised(UNRECOGNISED_TOKEN, "The accessToken claim is not an access token");
     const record = await this.store.getAccessToken(parsed.id);
+    const matches = secretMatches(parsed.secret, record?.tokenHash ?? UNKNOWN_SECRET_HASH);
     if (!record) throw unrecognised(UNRECOGNISED_TOKEN, `No access token ${parsed.id}`);
-    if (!secretMatches(parsed.secret, record.tokenHash)) {
+    if (!matches) {
       throw unrecognised(UNRECOGNISED_TOKEN, `The accessToken's secret is not that of token ${record.tokenId}`);
     }
     if (record.expiresAtMs <= nowMs) {

@@ -6,6 +6,7 @@ import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import { unsafeCharIn, unsafeTextReason } from "../domain/text.ts";
 import type { ApiKeyChanges, TenantStore } from "../store/types.ts";
+import type { KeyCache } from "./apiKeyAuth.ts";
 
 /** A key as shown to people: never its secret's hash. */
 export type ApiKeySummary = Omit<ApiKeyRecord, "secretHash">;
@@ -41,12 +42,18 @@ function limits(rps: number, burst: number | undefined): { rps: number; burst: n
 /**
  * Part A API keys, for the CLI (`attestd key ...`) and the portal alike: one home for how a key is made (shown
  * once, only its hash kept), listed and revoked, always within one tenant.
+ *
+ * `cache` is the key cache of the serving process this admin runs in (the portal's): a change is written to the
+ * store, then that cache forgets the key, both before the call returns, so the instance that answers the change
+ * refuses a revoked key from the next request on. Other processes (instances, workers, the CLI: no cache) see it
+ * within KEY_CACHE_MS.
  */
 export class ApiKeyAdmin {
   constructor(
     private readonly store: TenantStore,
     private readonly clock: Clock,
     private readonly rng: Rng,
+    private readonly cache: KeyCache = { forget: () => undefined },
   ) {}
 
   async create(tenant: Tenant, o: { rps?: number; burst?: number; label?: string | null } = {}): Promise<{ key: string; record: ApiKeySummary }> {
@@ -55,6 +62,8 @@ export class ApiKeyAdmin {
     const k = generateApiKey(this.rng);
     const createdAt = new Date(this.clock.nowMs()).toISOString();
     await this.store.createApiKey({ keyId: k.keyId, tenantId: tenant.tenantId, secretHash: k.secretHash, rps, burst, createdAt, label });
+    // in case the id was probed (and remembered as unknown) before it existed
+    this.cache.forget(k.keyId);
     return { key: k.key, record: { keyId: k.keyId, tenantId: tenant.tenantId, rps, burst, createdAt, revokedAt: null, restrictions: null, label, lastUsedAt: null } };
   }
 
@@ -63,8 +72,8 @@ export class ApiKeyAdmin {
   }
 
   /**
-   * Changes a key's label, limits and IP / referer restrictions at once (effective on every instance within the
-   * authenticator's 2 s key cache). Restrictions are parsed by src/auth/restrictions.ts, as Part B's are; both lists
+   * Changes a key's label, limits and IP / referer restrictions at once (effective here from the next request, on
+   * other instances within KEY_CACHE_MS). Restrictions are parsed by src/auth/restrictions.ts, as Part B's are; both lists
    * empty means none. Undefined when the tenant (any tenant: undefined, the CLI) has no active key of that id.
    */
   async update(tenant: Tenant | undefined, keyId: string, e: KeyEdit): Promise<ApiKeySummary | undefined> {
@@ -84,6 +93,7 @@ export class ApiKeyAdmin {
       }
     }
     if (!(await this.store.updateApiKey(keyId, changes))) return undefined;
+    this.cache.forget(keyId);
     const { secretHash: _secret, ...after } = (await this.store.getApiKey(keyId))!;
     return after;
   }
@@ -92,6 +102,8 @@ export class ApiKeyAdmin {
   async revoke(tenant: Tenant | undefined, keyId: string): Promise<boolean> {
     const k = await this.store.getApiKey(keyId);
     if (!k || (tenant && k.tenantId !== tenant.tenantId)) return false;
-    return this.store.revokeApiKey(keyId, new Date(this.clock.nowMs()).toISOString());
+    const revoked = await this.store.revokeApiKey(keyId, new Date(this.clock.nowMs()).toISOString());
+    this.cache.forget(keyId);
+    return revoked;
   }
 }

@@ -178,7 +178,7 @@ describe("the portal in a real browser", { timeout: 240_000 }, () => {
     await visit("9-verdicts-390px", `${base}/portal/verdicts`);
     await page.setViewportSize({ width: 1280, height: 860 });
 
-    // revoke: the API refuses the key (within the authenticator's 2 s cache)
+    // revoke: the API refuses the key (at once on this instance, which answered the revocation)
     await page.goto(`${base}/portal/keys`);
     await page.getByRole("button", { name: "Revoke" }).click();
     await page.getByText(/^revoked /).waitFor();

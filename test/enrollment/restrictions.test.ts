@@ -214,7 +214,7 @@ describe("API-key restrictions over HTTP", () => {
     const set = await restrict(keyId, { ipAddresses: ["203.0.113.0/24", "2001:db8::/32"] });
     assert.equal(set.statusCode, 200, set.body);
     assert.deepEqual(set.json(), { keyId, kind: "apiKey", ipAddresses: ["203.0.113.0/24", "2001:db8::/32"], referers: [] });
-    h.clock.advance(2001); // Part A caches key records for 2 s
+    h.clock.advance(2001); // past Part A's key cache (KEY_CACHE_MS): this change came through Part B, not ApiKeyAdmin
     const refused = await nonce(key, "198.51.100.1");
     assert.equal(refused.statusCode, 403);
     assert.equal(refused.json().error.code, catalog.A_FORBIDDEN.code);

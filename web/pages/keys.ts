@@ -1,8 +1,11 @@
 import type { ApiKeySummary } from "../../src/services/apiKeyAdmin.ts";
+import { KEY_CACHE_MS } from "../../src/services/apiKeyAuth.ts";
 import { html, type Html } from "../html.ts";
 import { layout, table, withQuery, type PageContext } from "../layout.ts";
 import { when } from "../time.ts";
 
+/** how soon a change reaches the other instances (their key cache), as people read it: "0.5 seconds" */
+const BOUND = `${KEY_CACHE_MS / 1000} seconds`;
 const limits = (k: ApiKeySummary) => (k.rps ? `${k.rps} / ${k.burst}` : "server default");
 const listed = (xs: string[] | undefined) => (xs && xs.length ? xs.join(", ") : "any");
 
@@ -38,7 +41,7 @@ export function keysPage(ctx: PageContext, keys: ApiKeySummary[], canWrite: bool
   <td>${k.revokedAt ? html`revoked ${when(k.revokedAt)}` : "active"}</td>
   <td>${
     canWrite && !k.revokedAt
-      ? html`<button type="button" class="secondary" data-api="${withQuery(`/portal/api/keys/${k.keyId}`, { tenant: ctx.tenant })}" data-method="DELETE" data-confirm="Revoke key ${k.keyId}? Requests with it are refused at once." aria-label="Revoke key ${k.keyId}">Revoke</button>`
+      ? html`<button type="button" class="secondary" data-api="${withQuery(`/portal/api/keys/${k.keyId}`, { tenant: ctx.tenant })}" data-method="DELETE" data-confirm="Revoke key ${k.keyId}? This server refuses requests with it at once, every other instance within ${BOUND}." aria-label="Revoke key ${k.keyId}">Revoke</button>`
       : ""
   }</td>
 </tr>`,
@@ -61,8 +64,9 @@ export function keysPage(ctx: PageContext, keys: ApiKeySummary[], canWrite: bool
     "API keys",
     ctx,
     html`${create}${table("API keys", ["Key id", "Label", "Created (UTC)", "Last used (UTC)", "rps / burst", "IP addresses", "Referers", "State", "Action"], rows)}
+${canWrite && active.length ? html`<p class="muted">A revoked key is refused by this server from the moment it says so, by every other instance within ${BOUND}.</p>` : ""}
 ${canWrite && active.length ? html`<section aria-labelledby="edit-h"><h2 id="edit-h">Change a key</h2>
-<p class="muted">Limits and restrictions apply to new requests within 2 seconds, on every instance. The same as <code>attestd key set</code>.</p>
+<p class="muted">Limits and restrictions apply to the next request on this server, within ${BOUND} on every other instance. The same as <code>attestd key set</code>.</p>
 ${active.map((k) => editForm(ctx, k))}</section>` : ""}`,
     "/portal/keys",
   );
