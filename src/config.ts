@@ -34,6 +34,7 @@ export const settings = {
   port: s("int", "port to listen on", { default: 8443, min: 0, max: 65535 }),
   dataDir: s("string", "directory for the SQLite file, the secrets key, dev TLS material and trust caches (made 0700)", { default: "./data" }),
   secretsKeyFile: s("string", "file of the AES-256-GCM key that seals secrets in the store (tenants' private keys); every instance and store command on one store needs the same. Default: secrets.key in the data dir, made 0600 on first start"),
+  allowNewStore: s("bool", "start although attestd.sqlite is missing or empty in a data dir that was used before (it holds secrets.key or an android-trust cache): a new, empty store (docs/deployment.md, \"A missing or empty database file\")"),
   store: s("string", "durable store backend", { default: "sqlite", choices: ["sqlite", "postgres"] }),
   databaseUrl: s("string", "PostgreSQL URL (with --store postgres)"),
   redisUrl: s("string", "Redis URL for shared nonces, rate limits and jti replay"),
