@@ -48,6 +48,11 @@ export const settings = {
     "ms a request waits for another process's lock on the SQLite file (an attestd command, a --workers sibling) before 503 with Retry-After; the wait never blocks other requests",
     { default: 2000, min: 0, max: 60_000 },
   ),
+  shutdownGraceMs: s("int", "ms a SIGTERM/SIGINT shutdown may take (in-flight requests finish, the activity log is written, the stores close) before the process exits 1 regardless; keep it below the orchestrator's own (Kubernetes: 30 s)", {
+    default: 25_000,
+    min: 100,
+    max: 600_000,
+  }),
   workers: s("int", "worker processes (node:cluster); 1 runs in-process", { default: 1, min: 1, max: 64 }),
   tlsCert: s("string", "PEM file with the server certificate and its intermediates (leaf first)"),
   tlsKey: s("string", "PEM file with the server private key"),

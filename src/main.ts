@@ -140,7 +140,13 @@ export async function serve(config: Config, installSignalHandlers = true, runtim
   }
   if (installSignalHandlers) {
     const stop = (signal: string) => {
-      log.info({ signal }, "shutting down");
+      log.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
+      // whatever holds the close up (a request that never ends, a store that never answers), the process ends
+      // within the grace period, before the orchestrator's SIGKILL, with a line saying so
+      setTimeout(() => {
+        log.error({ graceMs: config.shutdownGraceMs }, "shutdown did not finish within the grace period; exiting");
+        process.exit(1);
+      }, config.shutdownGraceMs).unref();
       runtime.close().then(
         () => process.exit(0),
         (err: unknown) => {
