@@ -2,7 +2,6 @@ import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config.ts";
 import { OperatorError } from "../errors/operatorError.ts";
-import { pingHealth } from "./health.ts";
 import { MemoryRateLimitStore } from "./memory/memoryRateLimitStore.ts";
 import { SqliteStore } from "./sqlite/sqliteStore.ts";
 import { SqliteEnrollmentStore, SqliteJtiStore } from "./sqlite/sqliteEnrollmentStore.ts";
@@ -102,7 +101,7 @@ export async function openStores(c: StoreConfig, opts: OpenStoresOptions = {}): 
     jti: new SqliteJtiStore(sqlite.db),
     signingKeys: new SqliteSigningKeyStore(sqlite.db),
     secrets: new SqliteSecretsStore(sqlite.db),
-    health: async () => [await pingHealth("sqlite", () => sqlite.ping())],
+    health: async () => [await sqlite.writer.storage.check("sqlite", () => sqlite.ping(), () => sqlite.writeProbe())],
     close: () => sqlite.close(),
   };
 }
