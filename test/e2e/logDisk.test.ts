@@ -6,6 +6,7 @@ import path from "node:path";
 import { after, describe, it } from "node:test";
 import { request } from "undici";
 import { droppedLogLines, LogDestination } from "../../src/logging.ts";
+import { rawConnect } from "../helpers/rawHttp.ts";
 import { startServer, type ServerProcess } from "../helpers/serverProcess.ts";
 import { fillUp, mountTinyFs, unmountTinyFs } from "../helpers/tinyFs.ts";
 
@@ -119,6 +120,21 @@ describe("a full log disk, and a log reader that stalls", () => {
       assert.equal(received[0], 0);
     } finally {
       reader.kill("SIGKILL");
+    }
+  });
+
+  it("a shutdown that something holds up (a request whose body never comes) ends at --shutdown-grace-ms, exit 1, saying so", async () => {
+    const server = await startServer(["--insecure-http", "--data-dir", path.join(root, "grace"), "--log-format", "json", "--shutdown-grace-ms", "1000"]);
+    servers.push(server);
+    // in flight until the 30 s request timeout: the graceful close waits for it
+    const conn = await rawConnect(server.port, "POST /v2/blobs?nonce=x HTTP/1.1\r\nHost: a\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\nabc");
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      const exit = await Promise.race([server.stop("SIGTERM"), new Promise((r) => setTimeout(r, 20_000, "still running after 20 s").unref())]);
+      assert.equal(exit, 1, server.output());
+      assert.match(server.output(), /"msg":"shutdown did not finish within the grace period; exiting"/);
+    } finally {
+      conn.socket.destroy();
     }
   });
 });
