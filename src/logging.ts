@@ -150,11 +150,23 @@ export class LogDestination extends Writable {
   }
 }
 
+const standard = new Map<1 | 2, LogDestination>();
+
+/**
+ * The one destination of stdout (or stderr): every logger of the process and the start-up banner share it, so
+ * their lines keep their order and one backlog holds what a stalled reader has not taken.
+ */
+export function logDestination(fd: 1 | 2): LogDestination {
+  let d = standard.get(fd);
+  if (!d) standard.set(fd, (d = new LogDestination(fd)));
+  return d;
+}
+
 export function createLogger(opts: LoggerOptions): FastifyBaseLogger {
   const pino = require("pino") as typeof pinoModule;
   const fd = opts.fd ?? 1;
   const options = { level: opts.level, base: { service: "attestd", pid: process.pid } };
-  const destination = new LogDestination(fd);
+  const destination = logDestination(fd);
   if (resolveLogFormat(opts.format ?? "auto", isTerminal(fd)) === "pretty") {
     // In this thread rather than pino's worker transport: a start-up failure's last line is written before the
     // process exits, and a terminal is never the bottleneck that a worker avoids.
