@@ -92,6 +92,28 @@ describe("a full log disk, and a log reader that stalls", () => {
     }
   });
 
+  it("a line the disk cut short is followed by a newline, so the next line after space returns is whole", () => {
+    const dir = tiny("cut");
+    const file = path.join(dir, "log");
+    const fd = openSync(file, "a");
+    try {
+      const dest = new LogDestination(fd);
+      dest.write('{"msg":"first"}\n'); // the file now has a page, mostly free
+      const filler = fillUp(dir);
+      const before = dropped("ENOSPC");
+      dest.write(JSON.stringify({ msg: "y".repeat(8000) }) + "\n"); // fills the rest of that page, then meets ENOSPC
+      assert.equal(dropped("ENOSPC") - before, 1);
+      rmSync(filler);
+      dest.write('{"msg":"after"}\n');
+      const lines = readFileSync(file, "utf8").split("\n");
+      assert.equal(lines[0], '{"msg":"first"}');
+      assert.ok(lines[1]!.startsWith('{"msg":"yyy') && lines[1]!.length < 8000, "the cut line, as far as it got");
+      assert.equal(lines[2], '{"msg":"after"}');
+    } finally {
+      closeSync(fd);
+    }
+  });
+
   it("a pipe nobody reads never blocks a write: a bounded backlog waits, later lines are dropped and counted, the rest arrive whole", async () => {
     // `cat` copies its stdin to a pipe this test does not read for now: both pipes fill, then every write answers EAGAIN
     const reader = spawn("cat", [], { stdio: ["pipe", "pipe", "ignore"] });
