@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
@@ -140,6 +140,34 @@ describe("a full log disk, and a log reader that stalls", () => {
       assert.equal(received.length, expected);
       assert.deepEqual(received, [...received].sort((a, b) => a - b));
       assert.equal(received[0], 0);
+    } finally {
+      reader.kill("SIGKILL");
+    }
+  });
+
+  it("a server whose stdout pipe nobody reads answers /healthz and ends on SIGTERM", async () => {
+    // a stalled collector: `sleep` never reads its stdin, and the pipe is full before the server starts
+    const reader = spawn("sleep", ["600"], { stdio: ["pipe", "ignore", "ignore"] });
+    try {
+      const fd = (reader.stdin as unknown as { _handle: { fd: number } })._handle.fd;
+      const chunk = Buffer.alloc(4096, "z");
+      for (;;) {
+        try {
+          writeSync(fd, chunk);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === "EAGAIN") break;
+          throw err;
+        }
+      }
+      const server = await startServer(["--insecure-http", "--data-dir", path.join(root, "stalled"), "--log-format", "json"], { stdout: fd });
+      servers.push(server);
+      for (let i = 0; i < 3; i++) {
+        const res = await request(`${server.url}/healthz`);
+        assert.equal(res.statusCode, 200);
+        await res.body.text();
+      }
+      const exit = await Promise.race([server.stop("SIGTERM"), new Promise((r) => setTimeout(r, 60_000, "still running after 60 s").unref())]);
+      assert.equal(exit, 0, server.output());
     } finally {
       reader.kill("SIGKILL");
     }
