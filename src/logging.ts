@@ -89,7 +89,7 @@ export class LogDestination extends Writable {
   }
 
   private line(data: Buffer): void {
-    if (this.backlog.length > 0) this.queue(data);
+    if (this.backlog.length > 0) void this.queue(data);
     else this.put(data);
   }
 
@@ -105,20 +105,27 @@ export class LogDestination extends Writable {
         written += writeSync(this.fd, data, written);
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code ?? "error";
-        if (code === "EAGAIN" || code === "EWOULDBLOCK") return this.queue(data.subarray(written));
-        this.drop(code);
-        if (written > 0) this.cut = true;
+        const kept = (code === "EAGAIN" || code === "EWOULDBLOCK") && this.queue(data.subarray(written));
+        if (!kept) {
+          if (code !== "EAGAIN" && code !== "EWOULDBLOCK") this.drop(code);
+          if (written > 0) this.cut = true;
+        }
         return;
       }
     }
   }
 
-  private queue(data: Buffer): void {
-    if (this.backlogBytes + data.length > BACKLOG_MAX_BYTES) return this.drop("backlog");
+  /** Keeps `data` for the retry timer; false (and counted) when the backlog is full and it was dropped instead. */
+  private queue(data: Buffer): boolean {
+    if (this.backlogBytes + data.length > BACKLOG_MAX_BYTES) {
+      this.drop("backlog");
+      return false;
+    }
     this.backlog.push(data);
     this.backlogBytes += data.length;
     // unref'd: a log line must never keep the process alive
     this.retry ??= setTimeout(() => this.drain(), BACKLOG_RETRY_MS).unref();
+    return true;
   }
 
   private drain(): void {
@@ -127,7 +134,7 @@ export class LogDestination extends Writable {
     this.backlog = [];
     this.backlogBytes = 0;
     for (const data of pending) {
-      if (this.backlog.length > 0) this.queue(data);
+      if (this.backlog.length > 0) void this.queue(data);
       else this.put(data);
     }
   }
