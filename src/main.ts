@@ -4,7 +4,7 @@ import path from "node:path";
 import { runPrimary, workerRuntimeOptions } from "./cluster.ts";
 import type { FastifyBaseLogger } from "fastify";
 import { loadConfig, publicBaseUrl, type Config } from "./config.ts";
-import { createLogger, logsArePretty, type LogFormat } from "./logging.ts";
+import { createLogger, logDestination, logsArePretty, type LogFormat } from "./logging.ts";
 import { OperatorError } from "./errors/operatorError.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./server.ts";
 import { secretsKeyFileOf } from "./secrets/keyFile.ts";
@@ -136,11 +136,17 @@ export async function serve(config: Config, installSignalHandlers = true, runtim
     const operators = (await runtime.portal.accounts.list({ operators: true })).length;
     // the port actually bound (--port 0 picks one)
     const portal = publicBaseUrl({ ...config, port: Number(new URL(address).port) || config.port });
-    process.stdout.write(startupBanner({ address, caFile: tls?.devCaFile, tenants, portal, operators }));
+    logDestination(1).write(startupBanner({ address, caFile: tls?.devCaFile, tenants, portal, operators }));
   }
   if (installSignalHandlers) {
     const stop = (signal: string) => {
-      log.info({ signal }, "shutting down");
+      log.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
+      // whatever holds the close up (a request that never ends, a store that never answers), the process ends
+      // within the grace period, before the orchestrator's SIGKILL, with a line saying so
+      setTimeout(() => {
+        log.error({ graceMs: config.shutdownGraceMs }, "shutdown did not finish within the grace period; exiting");
+        process.exit(1);
+      }, config.shutdownGraceMs).unref();
       runtime.close().then(
         () => process.exit(0),
         (err: unknown) => {

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import { cryptoRng, systemClock, type Clock, type Rng } from "./clock.ts";
 import { publicBaseUrl, type Config } from "./config.ts";
-import { createLogger, type LogFormat } from "./logging.ts";
+import { createLogger, droppedLogLines, type LogFormat } from "./logging.ts";
 import { buildApp } from "./http/app.ts";
 import { Metrics } from "./http/metrics.ts";
 import { checkState, type AppInstance, type ReadinessReport } from "./http/types.ts";
@@ -106,6 +106,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const metrics = new Metrics();
   metrics.trackAndroidTrust(() => trust.androidUsable());
   metrics.trackTrustHeldBack(() => trust.heldBackCounts());
+  metrics.trackLogDrops(droppedLogLines);
   const activity = new ActivityRecorder(stores.durable, log, {
     onDropped: (reason, count) => metrics.activityDropped.inc({ reason }, count),
   });

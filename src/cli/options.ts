@@ -21,6 +21,7 @@ export const STORAGE_SETTINGS: SettingName[] = [
   "redisUrl",
   "pgPoolMax",
   "sqliteSynchronous",
+  "allowNewStore",
   "logLevel",
 ];
 

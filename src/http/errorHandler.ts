@@ -14,6 +14,9 @@ import type { AppInstance } from "./types.ts";
  * 500 with an error id, logged with its stack and never sent. The bodies themselves are in render.ts.
  */
 
+/** the Retry-After of a 503 for a store whose disk refuses writes (StoreUnavailableError.storage) */
+export const STORAGE_RETRY_AFTER_S = 10;
+
 /** bounds what one activity-log entry keeps of a reason (an exception message may be long) */
 const MAX_LOGGED_REASON = 500;
 
@@ -71,8 +74,12 @@ function toAppError(err: unknown, request: FastifyRequest): AppError | undefined
   if (isAppError(err)) return err;
   if (isStoreUnavailable(err)) {
     // Never answer without the check the store would have made: 503, retry soon. The log names backend and cause.
-    request.log.warn({ backend: err.backend, cause: err.message }, "store unavailable");
-    return new AppError(catalog.SERVICE_UNAVAILABLE, "A backing store is unreachable; retry later", { "Retry-After": "1" });
+    request.log.warn({ backend: err.backend, cause: err.message, storage: err.storage }, "store unavailable");
+    // a full disk is not freed within a second: the client comes back later (or to another instance, since
+    // readiness has gone not-ready), not at once
+    return err.storage
+      ? new AppError(catalog.SERVICE_UNAVAILABLE, "A backing store cannot take writes now; retry later", { "Retry-After": String(STORAGE_RETRY_AFTER_S) })
+      : new AppError(catalog.SERVICE_UNAVAILABLE, "A backing store is unreachable; retry later", { "Retry-After": "1" });
   }
   const e = err as { code?: string; statusCode?: number; validation?: unknown; message?: string };
   const partB = isPartB(routeOf(request));

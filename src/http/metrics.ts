@@ -85,6 +85,20 @@ export class Metrics {
     });
   }
 
+  /** `attestd_log_lines_dropped_total`: log lines the process could not write (a full disk, a stalled reader) */
+  trackLogDrops(dropped: () => ReadonlyMap<string, number>): void {
+    new Counter({
+      name: "attestd_log_lines_dropped_total",
+      help: "Log lines dropped because stdout could not take them, by reason: the write's errno (ENOSPC: the disk under the log is full) or backlog (a pipe nobody reads, 1 MiB held)",
+      labelNames: ["reason"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [reason, n] of dropped()) this.inc({ reason }, n);
+      },
+    });
+  }
+
   /** `attestd_activity_pending`: activity-log entries in memory, not yet written */
   trackActivityBacklog(pending: () => number): void {
     this.gaugeReading(

@@ -1,6 +1,7 @@
+import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config.ts";
-import { pingHealth } from "./health.ts";
+import { OperatorError } from "../errors/operatorError.ts";
 import { MemoryRateLimitStore } from "./memory/memoryRateLimitStore.ts";
 import { SqliteStore } from "./sqlite/sqliteStore.ts";
 import { SqliteEnrollmentStore, SqliteJtiStore } from "./sqlite/sqliteEnrollmentStore.ts";
@@ -11,10 +12,38 @@ import type { Stores } from "./types.ts";
 export type StoreConfig = Pick<
   Config,
   "store" | "dataDir" | "databaseUrl" | "redisUrl" | "pgPoolMax" | "sqliteSynchronous" | "sqliteLockWaitMs"
->;
+> &
+  Partial<Pick<Config, "allowNewStore">>;
 
 export function sqliteFile(dataDir: string): string {
   return path.resolve(dataDir, "attestd.sqlite");
+}
+
+function sizeOf(file: string): number | undefined {
+  return existsSync(file) ? statSync(file).size : undefined;
+}
+
+/**
+ * Why opening the data dir's SQLite file would silently start a new, empty store where one existed: SQLite takes a
+ * missing or zero-length file for a new database, so a deleted, moved or truncated `attestd.sqlite` (a restore gone
+ * wrong, a full disk, a copy of the wrong file) came up as a fresh install and every API key answered 401. What a
+ * first start leaves beside the file says one existed: `secrets.key` (made by the first start, after the store)
+ * and the Android trust cache. A zero-length file with a WAL beside it is a store whose commits are still all in
+ * the WAL (SQLite recovers them), not an empty one. Undefined: nothing looks wrong.
+ */
+export function lostStoreProblem(dataDir: string): string | undefined {
+  const db = sqliteFile(dataDir);
+  const size = sizeOf(db);
+  if (size !== undefined && size > 0) return undefined;
+  if ((sizeOf(`${db}-wal`) ?? 0) > 0) return undefined;
+  const traces = [path.resolve(dataDir, "secrets.key"), path.resolve(dataDir, "android-trust")].filter((f) => existsSync(f));
+  if (traces.length === 0) return undefined;
+  const what = size === undefined ? `${db} is missing` : `${db} is empty (0 bytes)`;
+  return (
+    `refusing to start on a new, empty store: ${what}, but this data dir was used before (${traces.join(", ")}). ` +
+    "If the file was deleted, moved or truncated, stop and restore it from a backup; " +
+    "to start afresh on purpose (every tenant, key and verdict gone), run once with --allow-new-store"
+  );
 }
 
 /** The `onBackgroundError` of a serving process: the store carries on, slower, so a warning says why. */
@@ -47,6 +76,10 @@ export async function openStores(c: StoreConfig, opts: OpenStoresOptions = {}): 
         "use it with --store postgres (on one host, --workers shares the SQLite file)",
     );
   }
+  if (!c.allowNewStore) {
+    const problem = lostStoreProblem(c.dataDir);
+    if (problem) throw new OperatorError(problem);
+  }
   const sqlite = new SqliteStore({
     file: sqliteFile(c.dataDir),
     synchronous: c.sqliteSynchronous as "NORMAL" | "FULL",
@@ -68,7 +101,7 @@ export async function openStores(c: StoreConfig, opts: OpenStoresOptions = {}): 
     jti: new SqliteJtiStore(sqlite.db),
     signingKeys: new SqliteSigningKeyStore(sqlite.db),
     secrets: new SqliteSecretsStore(sqlite.db),
-    health: async () => [await pingHealth("sqlite", () => sqlite.ping())],
+    health: async () => [await sqlite.writer.storage.check("sqlite", () => sqlite.ping(), () => sqlite.writeProbe())],
     close: () => sqlite.close(),
   };
 }

@@ -4,6 +4,7 @@ import type { LightMyRequestResponse } from "fastify";
 import { accessTokenRequest, signClientJwt } from "../../src/enrollment/clientJwt.ts";
 import { catalog, catalogEntries, type CatalogEntry } from "../../src/errors/catalog.ts";
 import { encryptForTenant } from "../../src/enrollment/tenantKeys.ts";
+import { fromPgError } from "../../src/store/errors.ts";
 import type { Tenant } from "../../src/domain/tenants.ts";
 import { assertPartBError, Harness, imeiFrom14, type Session } from "./harness.ts";
 
@@ -243,6 +244,24 @@ const cases: Case[] = [
     },
   },
   {
+    entry: catalog.SERVICE_UNAVAILABLE,
+    what: "a store whose disk is full (PostgreSQL's 53100)",
+    run: async ({ h, s }) => {
+      const original = h.store.listResellerAssociations;
+      h.store.listResellerAssociations = async () => {
+        throw fromPgError(Object.assign(new Error('could not extend file "base/16384/2619": No space left on device'), { code: "53100", severity: "ERROR" }));
+      };
+      try {
+        const res = await s.call("GET", "/svc/v1/resellers");
+        assert.equal(res.headers["retry-after"], "10", "a full disk is not freed within a second");
+        assert.doesNotMatch(res.body, /extend file|base\/16384|No space/, "the driver's message stays in the log");
+        return res;
+      } finally {
+        h.store.listResellerAssociations = original;
+      }
+    },
+  },
+  {
     entry: catalog.INTERNAL_SERVER_ERROR,
     what: "an unexpected store failure",
     run: async ({ h, s }) => {
@@ -301,7 +320,13 @@ describe("Part B errors over HTTP", () => {
 
   it("reaches every Part B catalog entry except the SEG profile codes", () => {
     const expected = catalogEntries
-      .filter((e) => (e.part === "B" && !e.key.startsWith("SEG_")) || e === catalog.TOO_MANY_REQUESTS || e === catalog.INTERNAL_SERVER_ERROR)
+      .filter(
+        (e) =>
+          (e.part === "B" && !e.key.startsWith("SEG_")) ||
+          e === catalog.TOO_MANY_REQUESTS ||
+          e === catalog.INTERNAL_SERVER_ERROR ||
+          e === catalog.SERVICE_UNAVAILABLE,
+      )
       .map((e) => e.key)
       .sort();
     assert.deepEqual([...reached].sort(), expected);

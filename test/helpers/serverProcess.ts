@@ -36,8 +36,9 @@ process.on("exit", () => {
   for (const c of children) c.kill("SIGKILL");
 });
 
-function spawnAttestd(argv: string[]): ChildProcess {
-  const proc = spawn(process.execPath, argv, { cwd: REPO, env: childEnv(), stdio: ["ignore", "pipe", "pipe"] });
+/** `stdout`: a file descriptor the child's stdout goes to (its log), instead of a pipe to this process */
+function spawnAttestd(argv: string[], stdout?: number): ChildProcess {
+  const proc = spawn(process.execPath, argv, { cwd: REPO, env: childEnv(), stdio: ["ignore", stdout ?? "pipe", "pipe"] });
   children.add(proc);
   proc.once("exit", () => children.delete(proc));
   return proc;
@@ -93,14 +94,14 @@ export interface ServerProcess {
  */
 export async function startServer(
   args: string[],
-  opts: { tls?: { caFile: string } | false; port?: number; entry?: string } = {},
+  opts: { tls?: { caFile: string } | false; port?: number; entry?: string; stdout?: number } = {},
 ): Promise<ServerProcess> {
   const port = opts.port ?? (await freePort());
   const tls = opts.tls ?? false;
   const command = opts.entry ? ["--import", "tsx", path.join(REPO, opts.entry)] : [...CLI, "serve"];
-  const proc = spawnAttestd([...command, "--host", "127.0.0.1", "--port", String(port), ...args]);
+  const proc = spawnAttestd([...command, "--host", "127.0.0.1", "--port", String(port), ...args], opts.stdout);
   let out = "";
-  proc.stdout!.on("data", (d) => (out += d));
+  proc.stdout?.on("data", (d) => (out += d));
   proc.stderr!.on("data", (d) => (out += d));
   const scheme = args.includes("--insecure-http") ? "http" : "https";
   const url = `${scheme}://127.0.0.1:${port}`;

@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, describe, it } from "node:test";
 import { StoreUnavailableError } from "../../src/errors/storeUnavailable.ts";
-import { fromPgError, fromRedisError } from "../../src/store/errors.ts";
+import { fromPgError, fromRedisError, fromSqliteError } from "../../src/store/errors.ts";
+import { STORAGE_HOLD_MS, StorageHealth } from "../../src/store/health.ts";
+import { openPostgresStores } from "../../src/store/postgres/openPostgresStores.ts";
 import { PgStore } from "../../src/store/postgres/pgStore.ts";
 import { RedisStore } from "../../src/store/redis/redisStore.ts";
 import { createTestDatabase, createTestRedisPrefix, type TestDatabase, type TestRedisPrefix } from "./backends.ts";
@@ -62,6 +64,103 @@ describe("backend errors are classified", () => {
     }
     assert.ok(fromRedisError(new Error("Stream isn't writeable and enableOfflineQueue options is false")) instanceof StoreUnavailableError);
     assert.ok(fromRedisError(Object.assign(new Error("Command timed out"), { name: "Error" })) instanceof StoreUnavailableError);
+  });
+});
+
+/** What node-postgres throws for a server error: an Error with the SQLSTATE as `code` and a severity. */
+const pgServerError = (code: string, message: string) => Object.assign(new Error(message), { code, severity: "ERROR" });
+/** What node:sqlite throws: ERR_SQLITE_ERROR with SQLite's extended result code as `errcode`. */
+const sqliteError = (errcode: number, message: string) => Object.assign(new Error(message), { code: "ERR_SQLITE_ERROR", errcode });
+
+describe("a full or failing disk is a storage failure (503, readiness not-ready)", () => {
+  it("postgres: 53100 disk_full and 58030 io_error are storage failures; the rest of class 53 is unavailability only", () => {
+    for (const code of ["53100", "58030"]) {
+      const e = fromPgError(pgServerError(code, 'could not extend file "base/16384/2619": No space left on device'));
+      assert.ok(e instanceof StoreUnavailableError && e.storage, code);
+    }
+    for (const code of ["53300", "53200", "57P01", "08006"]) {
+      const e = fromPgError(pgServerError(code, code));
+      assert.ok(e instanceof StoreUnavailableError && !e.storage, code);
+    }
+  });
+
+  it("sqlite: SQLITE_FULL and every SQLITE_IOERR are storage failures; a constraint or a bug stays as it is", () => {
+    // 13 SQLITE_FULL, 10 SQLITE_IOERR, 778 SQLITE_IOERR_WRITE, 1290 SQLITE_IOERR_FSYNC, 4874 SQLITE_IOERR_SHMSIZE
+    for (const errcode of [13, 10, 778, 1290, 4874]) {
+      const e = fromSqliteError(sqliteError(errcode, "database or disk is full"));
+      assert.ok(e instanceof StoreUnavailableError && e.storage && e.backend === "sqlite", String(errcode));
+    }
+    const unique = sqliteError(2067, "UNIQUE constraint failed");
+    assert.equal(fromSqliteError(unique), unique);
+    const bug = new TypeError("x is not a function");
+    assert.equal(fromSqliteError(bug), bug);
+  });
+
+  it("StorageHealth: not-ready from a storage failure until a write works, or (without a probe) for the hold", async () => {
+    let now = 1_000;
+    const health = new StorageHealth(() => now);
+    const ping = async () => undefined;
+    assert.deepEqual(await health.check("postgres", ping), { name: "postgres", ok: true });
+    health.failed(fromPgError(pgServerError("53300", "too many connections")));
+    assert.equal((await health.check("postgres", ping)).ok, true, "a passing overload leaves readiness alone");
+    health.failed(fromPgError(pgServerError("53100", "No space left on device")));
+    const down = await health.check("postgres", ping);
+    assert.equal(down.ok, false);
+    assert.match(down.error!, /^writes failing: /);
+    now += STORAGE_HOLD_MS - 1;
+    assert.equal((await health.check("postgres", ping)).ok, false);
+    now += 1;
+    assert.equal((await health.check("postgres", ping)).ok, true, "let back in to find out");
+
+    // with a probe: not-ready while it fails, ready once it succeeds, whatever the time
+    health.failed(fromSqliteError(sqliteError(13, "database or disk is full")));
+    let full = true;
+    const probe = async () => {
+      if (full) throw fromSqliteError(sqliteError(13, "database or disk is full"));
+    };
+    now += 10 * STORAGE_HOLD_MS;
+    assert.equal((await health.check("sqlite", ping, probe)).ok, false);
+    full = false;
+    assert.equal((await health.check("sqlite", ping, probe)).ok, true);
+    // a committed write ends it too
+    health.failed(fromSqliteError(sqliteError(13, "database or disk is full")));
+    health.recovered();
+    assert.equal((await health.check("sqlite", ping)).ok, true);
+  });
+});
+
+describe("PostgreSQL disk full (53100), through the stores openPostgresStores builds", () => {
+  let db: TestDatabase;
+  let stores: Awaited<ReturnType<typeof openPostgresStores>>;
+  before(async () => {
+    db = await createTestDatabase("full");
+    stores = await openPostgresStores({ databaseUrl: db.url, pgPoolMax: 2 });
+  });
+  after(async () => {
+    await stores?.close();
+    await db?.drop();
+  });
+
+  it("a write refused for disk space is a storage StoreUnavailableError and /readyz's postgres line goes not-ready", async () => {
+    assert.deepEqual(await stores.health(), [{ name: "postgres", ok: true }]);
+    const pool = (stores.durable as PgStore).pool;
+    const query = pool.query.bind(pool);
+    // the server's answer to an INSERT that needs a new page on a full disk; reads still answer
+    (pool as { query: unknown }).query = async () => {
+      throw pgServerError("53100", 'could not extend file "base/16384/16390": No space left on device');
+    };
+    try {
+      await assert.rejects(
+        () => stores.durable.createTenant({ tenantId: "t_full", name: "full", customerId: "535353", kind: "customer", createdAt: new Date(T0).toISOString() }),
+        (e: unknown) => e instanceof StoreUnavailableError && e.storage && e.backend === "postgres",
+      );
+    } finally {
+      (pool as { query: unknown }).query = query;
+    }
+    const [line] = await stores.health();
+    assert.equal(line!.name, "postgres");
+    assert.equal(line!.ok, false, "the ping answers, but writes fail");
+    assert.match(line!.error!, /^writes failing: postgres cannot write: /);
   });
 });
 

@@ -15,6 +15,7 @@ import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { groupCommitFor } from "../../src/store/sqlite/groupCommit.ts";
 import { WalCheckpointer } from "../../src/store/sqlite/walCheckpointer.ts";
 import { REPO } from "../helpers/serverProcess.ts";
+import { fillUp, mountTinyFs, unmountTinyFs } from "../helpers/tinyFs.ts";
 
 /**
  * The WAL checkpoint thread (src/store/sqlite/walCheckpointer.ts): a serving process's SQLite connection stops
@@ -188,6 +189,47 @@ describe("sqlite WAL checkpoint thread", () => {
       assert.equal(await cli.nonces.consume("n49", "t1", now + 1), "ok");
     } finally {
       await cli.close();
+    }
+  });
+
+  it("survives a full disk: the thread keeps running (checkpoints wait for space), and copies again once space is back", async () => {
+    const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "attestd-ckpt-full-")), "data");
+    dirs.push(path.dirname(dataDir));
+    mountTinyFs(dataDir, "2m");
+    const failures: unknown[] = [];
+    try {
+      const config = { store: "sqlite", dataDir, pgPoolMax: 1, sqliteSynchronous: "NORMAL", sqliteLockWaitMs: 2_000 };
+      const serving = await openStores(config as never, { serving: true, onBackgroundError: (e) => failures.push(e) });
+      const sqlite = serving.durable as SqliteStore;
+      const now = Date.now();
+      let issued = 0;
+      const issue = () => serving.nonces.issue({ nonce: `n${issued++}`.padEnd(200, "x"), tenantId: "t1", createdAtMs: now, expiresAtMs: now + 60_000 }, 1e6, now);
+      const filler = fillUp(dataDir);
+      // commits go on into WAL space already there, then fail; the thread meanwhile meets the full disk too
+      let refused = 0;
+      for (let i = 0; i < 2_000 && refused < 20; i++) {
+        await issue().catch(() => refused++);
+        if (i % 20 === 0) await sleep(20);
+      }
+      assert.equal(refused, 20, "writes were refused: the disk is full");
+      const runs = sqlite.walCheckpoints?.runs ?? 0;
+      for (let i = 0; i < 200 && (sqlite.walCheckpoints?.runs ?? 0) < runs + 3; i++) await sleep(20);
+      assert.deepEqual(failures.map(String), [], "the thread did not fail");
+      assert.ok(sqlite.walCheckpoints, "and still runs");
+
+      rmSync(filler);
+      assert.equal(await issue(), "ok");
+      const runsBefore = sqlite.walCheckpoints!.runs;
+      const caughtUp = () => {
+        const st = sqlite.walCheckpoints!;
+        return st.runs > runsBefore && st.walFrames > 0 && st.checkpointedFrames === st.walFrames;
+      };
+      for (let i = 0; i < 500 && !caughtUp(); i++) await sleep(20);
+      assert.ok(caughtUp(), `it copies every committed frame again: ${JSON.stringify(sqlite.walCheckpoints)}`);
+      assert.equal(pragma(sqlite.db, "wal_autocheckpoint"), 0, "checkpoints stayed off the event loop");
+      await serving.close();
+    } finally {
+      unmountTinyFs(dataDir);
     }
   });
 });

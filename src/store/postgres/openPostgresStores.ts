@@ -1,4 +1,4 @@
-import { pingHealth } from "../health.ts";
+import { pingHealth, reportStorageFailures, StorageHealth } from "../health.ts";
 import { MemoryRateLimitStore } from "../memory/memoryRateLimitStore.ts";
 import { RedisStore } from "../redis/redisStore.ts";
 import type { Stores } from "../types.ts";
@@ -40,16 +40,22 @@ export async function openPostgresStores(c: NetworkStoreConfig): Promise<Stores>
     await redis?.close();
     throw err;
   }
+  // PostgreSQL answers reads on a full disk: readiness learns of it from the writes that fail (health.ts)
+  const storage = new StorageHealth();
+  const enrollment = new PgEnrollmentStore(pgStore.pool);
+  const signingKeys = new PgSigningKeyStore(pgStore.pool);
+  const secrets = new PgSecretsStore(pgStore.pool);
+  for (const store of [pgStore, enrollment, signingKeys, secrets]) reportStorageFailures(store, storage);
   return {
     durable: pgStore,
-    enrollment: new PgEnrollmentStore(pgStore.pool),
+    enrollment,
     nonces: redis ?? pgStore,
     rateLimits: redis ?? new MemoryRateLimitStore(),
     jti: redis ?? pgStore,
-    signingKeys: new PgSigningKeyStore(pgStore.pool),
-    secrets: new PgSecretsStore(pgStore.pool),
+    signingKeys,
+    secrets,
     health: async () => {
-      const checks = [pingHealth("postgres", () => pgStore.ping())];
+      const checks = [storage.check("postgres", () => pgStore.ping())];
       if (redis) checks.push(pingHealth("redis", () => redis.ping()));
       return Promise.all(checks);
     },

@@ -15,6 +15,6 @@ export abstract class SqliteConnectionStore {
 
   protected constructor(protected readonly db: DatabaseSync) {
     this.writer = groupCommitFor(db);
-    waitOutLocks(this, this.writer.lockWaitMs);
+    waitOutLocks(this, this.writer.lockWaitMs, this.writer.storage);
   }
 }

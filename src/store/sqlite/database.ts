@@ -90,6 +90,8 @@ export function transaction<T>(db: DatabaseSync, mode: "deferred" | "immediate",
 }
 
 /** SQLite's result codes that the store acts on (sqlite3.h). node:sqlite reports the extended code as `errcode`. */
+const SQLITE_IOERR = 10;
+const SQLITE_FULL = 13;
 const SQLITE_BUSY = 5;
 const SQLITE_CONSTRAINT = 19;
 const SQLITE_CONSTRAINT_UNIQUE = 2067;
@@ -104,6 +106,15 @@ function sqliteErrcode(err: unknown): number | undefined {
 export function isSqliteBusy(err: unknown): boolean {
   const code = sqliteErrcode(err);
   return code !== undefined && (code & 0xff) === SQLITE_BUSY;
+}
+
+/**
+ * The disk refused: SQLITE_FULL (no space left) or SQLITE_IOERR and its extended codes (a write, fsync or the
+ * shared-memory file failed). Nothing of the statement was written; it can succeed once space is back.
+ */
+export function isSqliteStorageFailure(err: unknown): boolean {
+  const code = sqliteErrcode(err);
+  return code !== undefined && ((code & 0xff) === SQLITE_FULL || (code & 0xff) === SQLITE_IOERR);
 }
 
 /** A constraint refused the write (SQLITE_CONSTRAINT and its extended codes); `"unique"`: a UNIQUE index or constraint. */

@@ -1,4 +1,5 @@
 import type { DatabaseSync } from "node:sqlite";
+import { StorageHealth } from "../health.ts";
 import { isSqliteBusy, pragma, transaction } from "./database.ts";
 import { lockedOut, lockRetryDelayMs } from "./lockWait.ts";
 
@@ -90,6 +91,11 @@ export interface GroupCommitOptions {
 export class GroupCommit {
   readonly stats: GroupCommitStats = { commits: 0, failedBatches: 0, ops: 0, failedOps: 0, largestBatch: 0, lockedAttempts: 0 };
   readonly lockWaitMs: number;
+  /**
+   * whether the connection's writes reach the disk: told of a full or failing disk by the stores' methods
+   * (`lockWait.ts`), and that it is over by the next batch that commits; /readyz reads it
+   */
+  readonly storage = new StorageHealth();
   private readonly maxBatch: number;
   private readonly turns: number;
   private queue: Pending[] = [];
@@ -265,6 +271,7 @@ export class GroupCommit {
     this.countBatch(batch);
     this.lockedTries = 0;
     this.stats.commits++;
+    this.storage.recovered();
     for (let i = 0; i < batch.length; i++) {
       const o = out[i]!;
       if (o.ok) batch[i]!.resolve(o.value);

@@ -1,5 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { StoreUnavailableError } from "../../errors/storeUnavailable.ts";
+import { fromSqliteError } from "../errors.ts";
+import type { StorageHealth } from "../health.ts";
+import { onRejection } from "../methodRejections.ts";
 import { isSqliteBusy } from "./database.ts";
 
 /**
@@ -47,24 +50,19 @@ export async function retryWhileLocked<T>(attempt: () => Promise<T>, waitMs: num
  * statement or inside one transaction, and SQLITE_BUSY comes from the statement or the BEGIN that met the lock,
  * before anything was written (or with the transaction rolled back); the group-commit writer's operations never
  * reject with it (the writer waits for the lock itself). Methods answering synchronously are left as they are.
+ *
+ * Their other failures leave through fromSqliteError: a full or failing disk is a StoreUnavailableError (→ 503,
+ * like a lock held too long), and `storage` hears of it, so the connection's /readyz line goes not-ready.
  */
-export function waitOutLocks(store: object, waitMs: number): void {
-  const proto = Object.getPrototypeOf(store) as Record<string, unknown>;
-  for (const name of Object.getOwnPropertyNames(proto)) {
-    const method = Object.getOwnPropertyDescriptor(proto, name)?.value as unknown;
-    if (name === "constructor" || typeof method !== "function") continue;
-    const call = (args: unknown[]) => method.apply(store, args) as unknown;
-    Object.defineProperty(store, name, {
-      configurable: true,
-      writable: true,
-      value(...args: unknown[]) {
-        const first = call(args);
-        if (!(first instanceof Promise)) return first;
-        return first.catch((err: unknown) => {
-          if (!isSqliteBusy(err)) throw err;
-          return retryWhileLocked(() => call(args) as Promise<unknown>, waitMs, err);
-        });
-      },
-    });
-  }
+export function waitOutLocks(store: object, waitMs: number, storage: StorageHealth): void {
+  onRejection(store, async (err, again) => {
+    try {
+      if (!isSqliteBusy(err)) throw err;
+      return await retryWhileLocked(again, waitMs, err);
+    } catch (e) {
+      const mapped = fromSqliteError(e);
+      storage.failed(mapped);
+      throw mapped;
+    }
+  });
 }

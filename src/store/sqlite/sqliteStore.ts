@@ -5,7 +5,7 @@ import type { ReferenceValue } from "../../attestation/types.ts";
 import { ensurePrivateFile } from "../../secrets/privateFiles.ts";
 import { loadMigrations } from "../migrations.ts";
 import { sqliteRows, type Row } from "../rows.ts";
-import { openDatabase, pluck, transaction } from "./database.ts";
+import { openDatabase, pluck, pragma, transaction } from "./database.ts";
 import { GroupCommit, groupCommitFor } from "./groupCommit.ts";
 import { waitOutLocks } from "./lockWait.ts";
 import { WalCheckpointer, type WalCheckpointerOptions } from "./walCheckpointer.ts";
@@ -115,7 +115,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     this.stmt = this.prepare();
     if (opts.lockWaitMs !== undefined) this.db.exec("PRAGMA busy_timeout = 0");
     this.writer = groupCommitFor(this.db, { lockWaitMs: opts.lockWaitMs ?? 0 });
-    waitOutLocks(this, this.writer.lockWaitMs);
+    waitOutLocks(this, this.writer.lockWaitMs, this.writer.storage);
   }
 
   private migrate(): void {
@@ -243,6 +243,18 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
 
   async ping(): Promise<void> {
     this.db.prepare("SELECT 1").get();
+  }
+
+  /**
+   * The smallest real write, for readiness while writes fail for want of disk: it rewrites the file header's
+   * user_version with its own value, which SQLite commits as a page like any other (a no-op UPDATE writes nothing).
+   * Through the group-commit writer, so its COMMIT tells the writer the disk takes writes again.
+   */
+  async writeProbe(): Promise<void> {
+    await this.writer.run(() => {
+      const version = Number(pragma(this.db, "user_version"));
+      this.db.exec(`PRAGMA user_version = ${version}`);
+    });
   }
 
   /** Commits what the writer has queued (its callers are answered), then closes the connection. */

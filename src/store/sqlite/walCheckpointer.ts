@@ -37,14 +37,18 @@ export interface WalCheckpointerOptions {
  * The thread's code, evaluated, so it needs no TypeScript loader and runs the same under tsx, a compiled build or a
  * test runner. It takes Node's modules from process.getBuiltinModule, not require: an evaluated worker inherits
  * the parent's --input-type, and as a module it has no require. It cannot load database.ts either, so the caller
- * hands it the connection's arguments from there, and its one error test is database.ts's isSqliteBusy in plain
- * JavaScript.
+ * hands it the connection's arguments from there, and its error tests are database.ts's isSqliteBusy and
+ * isSqliteStorageFailure in plain JavaScript.
  */
 const THREAD_SOURCE = `
 const { parentPort, workerData } = process.getBuiltinModule("node:worker_threads");
 const { DatabaseSync } = process.getBuiltinModule("node:sqlite");
 const db = new DatabaseSync(workerData.connection.location, workerData.connection.options);
 const isBusy = (err) => err != null && err.code === "ERR_SQLITE_ERROR" && (err.errcode & 0xff) === 5;
+// database.ts's isSqliteStorageFailure: SQLITE_FULL or SQLITE_IOERR. A checkpoint the disk refused copied less than
+// it meant to and is simply run again (the WAL keeps every commit); dying would put checkpoints back on the event
+// loop for good, long after space came back.
+const isDiskRefusal = (err) => err != null && err.code === "ERR_SQLITE_ERROR" && ((err.errcode & 0xff) === 13 || (err.errcode & 0xff) === 10);
 const checkpoint = (mode) => db.prepare("PRAGMA wal_checkpoint(" + mode + ")").get();
 const ownBusyTimeout = db.prepare("PRAGMA busy_timeout").get().timeout;
 let runs = 0;
@@ -53,8 +57,8 @@ const timer = setInterval(() => {
   try {
     r = checkpoint("PASSIVE");
   } catch (err) {
-    // another checkpoint in progress (the connection's RESTART, another process): next tick
-    if (isBusy(err)) return;
+    // another checkpoint in progress (the connection's RESTART, another process), or a full disk: next tick
+    if (isBusy(err) || isDiskRefusal(err)) return;
     throw err;
   }
   runs++;
@@ -68,7 +72,7 @@ function restart() {
     const r = checkpoint("RESTART");
     return { restarted: true, busy: r.busy };
   } catch (err) {
-    if (isBusy(err)) return { restarted: true, busy: 1 };
+    if (isBusy(err) || isDiskRefusal(err)) return { restarted: true, busy: 1 };
     throw err;
   } finally {
     db.exec("PRAGMA busy_timeout = " + ownBusyTimeout);
