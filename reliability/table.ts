@@ -56,7 +56,7 @@ export function renderTable(r: CampaignResults): string {
       `soak ${s.minutes} min`,
       verdict(s.ok),
       `${s.rateCyclesPerSecond} cycles/s (peak ${s.peakCyclesPerSecond}), ${n(s.cycles)} cycles, ${s.errors} errors, ` +
-        `RSS ${s.rss.firstWindowMb} → ${s.rss.lastWindowMb} MiB (${s.rss.flat ? "flat" : "GROWING"}), blob p50/p99 ${s.latencyMs.blob.p50}/${s.latencyMs.blob.p99} ms`,
+        `RSS ${s.rss.firstWindowMb} → ${s.rss.lastWindowMb} MiB (${s.rss.flat ? "flat" : "GROWING"}: bound ${s.rss.allowedMb}), JS heap floor ${s.heap.firstWindowFloorMb} → ${s.heap.lastWindowFloorMb} MiB (${s.heap.flat ? "flat" : "GROWING"}), blob p50/p99 ${s.latencyMs.blob.p50}/${s.latencyMs.blob.p99} ms`,
     ]);
   }
   if (failed(p.slow)) rows.push(["slow clients", "FAIL", p.slow.error]);
