@@ -62,6 +62,9 @@ describe("reliability campaign, short version", () => {
       assert.ok(r.cycles > 0);
       assert.equal(r.errors, 0, r.examples.join("\n"));
       assert.ok(r.rss.samples.length >= 2 && r.rss.samples.every(([, mb]) => mb > 0), "the server's RSS was sampled");
+      // the heap is read from the server's /metrics four times a second: a 5 s run gives each window readings
+      assert.ok(r.heap.readings >= 10, `the server's JS heap was read (${r.heap.readings} readings)`);
+      assert.ok(r.heap.firstWindowFloorMb > 0 && r.heap.lastWindowFloorMb > 0, JSON.stringify(r.heap));
     });
 
     it("50 slow clients: the normal client's every request succeeds while they are held open", async () => {
