@@ -6,6 +6,18 @@ import type { FastifyBaseLogger } from "fastify";
 import pino from "pino";
 import { startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 
+/** A logger whose JSON lines the test reads back, parsed. */
+function capturedLog(): { lines: Record<string, unknown>[]; logger: FastifyBaseLogger } {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      for (const l of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { lines, logger: pino({ level: "info" }, sink) as unknown as FastifyBaseLogger };
+}
+
 describe("operations endpoints", () => {
   let t: TestRuntime;
   before(async () => {
@@ -54,14 +66,8 @@ describe("operations endpoints", () => {
   });
 
   it("the operator reads why in the log: one line when a check's state changes, not one per poll", async () => {
-    const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        for (const l of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
-        done();
-      },
-    });
-    const own = await startTestRuntime({}, { logger: pino({ level: "info" }, sink) as unknown as FastifyBaseLogger });
+    const { lines, logger } = capturedLog();
+    const own = await startTestRuntime({}, { logger });
     try {
       const original = own.runtime.stores.health;
       const poll = () => own.runtime.app.inject({ method: "GET", url: "/readyz" });
@@ -86,14 +92,8 @@ describe("operations endpoints", () => {
   });
 
   it("the start-up log says in one warning line why android-key fails closed", async () => {
-    const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        for (const l of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
-        done();
-      },
-    });
-    const own = await startTestRuntime({}, { logger: pino({ level: "info" }, sink) as unknown as FastifyBaseLogger });
+    const { lines, logger } = capturedLog();
+    const own = await startTestRuntime({}, { logger });
     try {
       const android = lines.filter((l) => /android/.test(String(l.msg)));
       assert.equal(android.length, 1, JSON.stringify(android));
