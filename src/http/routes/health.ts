@@ -2,7 +2,7 @@ import { Type } from "typebox";
 import { checkState, type AppDeps, type AppInstance } from "../types.ts";
 
 const Readiness = Type.Object({
-  ready: Type.Boolean({ description: "false (and status 503) when a store this instance needs is unreachable" }),
+  ready: Type.Boolean({ description: "false (and status 503) when a store this instance needs is unreachable or refuses writes (a full disk)" }),
   degraded: Type.Array(Type.String(), {
     description: "failing checks that leave the instance ready (android-roots, android-status): android-key fails closed",
   }),
