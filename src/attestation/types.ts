@@ -41,7 +41,7 @@ export const VERDICT_FIELDS = [
   "updateDate",
 ] as const satisfies readonly (keyof VerdictRecord)[];
 
-export type BlobFormatName = "vendor" | "android-key";
+export type BlobFormatName = "vendor" | "android-key" | "play-integrity";
 
 /** What an appraisal returns: the record, plus why (for logs and `attestd appraise`) and the parsed detail. */
 export interface AppraisalResult {
@@ -189,6 +189,47 @@ export interface AndroidPolicy {
 }
 
 /**
+ * A tenant's registered Google Play app as the appraisal needs it (issue 23, mobile-attestation.md "What Yes
+ * means"). Its secrets (the response keys, a service account) are not here: a token is opened before appraisal,
+ * which stays pure and synchronous, and the appraisal judges what was opened.
+ */
+export interface PlayAppPolicy {
+  packageName: string;
+  /** SHA-256 of the app's signing certificates, lowercase hex; empty: any certificate */
+  certDigests: readonly string[];
+  /** the lowest device verdict that passes (MEETS_DEVICE_INTEGRITY by default) */
+  deviceFloor: IntegrityLabel;
+  /** how old a token may be (its `requestDetails.timestampMillis` against the appraisal time), in seconds */
+  maxAgeSeconds: number;
+  /** which optional signals decide; recorded in the verdict's detail either way */
+  require: {
+    /** `accountDetails.appLicensingVerdict` must be LICENSED */
+    licensed: boolean;
+    /** `environmentDetails.playProtectVerdict` must be NO_ISSUES */
+    playProtect: boolean;
+    /** `environmentDetails.appAccessRiskVerdict` must report no capturing or controlling apps */
+    appAccessRisk: boolean;
+  };
+}
+
+/**
+ * What opening a Play Integrity token gave, before appraisal: the payload, verified, and the registered app whose
+ * keys opened it (or for which Google decoded it); or why it could not be opened.
+ */
+export type PlayIntegrityEvidence =
+  | { opened: true; app: PlayAppPolicy; payload: unknown; decodedBy: "local" | "google" }
+  | {
+      opened: false;
+      /**
+       * `no-app`: the tenant registered no Play app; `not-opened`: no registered app's keys decrypt and verify it
+       * (another app's token, a tampered one); `decode-failed`: Google's decoding could not be reached or refused
+       */
+      why: "no-app" | "not-opened" | "decode-failed";
+      /** in words a tenant may read (no URL, no key material) */
+      reason: string;
+    };
+
+/**
  * Input of one appraisal. `now` is passed in rather than read so that appraisal stays pure: every date in the
  * record is `now`, and tests appraise real chains at a pinned time.
  */
@@ -198,4 +239,6 @@ export interface AppraisalInput {
   nonce: string;
   trust: TrustConfig;
   now: Date;
+  /** for a play-integrity blob: the token as opened before appraisal; absent is as `no-app` */
+  playIntegrity?: PlayIntegrityEvidence;
 }
