@@ -24,27 +24,60 @@ import {
   type AndroidSecurityLevel,
 } from "../attestation/sim/androidDeviceSim.ts";
 import { createDevCa, readDevCa, writeDevCa, type CertifiedKey, type KeyType } from "../attestation/sim/devCa.ts";
+import {
+  PLAY_ACCESS_RISK_APPS,
+  PLAY_APP_VERDICTS,
+  PLAY_DEVICE_VERDICTS,
+  PLAY_PROTECT_VERDICTS,
+  createPlayDevCa,
+  makePlayIntegrityToken,
+  playDevCaManifest,
+  readPlayDevCa,
+  writePlayDevCa,
+  type PlayAccessRiskApp,
+  type PlayAppVerdict,
+  type PlayDeviceVerdict,
+  type PlayProtectVerdict,
+} from "../attestation/sim/playIntegrity.ts";
 import { androidDeviceFromFile, vendorDeviceFromFile } from "../attestation/sim/simulatedDevice.ts";
 import { buildVendorBlob, demoReferenceValues, UNKNOWN_FIRMWARE } from "../attestation/sim/deviceSim.ts";
 import { CliError, type CommandDefinitions } from "./options.ts";
 
 const SIM_KEY_TYPES = ["ec", "rsa", "ed25519"] as const;
+const SIM_FORMATS = ["vendor", "android-key", "play-integrity"] as const;
+type SimFormat = (typeof SIM_FORMATS)[number];
 export const DEMO_REFERENCE_VALUES_FILE = "reference-values.json";
 
-/** `attestd dev-ca` and `attestd device-sim` (operator.md): the demo PKIs and the simulated devices, both formats. */
+/**
+ * `attestd dev-ca` and `attestd device-sim` (operator.md, mobile-attestation.md "Simulators"): the demo PKIs (and
+ * the demo Play app's response keys) and the simulated devices, every format.
+ */
 export const commands: CommandDefinitions = { "dev-ca": defineDevCa, "device-sim": defineDeviceSim };
 
 function defineDevCa(devCa: Command): void {
   devCa
     .description(
       "write a demo vendor root + intermediate (PEM) for the device simulator, and its reference values; " +
-        "with --android, a demo Android attestation PKI",
+        "with --android, a demo Android attestation PKI; with --play-integrity, a demo Play app's response keys",
     )
     .requiredOption("--out <dir>", "directory to write to")
     .option("--android", "a demo Android attestation PKI: root, Droid CA2, factory and revoked intermediates, status list, boot-key allow-list")
+    .option(
+      "--play-integrity",
+      "a demo Google Play app: its response keys as the Play Console shows them (decryption and verification key, base64), " +
+        "Google's signing key, its package and signing-certificate digest, and the command lines that use them",
+    )
     .addOption(new Option("--key-type <type>", "CA key algorithm (vendor CA)").choices(SIM_KEY_TYPES).default("ec"))
     .option("--force", "replace an existing CA in that directory")
-    .action(async (opts: { out: string; android?: boolean; keyType: KeyType; force?: boolean }, cmd: Command) => {
+    .action(async (opts: { out: string; android?: boolean; playIntegrity?: boolean; keyType: KeyType; force?: boolean }, cmd: Command) => {
+      if (opts.android && opts.playIntegrity) throw new CliError("--android and --play-integrity write different demo CAs; give one");
+      if (opts.playIntegrity) {
+        if (cmd.getOptionValueSource("keyType") === "cli") {
+          throw new CliError("--key-type applies to the vendor CA; Play Integrity's keys are AES-256 and EC P-256, as Google's are");
+        }
+        await writePlayCaCommand(opts.out, Boolean(opts.force));
+        return;
+      }
       if (opts.android) {
         if (cmd.getOptionValueSource("keyType") === "cli") {
           throw new CliError("--key-type applies to the vendor CA; the Android demo CA is EC P-384, like Google's Key Attestation CA1");
@@ -99,31 +132,79 @@ function defineDeviceSim(deviceSim: Command): void {
     new Option("--omit-root", "leave the root out, as many RKP devices do"),
     new Option("--encoding <encoding>", "the body: DER end to end, a PEM bundle, or {\"x5c\": [...]}").choices(CHAIN_ENCODINGS).default("der"),
   ];
-  deviceSim
-    .description("write what a device sends: a vendor-container blob, or an Android key-attestation chain (every case the appraisal distinguishes)")
-    .optionsGroup("Options:")
-    .addOption(new Option("--format <format>", "what to simulate").choices(["vendor", "android-key"] as const).default("vendor"))
-    .requiredOption("--ca <dir>", "a directory written by `attestd dev-ca` (with --android for android-key)")
-    .requiredOption("--nonce <nonce>", "the nonce from POST /v2/nonces")
-    .requiredOption("--out <file>", "where to write the blob")
-    .option("--model <model>", "device model (vendor default SM-X100; android-key: attestationIdModel, default none)")
-    .option("--wrong-nonce", "embed a nonce other than --nonce")
-    .option("--ascii-nonce", "embed the nonce string's ASCII bytes instead of its 32 decoded bytes")
-    .option(
+  const playOptions = [
+    new Option("--device-verdict <level>", "deviceRecognitionVerdict: none (empty), basic, device (basic + device) or strong (all three)")
+      .choices(PLAY_DEVICE_VERDICTS)
+      .default("device"),
+    new Option("--app-verdict <verdict>", "appRecognitionVerdict (UNEVALUATED leaves out package, digest and version, as Google does)")
+      .choices(PLAY_APP_VERDICTS)
+      .default("PLAY_RECOGNIZED"),
+    new Option("--unrecognized-app", "the same as --app-verdict UNRECOGNIZED_VERSION"),
+    new Option("--wrong-cert-digest", "a signing-certificate digest other than the demo app's"),
+    new Option("--wrong-package", "a token for another package (requestPackageName and appIntegrity.packageName)"),
+    new Option("--stale", "timestampMillis two days before now (or --at)"),
+    new Option("--timestamp-ms <ms>", "timestampMillis exactly (milliseconds since 1970)"),
+    new Option("--at <iso8601>", "when Google issued the token (default now)"),
+    new Option("--classic", "a classic request: the nonce in requestDetails.nonce (default: a standard one, in requestHash)"),
+    new Option("--tampered-signature", "flip a byte of the signature inside the encryption: decrypts, does not verify"),
+    new Option("--other-app-keys", "sign and encrypt with another app's keys (made afresh): the demo app's keys do not decrypt it"),
+    new Option("--unlicensed", "appLicensingVerdict UNLICENSED (default LICENSED)"),
+    new Option("--play-protect <verdict>", "playProtectVerdict").choices(PLAY_PROTECT_VERDICTS).default("NO_ISSUES"),
+    new Option(
+      "--access-risk-apps <list>",
+      `appAccessRiskVerdict.appsDetected, comma-separated (default KNOWN_INSTALLED; "none" for an empty list): ${PLAY_ACCESS_RISK_APPS.join(", ")}`,
+    ),
+  ];
+  // The device's own identity: meaningless for a Play Integrity token, which Google, not the device, signs.
+  const deviceOptions = [
+    new Option("--model <model>", "device model (vendor default SM-X100; android-key: attestationIdModel, default none)"),
+    new Option("--ascii-nonce", "embed the nonce string's ASCII bytes instead of its 32 decoded bytes (vendor, android-key)"),
+    new Option(
       "--device-key <file>",
       "keep this device's identity in FILE, created on first use (vendor: its certified key; android-key: the phone's attestation CA and settings), so later runs are the same device",
+    ),
+    new Option("--key-type <type>", "device key algorithm (android-key: ec or rsa)").choices(SIM_KEY_TYPES).default("ec"),
+  ];
+  // Which formats each option shapes; one given with another format is refused rather than silently ignored.
+  const appliesTo = new Map<Option, readonly SimFormat[]>([
+    ...vendorOptions.map((o) => [o, ["vendor"]] as const),
+    ...androidOptions.map((o) => [o, ["android-key"]] as const),
+    ...playOptions.map((o) => [o, ["play-integrity"]] as const),
+    ...deviceOptions.map((o) => [o, ["vendor", "android-key"]] as const),
+  ]);
+  deviceSim
+    .description(
+      "write what a device sends: a vendor-container blob, an Android key-attestation chain, or a Play Integrity token " +
+        "(every case the appraisal distinguishes)",
     )
-    .addOption(new Option("--key-type <type>", "device key algorithm (android-key: ec or rsa)").choices(SIM_KEY_TYPES).default("ec"))
-    .optionsGroup("--format vendor:");
+    .optionsGroup("Options:")
+    .addOption(new Option("--format <format>", "what to simulate").choices(SIM_FORMATS).default("vendor"))
+    .requiredOption(
+      "--ca <dir>",
+      "a directory written by `attestd dev-ca` (with --android for android-key, with --play-integrity for play-integrity)",
+    )
+    .requiredOption("--nonce <nonce>", "the nonce from POST /v2/nonces")
+    .option("--out <file>", "where to write the blob (required, except that play-integrity prints the token when it is omitted)")
+    .option("--wrong-nonce", "embed a nonce other than --nonce");
+  for (const o of deviceOptions) deviceSim.addOption(o);
+  deviceSim.optionsGroup("--format vendor:");
   for (const o of vendorOptions) deviceSim.addOption(o);
   deviceSim.optionsGroup("--format android-key:");
   for (const o of androidOptions) deviceSim.addOption(o);
+  deviceSim.optionsGroup("--format play-integrity:");
+  for (const o of playOptions) deviceSim.addOption(o);
   deviceSim.action(async (opts: Record<string, string | boolean | undefined>, cmd: Command) => {
-    const android = opts.format === "android-key";
-    const foreign = (android ? vendorOptions : androidOptions).find((o) => cmd.getOptionValueSource(o.attributeName()) === "cli");
-    if (foreign) throw new CliError(`${foreign.long} applies to --format ${android ? "vendor" : "android-key"}`);
+    const format = opts.format as SimFormat;
     const given = (name: string) => cmd.getOptionValueSource(name) === "cli";
-    if (android) {
+    for (const [o, formats] of appliesTo) {
+      if (given(o.attributeName()) && !formats.includes(format)) throw new CliError(`${o.long} applies to --format ${formats.join(" or ")}`);
+    }
+    if (format === "play-integrity") {
+      await playDeviceSimCommand(opts, given);
+      return;
+    }
+    if (opts.out === undefined) throw new CliError(`--format ${format} writes a binary blob: give --out FILE`);
+    if (format === "android-key") {
       await androidDeviceSimCommand(opts, given);
       return;
     }
@@ -251,4 +332,83 @@ async function androidDeviceSimCommand(opts: Record<string, string | boolean | u
   const body = encodeAndroidChain(certs, opts.encoding as ChainEncoding);
   writeFileSync(opts.out as string, body);
   process.stderr.write(`${body.length} bytes written to ${opts.out as string} (${certs.length} certificates, leaf first)\n`);
+}
+
+/** `dev-ca --play-integrity`: writes the demo Play app and says how to register it and appraise its tokens. */
+async function writePlayCaCommand(dir: string, force: boolean): Promise<void> {
+  const ca = createPlayDevCa();
+  let written: string[];
+  try {
+    written = await writePlayDevCa(ca, dir, { overwrite: force });
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
+  const { commands } = playDevCaManifest(ca, dir);
+  process.stdout.write(written.join("\n") + "\n");
+  process.stderr.write(
+    `register the demo app with: ${commands.playAppAdd}\n` +
+      `or appraise a token offline with: ${commands.appraise}\n`,
+  );
+}
+
+/** `device-sim --format play-integrity`: the token Google would hand the demo app for the nonce, in the case asked. */
+async function playDeviceSimCommand(opts: Record<string, string | boolean | undefined>, given: (name: string) => boolean): Promise<void> {
+  if (opts.unrecognizedApp && given("appVerdict")) {
+    throw new CliError("--unrecognized-app is --app-verdict UNRECOGNIZED_VERSION: give one of them");
+  }
+  if (given("timestampMs") && (opts.stale || given("at"))) {
+    throw new CliError("--timestamp-ms sets the timestamp exactly: give it without --stale and --at");
+  }
+  let timestampMs: number | undefined;
+  if (opts.timestampMs !== undefined) {
+    const text = opts.timestampMs as string;
+    timestampMs = Number(text);
+    if (!/^\d+$/.test(text) || !Number.isSafeInteger(timestampMs)) throw new CliError(`--timestamp-ms ${text}: not a whole number of milliseconds`);
+  }
+  let now: Date | undefined;
+  if (opts.at !== undefined) {
+    now = new Date(opts.at as string);
+    if (Number.isNaN(now.getTime())) throw new CliError(`--at ${opts.at as string}: not an ISO 8601 time`);
+  }
+  let accessRiskApps: PlayAccessRiskApp[] | undefined;
+  if (opts.accessRiskApps !== undefined) {
+    const list = (opts.accessRiskApps as string).split(",").map((a) => a.trim()).filter(Boolean);
+    accessRiskApps = [];
+    for (const app of list.length === 1 && list[0] === "none" ? [] : list) {
+      if (!(PLAY_ACCESS_RISK_APPS as readonly string[]).includes(app)) {
+        throw new CliError(`--access-risk-apps: ${app} is none of ${PLAY_ACCESS_RISK_APPS.join(", ")}`);
+      }
+      accessRiskApps.push(app as PlayAccessRiskApp);
+    }
+  }
+  let ca;
+  try {
+    ca = await readPlayDevCa(opts.ca as string);
+  } catch (e) {
+    throw new CliError(`--ca ${opts.ca as string}: ${(e as Error).message}`);
+  }
+  const token = await makePlayIntegrityToken(ca, {
+    nonce: opts.nonce as string,
+    ...(now ? { now } : {}),
+    ...(timestampMs !== undefined ? { timestampMs } : {}),
+    stale: Boolean(opts.stale),
+    classic: Boolean(opts.classic),
+    wrongNonce: Boolean(opts.wrongNonce),
+    deviceVerdict: opts.deviceVerdict as PlayDeviceVerdict,
+    appVerdict: opts.unrecognizedApp ? "UNRECOGNIZED_VERSION" : (opts.appVerdict as PlayAppVerdict),
+    wrongPackage: Boolean(opts.wrongPackage),
+    wrongCertDigest: Boolean(opts.wrongCertDigest),
+    licensing: opts.unlicensed ? "UNLICENSED" : "LICENSED",
+    playProtect: opts.playProtect as PlayProtectVerdict,
+    ...(accessRiskApps ? { accessRiskApps } : {}),
+    tamperedSignature: Boolean(opts.tamperedSignature),
+    otherAppKeys: Boolean(opts.otherAppKeys),
+  });
+  if (opts.out === undefined) {
+    process.stdout.write(token + "\n");
+    return;
+  }
+  // The file holds the token exactly as the app receives it, ready for POST /v2/blobs (--data-binary @FILE).
+  writeFileSync(opts.out as string, token);
+  process.stderr.write(`${token.length} bytes written to ${opts.out as string}\n`);
 }
