@@ -192,6 +192,9 @@ export class GooglePlayIntegrityDecoder {
     if (!grant) {
       grant = this.grant(account)
         .then((access) => {
+          // tokens of accounts no longer used (a rotated key, a removed app) go as they expire
+          const now = this.opts.clock.nowMs();
+          for (const [k, t] of this.tokens) if (t.renewAtMs <= now) this.tokens.delete(k);
           this.tokens.set(key, access);
           return access;
         })
