@@ -128,6 +128,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     log,
     timeoutMs: config.playDecodeTimeoutMs,
     retries: config.playDecodeRetries,
+    rng,
     onOutcome: (result) => metrics.playDecodes.inc({ result }),
   });
   const rateLimiter = new RateLimiter(stores.rateLimits, clock, { rps: config.rps, burst: config.burst });

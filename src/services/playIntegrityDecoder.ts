@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { importPKCS8, SignJWT } from "jose";
 import type { PlayIntegrityEvidence } from "../attestation/types.ts";
-import type { Clock } from "../clock.ts";
+import type { Clock, Rng } from "../clock.ts";
 import type { GoogleServiceAccount, RegisteredPlayApp } from "../domain/playApps.ts";
 import { boundedFetch, FetchRefused } from "../net/boundedFetch.ts";
 
@@ -29,6 +29,11 @@ const EXPIRY_MARGIN_S = 60;
 export const MAX_ANSWER_BYTES = 64 * 1024;
 /** what a warning quotes of an error answer's body */
 const EXCERPT_CHARS = 512;
+/**
+ * A Retry-After up to this is waited for (instead of the backoff, if longer); a longer one ends the retries at once:
+ * the tenant's request is waiting, and Google has said that it will not be served sooner.
+ */
+const MAX_RETRY_AFTER_MS = 2000;
 /** a longer token is not a Play Integrity token and is not sent to Google */
 const MAX_TOKEN_CHARS = 64 * 1024;
 
@@ -70,6 +75,11 @@ export interface PlayIntegrityDecoderOptions {
   retries: number;
   /** the first pause between attempts, doubled after each (capped at 8×); default 200 ms */
   backoffMs?: number;
+  /**
+   * spreads each pause over its upper half, so the decodes that met the same outage do not come back in step;
+   * without one the pauses are exact (tests)
+   */
+  rng?: Rng;
   /** largest answer accepted; default 64 KiB */
   maxAnswerBytes?: number;
   /** told how every decode ended (the metrics counter) */
@@ -267,14 +277,16 @@ export class GooglePlayIntegrityDecoder {
 
   /**
    * One request with its bounded retries: a network failure, a timeout, 429 and 5xx are tried again after a pause
-   * doubling from `backoffMs`, up to `retries` times; any other answer is returned at once (a 4xx is not going to
-   * change), a redirect or an oversized answer fails at once.
+   * doubling from `backoffMs` (or Google's Retry-After, up to 2 s; a longer one ends the retries), up to `retries`
+   * times; any other answer is returned at once (a 4xx is not going to change), a redirect or an oversized answer
+   * fails at once.
    */
   private async request(service: Service, url: string, init: RequestInit): Promise<{ status: number; body: Buffer }> {
     const attempts = this.opts.retries + 1;
     for (let attempt = 1; ; attempt++) {
       if (this.aborter.signal.aborted) throw shutdown();
       let failure: DecodeFailure;
+      let retryAfterMs: number | undefined;
       try {
         const res = await boundedFetch(url, init, {
           fetch: this.opts.fetch,
@@ -284,6 +296,7 @@ export class GooglePlayIntegrityDecoder {
         });
         if (res.status !== 429 && res.status < 500) return res;
         failure = this.refusal(service, url, res, attempt);
+        retryAfterMs = retryAfter(res.headers.get("retry-after"), this.opts.clock.nowMs());
       } catch (e) {
         if (this.aborter.signal.aborted) throw shutdown();
         if (e instanceof FetchRefused) {
@@ -302,9 +315,11 @@ export class GooglePlayIntegrityDecoder {
           { url, attempts: attempt },
         );
       }
-      if (attempt >= attempts) throw failure;
+      if (attempt >= attempts || (retryAfterMs !== undefined && retryAfterMs > MAX_RETRY_AFTER_MS)) throw failure;
       this.opts.log.debug({ url, attempt, ...failure.fields }, `Play Integrity: ${failure.message}; trying again`);
-      await this.pause(this.backoffMs * 2 ** Math.min(attempt - 1, 3));
+      const backoff = this.backoffMs * 2 ** Math.min(attempt - 1, 3);
+      const spread = this.opts.rng ? backoff / 2 + (backoff / 2) * (this.opts.rng.bytes(1)[0]! / 255) : backoff;
+      await this.pause(Math.max(spread, retryAfterMs ?? 0));
     }
   }
 
@@ -390,6 +405,14 @@ function networkCause(e: unknown): { text: string; public: string } | undefined 
     UND_ERR_SOCKET: "connection closed",
   };
   return { text: `${code ?? "network error"}: ${err.cause.message ?? ""}`.trim(), public: (code && words[code]) ?? "network error" };
+}
+
+/** Retry-After in ms from `nowMs`: delta-seconds or an HTTP date; undefined when absent or unreadable */
+function retryAfter(header: string | null, nowMs: number): number | undefined {
+  if (!header) return undefined;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
 
 function parseJson(body: Buffer): unknown {

@@ -208,6 +208,21 @@ describe("Google-side decoding of Play Integrity tokens", () => {
     assert.deepEqual(outcomes, ["google-error", "google-error"]);
   });
 
+  it("Retry-After: a short one is waited for, a long one ends the retries at once", async () => {
+    const d = decoder({ retries: 2 });
+    google.faults.decode.push({ status: 503, headers: { "retry-after": "1" } });
+    const started = Date.now(); // wall time: the pause is a real timer
+    assert.equal((await d.decode(tokenFor(PACKAGE), appWith(account))).opened, true);
+    assert.ok(Date.now() - started >= 950, "waited the second Google asked for");
+    assert.equal(google.counts.decodes, 2);
+
+    google.counts.decodes = 0;
+    google.faults.decode.push({ status: 429, headers: { "retry-after": "60" } });
+    const reason = failed(await d.decode(tokenFor(PACKAGE), appWith(account)));
+    assert.match(reason, /^Google's Play Integrity service is limiting requests \(429\):/);
+    assert.equal(google.counts.decodes, 1, "a minute is longer than a request can wait: not tried again");
+  });
+
   it("a 503 then an answer: the retry decodes", async () => {
     google.faults.decode.push({ status: 503 });
     google.faults.token.push({ status: 502 });
