@@ -18,8 +18,6 @@ import { boundedFetch, FetchRefused } from "../net/boundedFetch.ts";
 
 /** the scope of decodeIntegrityToken */
 export const PLAY_INTEGRITY_SCOPE = "https://www.googleapis.com/auth/playintegrity";
-export const GOOGLE_OAUTH_TOKEN_URL = "https://oauth2.googleapis.com/token";
-export const GOOGLE_PLAY_INTEGRITY_API_URL = "https://playintegrity.googleapis.com";
 const JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 /** Google accepts assertions valid for at most an hour */
 const ASSERTION_LIFETIME_S = 3600;
@@ -60,9 +58,9 @@ export interface DecoderLog {
 }
 
 export interface PlayIntegrityDecoderOptions {
-  /** the OAuth 2.0 token endpoint (--play-oauth-url); also the assertion's `aud` */
+  /** the OAuth 2.0 token endpoint (--play-oauth-url, whose default is Google's); also the assertion's `aud` */
   oauthUrl: string;
-  /** the Play Integrity API's base (--play-api-url) */
+  /** the Play Integrity API's base (--play-api-url, whose default is Google's) */
   apiUrl: string;
   /** the network (tests: a stand-in on 127.0.0.1, or the offline fetch) */
   fetch: typeof fetch;
