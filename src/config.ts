@@ -98,6 +98,23 @@ export const settings = {
   ),
   androidMinPatchLevel: s("int", "minimum Android OS patch level (YYYYMM or YYYYMMDD) for a Yes verdict"),
   androidPolicy: s("string", "JSON android-key policy: a default and per-tenant minOsPatchLevel / allowedApps (docs/android-key.md)"),
+  // Google-side decoding of Play Integrity tokens (src/services/playIntegrityDecoder.ts, docs/play-integrity.md)
+  playOauthUrl: s("string", "Google's OAuth 2.0 token endpoint, where a service account's signed JWT is exchanged for an access token to Play Integrity decoding; https, or http to a loopback address only (a local stand-in)", {
+    default: "https://oauth2.googleapis.com/token",
+  }),
+  playApiUrl: s("string", "base URL of Google's Play Integrity API (decodeIntegrityToken); https, or http to a loopback address only (a local stand-in)", {
+    default: "https://playintegrity.googleapis.com",
+  }),
+  playDecodeTimeoutMs: s("int", "ms one request to Google's token endpoint or decodeIntegrityToken may take, answer and body together, before it counts as a failed attempt", {
+    default: 5000,
+    min: 100,
+    max: 60_000,
+  }),
+  playDecodeRetries: s("int", "further attempts after a request to Google fails for the network, a timeout, 429 or 5xx (never for another 4xx), with a pause doubling from 200 ms; then the token is not opened (fails closed)", {
+    default: 2,
+    min: 0,
+    max: 5,
+  }),
   earAlg: s("string", "signature algorithm of new result-signing keys (EAR), made on first start and by `attestd keys rotate`", {
     default: "ES256",
     choices: EAR_ALGORITHMS,
@@ -159,6 +176,24 @@ export function publicBaseUrl(c: Pick<Config, "publicUrl" | "host" | "port">): s
   const local = ["127.0.0.1", "::1", "0.0.0.0", "::", "localhost"].includes(c.host);
   const host = local ? "localhost" : c.host.includes(":") ? `[${c.host}]` : c.host;
   return new URL(`https://${host}:${c.port}`).origin;
+}
+
+/**
+ * Why a URL attestd sends credentials to is unusable, or undefined: it must be https, except to a loopback host,
+ * where http serves a local stand-in (tests, a development proxy) and nothing crosses a network in the clear.
+ */
+export function outboundUrlProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return "is not a URL";
+  }
+  if (url.username || url.password) return "must not carry a user or password";
+  if (url.protocol === "https:") return undefined;
+  const loopback = ["localhost", "[::1]"].includes(url.hostname) || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
+  if (url.protocol === "http:" && loopback) return undefined;
+  return "must be an https URL (http only to a loopback address)";
 }
 
 export function flagName(name: string): string {
@@ -255,6 +290,11 @@ export function loadConfig(
       url = undefined;
     }
     if (!url || !["https:", "http:"].includes(url.protocol)) throw new ConfigError(`--public-url ${c.publicUrl} is not an http(s) URL`);
+  }
+  for (const [name, value] of [["--play-oauth-url", c.playOauthUrl], ["--play-api-url", c.playApiUrl]] as const) {
+    const why = outboundUrlProblem(value);
+    // a URL with a password is not repeated into a log or a terminal
+    if (why) throw new ConfigError(`${name} ${why.startsWith("must not carry") ? "" : `${value} `}${why}`);
   }
   if (c.portalIdleTimeout > c.portalSessionLifetime) {
     throw new ConfigError("--portal-idle-timeout cannot be longer than --portal-session-lifetime");

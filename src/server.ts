@@ -12,6 +12,7 @@ import type { WorkerOptions } from "./enrollment/jobWorker.ts";
 import { registerPartB } from "./http/routes/svc/index.ts";
 import { startNoncePurge } from "./nonces/nonceService.ts";
 import { AttestationService } from "./services/attestationService.ts";
+import { GooglePlayIntegrityDecoder } from "./services/playIntegrityDecoder.ts";
 import { DeviceService } from "./services/deviceService.ts";
 import { RateLimiter } from "./services/rateLimiter.ts";
 import { openStores, walCheckpointFailed } from "./store/openStores.ts";
@@ -43,6 +44,11 @@ export interface Runtime {
   enrollment: Enrollment;
   /** the write-behind activity log (flush() before reading it back) */
   activity: ActivityRecorder;
+  /**
+   * Google-side decoding of Play Integrity tokens (--play-oauth-url, --play-api-url), for apps registered with a
+   * service account; built here so the attestation service can be handed it (issue 23)
+   */
+  playDecoder: GooglePlayIntegrityDecoder;
   /** the portal's account services its routes use, for tests that drive them directly */
   portal: { accounts: PortalAccounts; sessions: PortalSessions; passkeys: PortalPasskeys };
   /** stops accepting, lets in-flight requests finish, flushes the activity log, closes the stores */
@@ -56,7 +62,10 @@ export interface RuntimeOptions {
   /** open stores already (tests); otherwise opened from the config */
   stores?: Stores;
   https?: HttpsOptions;
-  /** the network the trust sources use (tests inject one, so that no test reaches Google's status list) */
+  /**
+   * the network the trust sources and the Play Integrity decoder use (tests inject one, so that no test reaches
+   * Google)
+   */
   fetch?: typeof fetch;
   /**
    * Part B's job worker: its options, and whether it starts with the runtime (tests that step it with
@@ -111,6 +120,17 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     onDropped: (reason, count) => metrics.activityDropped.inc({ reason }, count),
   });
   metrics.trackActivityBacklog(() => activity.pending);
+  const playDecoder = new GooglePlayIntegrityDecoder({
+    oauthUrl: config.playOauthUrl,
+    apiUrl: config.playApiUrl,
+    fetch: opts.fetch ?? globalThis.fetch,
+    clock,
+    log,
+    timeoutMs: config.playDecodeTimeoutMs,
+    retries: config.playDecodeRetries,
+    rng,
+    onOutcome: (result) => metrics.playDecodes.inc({ result }),
+  });
   const rateLimiter = new RateLimiter(stores.rateLimits, clock, { rps: config.rps, burst: config.burst });
   const attestation = new AttestationService({
     nonces: stores.nonces,
@@ -241,12 +261,14 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       clearInterval(housekeeping);
       earKeys.stop();
       trust.stop();
+      // after the requests in flight finished: their decodes are let finish too
       await app.close();
+      playDecoder.stop();
       await auth.flushLastUsed().catch((err: unknown) => log.warn({ err }, "recording API keys' last use failed"));
       await enrollment.stop();
       await activity.close();
       await stores.close();
     })());
 
-  return { app, stores, log, enrollment, activity, portal, close };
+  return { app, stores, log, enrollment, activity, playDecoder, portal, close };
 }

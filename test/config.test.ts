@@ -58,4 +58,15 @@ describe("configuration", () => {
     assert.throws(() => loadConfig({ headersTimeoutMs: 40_000 }, {}), /--headers-timeout-ms must not exceed --request-timeout-ms/);
     assert.equal(loadConfig({ headersTimeoutMs: 40_000, requestTimeoutMs: 0 }, {}).headersTimeoutMs, 40_000, "no request timeout: any header timeout");
   });
+
+  it("Google's URLs for Play Integrity decoding: https, or http to a loopback stand-in; nothing else", () => {
+    const c = loadConfig({}, {});
+    assert.equal(c.playOauthUrl, "https://oauth2.googleapis.com/token");
+    assert.equal(c.playApiUrl, "https://playintegrity.googleapis.com");
+    assert.equal(loadConfig({ playApiUrl: "http://127.0.0.1:9999", playOauthUrl: "http://localhost:1/token" }, {}).playApiUrl, "http://127.0.0.1:9999");
+    assert.throws(() => loadConfig({ playApiUrl: "http://playintegrity.example" }, {}), /--play-api-url http:\/\/playintegrity.example must be an https URL/);
+    assert.throws(() => loadConfig({ playOauthUrl: "not a url" }, {}), /--play-oauth-url not a url is not a URL/);
+    assert.throws(() => loadConfig({ playOauthUrl: "https://u:p@oauth.example/token" }, {}), (e: Error) => e.message === "--play-oauth-url must not carry a user or password");
+    assert.throws(() => loadConfig({ playDecodeTimeoutMs: 10 }, {}), /play-decode-timeout-ms must be at least 100/);
+  });
 });

@@ -42,6 +42,12 @@ export class Metrics {
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });
+  readonly playDecodes = new Counter({
+    name: "attestd_play_decodes_total",
+    help: "Play Integrity tokens sent to Google's decodeIntegrityToken, by result (decoded, unreachable, account-refused, token-refused, google-error, bad-answer, no-account, shutdown); each failure's detail is a warning in the service log",
+    labelNames: ["result"] as const,
+    registers: [this.registry],
+  });
 
   constructor(defaultMetrics = true) {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: "attestd_" });

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { boundedFetch, FetchRefused } from "../net/boundedFetch.ts";
 import { PRIVATE_DIR_MODE } from "../secrets/privateFiles.ts";
 
 /**
@@ -155,7 +156,7 @@ export function isUrl(source: string): boolean {
 function describeFailure(e: unknown, timeoutMs: number): { text: string; public: string } {
   const err = e as Error & { code?: string; cause?: { code?: string; message?: string } };
   const same = (text: string) => ({ text, public: text });
-  if (err instanceof SourceFailure) return { text: err.message, public: err.publicText };
+  if (err instanceof SourceFailure || err instanceof FetchRefused) return { text: err.message, public: err.publicText };
   if (err?.name === "TimeoutError") return same(`no answer within ${timeoutMs / 1000} s`);
   if (err?.name === "AbortError") return same("aborted at shutdown");
   if (err?.message === "fetch failed" && err.cause) {
@@ -389,63 +390,19 @@ export class RefreshingSource<T> {
   private async read(): Promise<Buffer> {
     const source = this.source;
     if (isUrl(source)) {
-      // One timer covers the answer and the body. Not AbortSignal.timeout inside AbortSignal.any: in a long-lived
-      // process that timeout was seen never to fire, leaving a fetch to a silent peer pending for good.
-      const request = new AbortController();
-      const shutdown = this.aborter.signal;
-      const stopped = () => request.abort(shutdown.reason);
-      const timer = setTimeout(() => request.abort(new DOMException("timed out", "TimeoutError")), this.timeoutMs);
-      shutdown.addEventListener("abort", stopped, { once: true });
-      try {
-        const fetchImpl = this.fetchImpl; // called unbound, as the platform's fetch expects
-        const res = await fetchImpl(source, {
-          signal: request.signal,
-          headers: { accept: "application/json, application/x-pem-file, */*" },
-          // Followed silently, a redirect would let whoever answers first (a captive portal, a hijacked host, an
-          // https → http hop) hand over the list; Google's endpoints answer in place. Refused, whatever the target.
-          redirect: "manual",
-        });
-        if (res.type === "opaqueredirect" || (res.status >= 300 && res.status < 400)) {
-          await res.body?.cancel().catch(() => undefined);
-          const to = res.headers.get("location");
-          throw new SourceFailure(`redirect refused: HTTP ${res.status}${to ? ` to ${to}` : ""}`, `redirect refused: HTTP ${res.status}`);
-        }
-        if (!res.ok) {
-          await res.body?.cancel().catch(() => undefined);
-          throw new SourceFailure(`HTTP ${res.status}`);
-        }
-        return await this.readBody(res);
-      } finally {
-        clearTimeout(timer);
-        shutdown.removeEventListener("abort", stopped);
-      }
+      const res = await boundedFetch(
+        source,
+        { headers: { accept: "application/json, application/x-pem-file, */*" } },
+        // an error page is not wanted even in part: the status says it all (maxErrorBytes 0)
+        { fetch: this.fetchImpl, timeoutMs: this.timeoutMs, maxBytes: this.maxBytes, maxErrorBytes: 0, signal: this.aborter.signal },
+      );
+      if (res.status < 200 || res.status >= 300) throw new SourceFailure(`HTTP ${res.status}`);
+      return res.body;
     }
     const file = source.startsWith("file:") ? fileURLToPath(source) : source;
     const { size } = await stat(file);
     if (size > this.maxBytes) throw new SourceFailure(`file of ${size} bytes exceeds ${this.maxBytes}`);
     return readFile(file);
-  }
-
-  private async readBody(res: Response): Promise<Buffer> {
-    const maxBytes = this.maxBytes;
-    const declared = Number(res.headers.get("content-length") ?? "0");
-    if (declared > maxBytes) throw new SourceFailure(`body of ${declared} bytes exceeds ${maxBytes}`);
-    if (!res.body) return Buffer.alloc(0);
-    // read in chunks: a body without (or lying about) content-length must not fill memory before the check
-    const chunks: Buffer[] = [];
-    let total = 0;
-    const reader = res.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > maxBytes) {
-        await reader.cancel().catch(() => undefined);
-        throw new SourceFailure(`body exceeds ${maxBytes} bytes`);
-      }
-      chunks.push(Buffer.from(value));
-    }
-    return Buffer.concat(chunks);
   }
 
   /**
