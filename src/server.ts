@@ -27,6 +27,7 @@ import { PortalPasskeys } from "./portal/passkeys.ts";
 import { PortalSessions } from "./portal/sessions.ts";
 import { ApiKeyAdmin } from "./services/apiKeyAdmin.ts";
 import { ReferenceValueAdmin } from "./services/referenceValueAdmin.ts";
+import { PlayAppRegistry } from "./services/playApps.ts";
 import { TenantDirectory } from "./services/tenantDirectory.ts";
 import { EarIssuer } from "./results/earIssuer.ts";
 import { EarKeyRing } from "./results/signingKeys.ts";
@@ -144,6 +145,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   };
   const trustSources = new TrustSources(trust);
   const devices = new DeviceService(stores.durable, clock);
+  // one registry per process: the portal's changes drop its cache at once; appsForAppraisal is for the token reader
+  const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
 
   const readiness = async (): Promise<ReadinessReport> => {
     const critical = (await stores.health()).map((h) => ({
@@ -214,6 +217,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         fileValues: trust.fileReferenceValues,
         changed: () => trust.refreshReferenceValues(),
       }),
+      playApps,
       profiles: enrollment.profiles,
       devices: enrollment.devices,
       pinnedDevices: devices,

@@ -2,7 +2,7 @@ import { Command, Option } from "commander";
 import { cryptoRng, systemClock } from "../clock.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import { openSecrets } from "../secrets/openSecrets.ts";
-import { DEVICE_FLOOR_NAMES, PlayAppRegistry, type PlayAppInput } from "../services/playApps.ts";
+import { DEVICE_FLOOR_NAMES, PLAY_APP_CACHE_MS, PlayAppRegistry, type PlayAppInput } from "../services/playApps.ts";
 import type { Stores } from "../store/types.ts";
 import { addSettings, CliError, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
 
@@ -99,7 +99,7 @@ function definePlayApp(playApp: Command): void {
   addSettings(
     playApp
       .command("remove")
-      .description("remove a tenant's Play app, by package name or id; its tokens are then refused (by a running server within 5 s)")
+      .description(`remove a tenant's Play app, by package name or id; its tokens are then refused (by a running server within ${PLAY_APP_CACHE_MS / 1000} s)`)
       .requiredOption("--tenant <name>", "tenant name")
       .option("--package <name>", "the app's package name")
       .option("--id <id>", "the registration's id (play-app list)"),
