@@ -113,6 +113,9 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   });
   metrics.trackActivityBacklog(() => activity.pending);
   const rateLimiter = new RateLimiter(stores.rateLimits, clock, { rps: config.rps, burst: config.burst });
+  // a tenant's Play apps, one registry per process: the portal's changes drop its cache at once, and the attestation
+  // service opens the tenant's Play Integrity tokens with appsForAppraisal (issue 23)
+  const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,
@@ -145,8 +148,6 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   };
   const trustSources = new TrustSources(trust);
   const devices = new DeviceService(stores.durable, clock);
-  // one registry per process: the portal's changes drop its cache at once; appsForAppraisal is for the token reader
-  const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
 
   const readiness = async (): Promise<ReadinessReport> => {
     const critical = (await stores.health()).map((h) => ({
