@@ -28,6 +28,7 @@ import { PortalPasskeys } from "./portal/passkeys.ts";
 import { PortalSessions } from "./portal/sessions.ts";
 import { ApiKeyAdmin } from "./services/apiKeyAdmin.ts";
 import { ReferenceValueAdmin } from "./services/referenceValueAdmin.ts";
+import { PlayAppRegistry } from "./services/playApps.ts";
 import { TenantDirectory } from "./services/tenantDirectory.ts";
 import { EarIssuer } from "./results/earIssuer.ts";
 import { EarKeyRing } from "./results/signingKeys.ts";
@@ -132,6 +133,9 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     onOutcome: (result) => metrics.playDecodes.inc({ result }),
   });
   const rateLimiter = new RateLimiter(stores.rateLimits, clock, { rps: config.rps, burst: config.burst });
+  // a tenant's Play apps, one registry per process: the portal's changes drop its cache at once, and the attestation
+  // service opens the tenant's Play Integrity tokens with appsForAppraisal (issue 23)
+  const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,
@@ -234,6 +238,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         fileValues: trust.fileReferenceValues,
         changed: () => trust.refreshReferenceValues(),
       }),
+      playApps,
       profiles: enrollment.profiles,
       devices: enrollment.devices,
       pinnedDevices: devices,

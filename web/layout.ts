@@ -28,6 +28,7 @@ const NAV: { href: string; label: string; only?: PortalRole[] }[] = [
   { href: "/portal/keys", label: "API keys" },
   { href: "/portal/clients", label: "Enrollment clients" },
   { href: "/portal/reference-values", label: "Reference values" },
+  { href: "/portal/play-apps", label: "Play apps" },
   { href: "/portal/enrollment", label: "Enrollment" },
   { href: "/portal/users", label: "Users", only: ["admin", "operator"] },
   { href: "/portal/account", label: "Account" },

@@ -22,6 +22,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ commands
   activity: { summary: "print the activity log (Part A and B requests)", load: () => import("./clientCommands.ts") },
   encrypt: { summary: "encrypt TEXT to a tenant's encryption key (as a client does for userPassword)", load: () => import("./clientCommands.ts") },
   keys: { summary: "manage the keys attestd signs its results (EARs) with", load: () => import("./signingKeyCommands.ts") },
+  "play-app": { summary: "manage a tenant's Google Play apps: their policy and the keys their Play Integrity tokens open with", load: () => import("./playAppCommands.ts") },
   device: { summary: "per-device memory: the devices relying parties name, and their pins", load: () => import("./deviceCommands.ts") },
 };
 

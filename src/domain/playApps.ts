@@ -45,3 +45,12 @@ export interface PlayAppSummary {
   serviceAccountEmail?: string;
   createdAt: string;
 }
+
+/**
+ * A registration as the store keeps it: the policy in the clear (operators and the portal read it), the secret
+ * (the response keys or the service account, as JSON) sealed by src/services/playApps.ts before the store sees it.
+ */
+export interface StoredPlayApp extends PlayAppSummary {
+  /** `sealed:v1:...` (src/secrets/secretBox.ts), bound to this registration's id */
+  sealedSecret: string;
+}

@@ -18,6 +18,8 @@ import type { StoredVerdict } from "../domain/verdicts.ts";
 import type { DevicePinReset, DeviceRecord } from "../domain/devices.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type { EarAlgorithm, SigningKeyRecord } from "../domain/signingKeys.ts";
+import type { StoredPlayApp } from "../domain/playApps.ts";
+import type { IntegrityLabel } from "../attestation/types.ts";
 
 /**
  * Result rows → records, written once for both SQL backends. The schemas mirror each other column for column
@@ -321,6 +323,22 @@ export function rowMappers(d: Dialect) {
       tenantId: r.tenant_id as string,
       publicKey: r.public_key as string,
       privateKey: r.private_key as string,
+      createdAt: r.created_at as string,
+    }),
+
+    playApp: (r: Row): StoredPlayApp => ({
+      id: r.id as string,
+      tenantId: r.tenant_id as string,
+      policy: {
+        packageName: r.package_name as string,
+        certDigests: d.json<string[]>(r.cert_digests) ?? [],
+        deviceFloor: r.device_floor as IntegrityLabel,
+        maxAgeSeconds: num(r.max_age_seconds),
+        require: { licensed: d.bool(r.require_licensed), playProtect: d.bool(r.require_play_protect), appAccessRisk: d.bool(r.require_app_access_risk) },
+      },
+      opensWith: r.opens_with as StoredPlayApp["opensWith"],
+      ...(r.service_account_email ? { serviceAccountEmail: r.service_account_email as string } : {}),
+      sealedSecret: r.secret as string,
       createdAt: r.created_at as string,
     }),
 

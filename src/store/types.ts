@@ -1,6 +1,7 @@
 import type { ReferenceValue } from "../attestation/types.ts";
 import type { ActivityEntry } from "../domain/activity.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
+import type { StoredPlayApp } from "../domain/playApps.ts";
 import type {
   AccessTokenRecord,
   ApiClient,
@@ -539,8 +540,22 @@ export interface SigningKeyStore {
   rotateSigningKey(k: SigningKeyRecord, retiresAt: string): Promise<{ retired: string | null }>;
 }
 
+/**
+ * A tenant's registered Google Play apps (issue 23). The store keeps the secret as the service sealed it and never
+ * opens it (src/services/playApps.ts does). Every call names the tenant, so one tenant's id never reaches another's.
+ */
+export interface PlayAppStore {
+  /** "exists" when the tenant has a registration of that package already (nothing is written) */
+  addPlayApp(app: StoredPlayApp): Promise<"ok" | "exists">;
+  /** the tenant's registrations by package name */
+  listPlayApps(tenantId: string): Promise<StoredPlayApp[]>;
+  getPlayApp(tenantId: string, id: string): Promise<StoredPlayApp | undefined>;
+  /** false when the tenant has no registration of that id */
+  removePlayApp(tenantId: string, id: string): Promise<boolean>;
+}
+
 /** Everything durable, as one backend provides it. */
-export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore {
+export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore, PlayAppStore {
   readonly kind: string;
   /** cheap round trip for /readyz */
   ping(): Promise<void>;

@@ -187,6 +187,8 @@ describe("portal over HTTP", () => {
       "/portal/api/passkeys",
       "/portal/api/passkeys/options",
       "/portal/api/passkeys/{credentialId}",
+      "/portal/api/play-apps",
+      "/portal/api/play-apps/{id}",
       "/portal/api/reference-values",
       "/portal/api/session",
       "/portal/api/session/passkey",

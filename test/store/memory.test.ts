@@ -8,6 +8,7 @@ import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { MemorySigningKeyStore } from "../../src/store/memory/memorySigningKeyStore.ts";
 import { deviceConformance } from "./deviceConformance.ts";
 import { statsConformance } from "./statsConformance.ts";
+import { playAppConformance } from "./playAppConformance.ts";
 
 storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () => {
   const durable = new MemoryDurableStore();
@@ -38,4 +39,9 @@ deviceConformance("memory", false, async () => {
 statsConformance("memory", false, async () => {
   const durable = new MemoryDurableStore();
   return { durable, close: () => durable.close() };
+});
+
+playAppConformance("memory", async () => {
+  const durable = new MemoryDurableStore();
+  return { durable, rawSecret: async (tenantId, id) => (await durable.getPlayApp(tenantId, id))?.sealedSecret, close: () => durable.close() };
 });

@@ -8,6 +8,8 @@ import { statsConformance } from "./statsConformance.ts";
 import { enrollmentConformance } from "./enrollmentConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { PgSigningKeyStore } from "../../src/store/postgres/pgSigningKeyStore.ts";
+import { playAppConformance } from "./playAppConformance.ts";
+import { PgSecretsStore } from "../../src/store/postgres/pgSecretsStore.ts";
 
 // A fresh database per run: migrations run from scratch and the run leaves nothing behind.
 storeConformance("postgres", ["durable", "nonces", "jti"], async () => {
@@ -88,6 +90,20 @@ statsConformance("postgres", false, async () => {
   const store = await PgStore.open({ url: db.url, poolMax: 10 });
   return {
     durable: store,
+    close: async () => {
+      await store.close();
+      await db.drop();
+    },
+  };
+});
+
+playAppConformance("postgres", async () => {
+  const db = await createTestDatabase("play");
+  const store = await PgStore.open({ url: db.url, poolMax: 4 });
+  return {
+    durable: store,
+    rawSecret: async (_tenantId, id) => (await store.pool.query("SELECT secret FROM play_apps WHERE id = $1", [id])).rows[0]?.secret as string | undefined,
+    secrets: new PgSecretsStore(store.pool),
     close: async () => {
       await store.close();
       await db.drop();

@@ -10,6 +10,8 @@ import { statsConformance } from "./statsConformance.ts";
 import { enrollmentConformance } from "./enrollmentConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { SqliteSigningKeyStore } from "../../src/store/sqlite/sqliteSigningKeyStore.ts";
+import { playAppConformance } from "./playAppConformance.ts";
+import { SqliteSecretsStore } from "../../src/store/sqlite/sqliteSecretsStore.ts";
 
 // A file, not ":memory:", so WAL and the IMMEDIATE transactions behave as in production. Rate limits on SQLite
 // are in process (the memory suite) or, with --workers, in the cluster primary (test/scale/cluster.test.ts).
@@ -85,6 +87,20 @@ statsConformance("sqlite", true, async () => {
   return {
     durable: store,
     nonceVerdicts: store,
+    close: async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+playAppConformance("sqlite", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "attestd-play-"));
+  const store = new SqliteStore({ file: path.join(dir, "attestd.sqlite") });
+  return {
+    durable: store,
+    rawSecret: async (_tenantId, id) => store.db.prepare("SELECT secret FROM play_apps WHERE id = ?").get(id)?.secret as string | undefined,
+    secrets: new SqliteSecretsStore(store.db),
     close: async () => {
       await store.close();
       rmSync(dir, { recursive: true, force: true });

@@ -87,19 +87,42 @@ function download(parts, name, type) {
 /** one entry per line or comma (an empty field: the empty list) */
 const listOf = (text) => text.split(/[\s,]+/).filter((x) => x !== "");
 
+/** body["a.b"] = v as body.a.b = v: a field named with a dot goes into a nested object of the JSON body */
+function put(body, name, value) {
+  const path = name.split(".");
+  let at = body;
+  for (const key of path.slice(0, -1)) at = at[key] ??= {};
+  at[path[path.length - 1]] = value;
+}
+
 // data-omit-empty: a field left empty is left out (an optional field the server would otherwise refuse as "")
+// a file input (data-text-file) is not read here but by textFiles, which must be awaited
 function formBody(form) {
   const body = {};
   const omitEmpty = form.hasAttribute("data-omit-empty");
   for (const el of form.elements) {
-    if (!el.name || el.type === "submit") continue;
+    if (!el.name || el.type === "submit" || el.type === "file") continue;
     if (omitEmpty && el.value === "") continue;
-    if (el.type === "checkbox") body[el.name] = el.checked;
+    if (el.type === "checkbox") put(body, el.name, el.checked);
     else if (el.type === "number") {
-      if (el.value !== "") body[el.name] = Number(el.value); // empty: the server's default
-    } else body[el.name] = el.hasAttribute("data-list") ? listOf(el.value) : el.value;
+      if (el.value !== "") put(body, el.name, Number(el.value)); // empty: the server's default
+    } else put(body, el.name, el.hasAttribute("data-list") ? listOf(el.value) : el.value);
   }
   if (form.hasAttribute("data-invite")) body.token = location.hash.slice(1);
+  return body;
+}
+
+/**
+ * A chosen file of an input[data-text-file] goes into the JSON body as its text (a service-account key file): read
+ * here in the browser, sent in the one request with the form's other fields; no file chosen, no field.
+ */
+async function textFiles(form, body) {
+  for (const input of form.querySelectorAll("input[type=file][data-text-file]")) {
+    const file = input.files?.[0];
+    if (!file) continue;
+    if (file.size > Number(input.dataset.maxBytes)) throw new Error(`${file.name} is larger than ${input.dataset.maxBytes} bytes; nothing was sent.`);
+    put(body, input.name, await file.text());
+  }
   return body;
 }
 
@@ -135,7 +158,7 @@ for (const form of document.querySelectorAll("form[data-api]")) {
     const button = form.querySelector('button[type="submit"]');
     if (button) button.setAttribute("aria-busy", "true");
     try {
-      const result = await call(form.dataset.method ?? "POST", form.dataset.api, formBody(form));
+      const result = await call(form.dataset.method ?? "POST", form.dataset.api, await textFiles(form, formBody(form)));
       if (form.dataset.download) {
         download([result[form.dataset.download]], form.dataset.downloadName ?? "download.json", "application/json");
         form.reset();

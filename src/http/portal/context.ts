@@ -11,6 +11,7 @@ import type { PortalPasskeys } from "../../portal/passkeys.ts";
 import type { Actor, PortalSessions } from "../../portal/sessions.ts";
 import type { ApiKeyAdmin } from "../../services/apiKeyAdmin.ts";
 import type { ReferenceValueAdmin } from "../../services/referenceValueAdmin.ts";
+import type { PlayAppRegistry } from "../../services/playApps.ts";
 import type { ClientAdmin } from "../../enrollment/clients.ts";
 import type { DeviceService } from "../../enrollment/devices.ts";
 import type { DeviceService as PinnedDevices } from "../../services/deviceService.ts";
@@ -33,6 +34,8 @@ export interface PortalDeps {
   /** Part B's API clients (the ClientAdmin of `attestd client ...`) */
   clients: ClientAdmin;
   referenceValues: ReferenceValueAdmin;
+  /** a tenant's Google Play apps (the same PlayAppRegistry as `attestd play-app ...`) */
+  playApps: PlayAppRegistry;
   /** what the Enrollment page reads, through the services /svc/v1 uses */
   profiles: ProfileService;
   devices: DeviceService;

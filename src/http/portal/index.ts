@@ -22,6 +22,7 @@ import { registerUserRoutes } from "./users.ts";
 import { registerOperatorRoutes } from "./operator.ts";
 import { registerOverviewRoutes } from "./overview.ts";
 import { registerPinnedDeviceRoutes } from "./devices.ts";
+import { registerPlayAppRoutes } from "./playApps.ts";
 
 /**
  * Strict: nothing inline, nothing from another origin, never framed. web/static/portal.js is the only script;
@@ -203,6 +204,7 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     registerKeyRoutes(app, routes);
     registerClientRoutes(app, routes);
     registerReferenceValueRoutes(app, routes);
+    registerPlayAppRoutes(app, routes);
     registerEnrollmentRoutes(app, routes);
     registerPinnedDeviceRoutes(app, routes);
     registerPasskeyRoutes(app, routes);

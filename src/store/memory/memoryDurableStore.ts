@@ -20,6 +20,7 @@ import type {
 } from "../types.ts";
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
+import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import { hourOf, MAX_HISTORY_PAGE, MAX_TOP, STATS_REASON_CHARS, verdictStatsKey } from "../historyQueries.ts";
 
@@ -27,6 +28,12 @@ import { hourOf, MAX_HISTORY_PAGE, MAX_TOP, STATS_REASON_CHARS, verdictStatsKey 
 export class MemoryConstraintError extends Error {
   override name = "MemoryConstraintError";
 }
+
+/** a copy, so a caller changing what it got or gave changes nothing stored (as with the SQL backends) */
+const copyPlayApp = (a: StoredPlayApp): StoredPlayApp => ({
+  ...a,
+  policy: { ...a.policy, certDigests: [...a.policy.certDigests], require: { ...a.policy.require } },
+});
 
 const deviceKey = (tenantId: string, deviceId: string) => JSON.stringify([tenantId, deviceId]);
 
@@ -537,5 +544,30 @@ export class MemoryDurableStore implements DurableStore {
     let n = 0;
     for (const [h, c] of this.challenges) if (c.expiresAtMs <= nowMs) (this.challenges.delete(h), n++);
     return n;
+  }
+
+  // ---- Play apps (issue 23) ----
+  private readonly playApps = new Map<string, StoredPlayApp>();
+
+  async addPlayApp(a: StoredPlayApp) {
+    if (!this.tenants.has(a.tenantId)) throw new MemoryConstraintError(`play app: no tenant ${a.tenantId}`);
+    if (this.playApps.has(a.id)) throw new MemoryConstraintError("play app id exists");
+    for (const x of this.playApps.values()) if (x.tenantId === a.tenantId && x.policy.packageName === a.policy.packageName) return "exists" as const;
+    this.playApps.set(a.id, copyPlayApp(a));
+    return "ok" as const;
+  }
+  async listPlayApps(tenantId: string) {
+    return [...this.playApps.values()]
+      .filter((a) => a.tenantId === tenantId)
+      .sort((a, b) => cmp(a.policy.packageName, b.policy.packageName))
+      .map(copyPlayApp);
+  }
+  async getPlayApp(tenantId: string, id: string) {
+    const a = this.playApps.get(id);
+    return a && a.tenantId === tenantId ? copyPlayApp(a) : undefined;
+  }
+  async removePlayApp(tenantId: string, id: string) {
+    const a = this.playApps.get(id);
+    return Boolean(a && a.tenantId === tenantId && this.playApps.delete(id));
   }
 }

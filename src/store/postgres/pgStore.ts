@@ -19,6 +19,7 @@ import {
   verdictHistorySql,
   verdictStatsKey,
 } from "../historyQueries.ts";
+import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
@@ -820,6 +821,46 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
 
   async purgePasskeyChallenges(nowMs: number): Promise<number> {
     return (await this.q("purgePasskeyChallenges", "DELETE FROM portal_passkey_challenges WHERE expires_at_ms <= $1", [nowMs])).rowCount ?? 0;
+  }
+
+  // ---- Play apps (issue 23) ----
+  async addPlayApp(a: StoredPlayApp): Promise<"ok" | "exists"> {
+    const p = a.policy;
+    const r = await this.q(
+      "insertPlayApp",
+      `INSERT INTO play_apps (id, tenant_id, package_name, cert_digests, device_floor, max_age_seconds, require_licensed, require_play_protect,
+         require_app_access_risk, opens_with, service_account_email, secret, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (tenant_id, package_name) DO NOTHING`,
+      [
+        a.id,
+        a.tenantId,
+        p.packageName,
+        JSON.stringify(p.certDigests),
+        p.deviceFloor,
+        p.maxAgeSeconds,
+        p.require.licensed,
+        p.require.playProtect,
+        p.require.appAccessRisk,
+        a.opensWith,
+        a.serviceAccountEmail ?? null,
+        a.sealedSecret,
+        a.createdAt,
+      ],
+    );
+    return r.rowCount === 1 ? "ok" : "exists";
+  }
+
+  async listPlayApps(tenantId: string): Promise<StoredPlayApp[]> {
+    return (await this.q("playAppsOfTenant", "SELECT * FROM play_apps WHERE tenant_id = $1 ORDER BY package_name", [tenantId])).rows.map(pgRows.playApp);
+  }
+
+  async getPlayApp(tenantId: string, id: string): Promise<StoredPlayApp | undefined> {
+    const r = await this.q("playAppById", "SELECT * FROM play_apps WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
+    return r.rows[0] && pgRows.playApp(r.rows[0]);
+  }
+
+  async removePlayApp(tenantId: string, id: string): Promise<boolean> {
+    return ((await this.q("removePlayApp", "DELETE FROM play_apps WHERE tenant_id = $1 AND id = $2", [tenantId, id])).rowCount ?? 0) === 1;
   }
 
 

@@ -30,6 +30,7 @@ import type {
 } from "../types.ts";
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
+import type { StoredPlayApp } from "../../domain/playApps.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import {
@@ -736,5 +737,45 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
 
   async purgePasskeyChallenges(nowMs: number): Promise<number> {
     return Number(this.db.prepare("DELETE FROM portal_passkey_challenges WHERE expires_at_ms <= ?").run(nowMs).changes);
+  }
+
+  // ---- Play apps (issue 23): operator writes, one statement each, autocommit ----
+  async addPlayApp(a: StoredPlayApp): Promise<"ok" | "exists"> {
+    const p = a.policy;
+    const r = this.db
+      .prepare(
+        `INSERT INTO play_apps (id, tenant_id, package_name, cert_digests, device_floor, max_age_seconds, require_licensed, require_play_protect,
+           require_app_access_risk, opens_with, service_account_email, secret, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, package_name) DO NOTHING`,
+      )
+      .run(
+        a.id,
+        a.tenantId,
+        p.packageName,
+        JSON.stringify(p.certDigests),
+        p.deviceFloor,
+        p.maxAgeSeconds,
+        p.require.licensed ? 1 : 0,
+        p.require.playProtect ? 1 : 0,
+        p.require.appAccessRisk ? 1 : 0,
+        a.opensWith,
+        a.serviceAccountEmail ?? null,
+        a.sealedSecret,
+        a.createdAt,
+      );
+    return r.changes === 1 ? "ok" : "exists";
+  }
+
+  async listPlayApps(tenantId: string): Promise<StoredPlayApp[]> {
+    return (this.db.prepare("SELECT * FROM play_apps WHERE tenant_id = ? ORDER BY package_name").all(tenantId) as Row[]).map(sqliteRows.playApp);
+  }
+
+  async getPlayApp(tenantId: string, id: string): Promise<StoredPlayApp | undefined> {
+    const r = this.db.prepare("SELECT * FROM play_apps WHERE tenant_id = ? AND id = ?").get(tenantId, id) as Row | undefined;
+    return r && sqliteRows.playApp(r);
+  }
+
+  async removePlayApp(tenantId: string, id: string): Promise<boolean> {
+    return this.db.prepare("DELETE FROM play_apps WHERE tenant_id = ? AND id = ?").run(tenantId, id).changes === 1;
   }
 }
