@@ -24,14 +24,20 @@ export async function pingHealth(name: string, ping: () => Promise<unknown>): Pr
  */
 export const STORAGE_HOLD_MS = 10_000;
 
+/** how long after its last storage failure a backend whose writes work again must stay without one to be ready */
+export const STORAGE_SETTLE_MS = 2_000;
+
 /**
  * Whether a backend's writes fail for want of disk (StoreUnavailableError with `storage`). A ping is a read, and
  * reads go on answering on a full disk, so without this /readyz said ready while every write answered 503.
  *
  * Not-ready from the first such failure until writes are seen to work again: a write committed (`recovered`), or
- * the backend's `probe` (a small real write, tried on each readiness check while failing) succeeded. A backend
- * without a probe (PostgreSQL: a small write there may fit in a page it already has while the next verdict needs a
- * new one) is ready again STORAGE_HOLD_MS after its last failure, and goes not-ready again if writes still fail.
+ * the backend's `probe` (a small real write, tried on each readiness check while failing) succeeded, and in
+ * either case no storage failure for STORAGE_SETTLE_MS. The settle time is there because on a full disk some writes
+ * still fit: SQLite reuses its WAL file from the start after a checkpoint, so a probe or a small commit may land in
+ * space the file already has while the next verdict needs a new page (seen on Node 26's SQLite: /readyz ready
+ * again at once after a write was refused). A backend without a probe (PostgreSQL, where the same holds of pages it
+ * already has) is ready again STORAGE_HOLD_MS after its last failure, and goes not-ready again if writes still fail.
  */
 export class StorageHealth {
   private failure: { atMs: number; reason: string } | undefined;
@@ -43,9 +49,9 @@ export class StorageHealth {
     if (isStoreUnavailable(err) && err.storage) this.failure = { atMs: this.nowMs(), reason: err.message };
   }
 
-  /** a write committed: the disk takes writes again */
+  /** a write committed: the disk takes writes again, once none has failed for STORAGE_SETTLE_MS */
   recovered(): void {
-    this.failure = undefined;
+    if (this.failure && this.nowMs() - this.failure.atMs >= STORAGE_SETTLE_MS) this.failure = undefined;
   }
 
   /** the message of the failure in force, if any */

@@ -90,9 +90,11 @@ describe("a full data disk (SQLite on a small tmpfs)", () => {
     assert.equal(down.status, 503);
     assert.equal(down.json.ready, false);
     assert.equal(down.json.checks.find((c) => c.name === "sqlite")?.ok, false);
-    // a second write is refused the same way, and reads are answered all the while
+    // a write meanwhile may still fit (SQLite reuses its WAL from the start after a checkpoint) or is refused the
+    // same way; reads are answered all the while
     const again = await attest();
-    assert.equal(again.status, 503);
+    if (again.status === 200) acknowledged.push({ location: again.location!, record: again.json });
+    else assert.equal(again.status, 503, JSON.stringify(again.json));
     const read = await call("GET", acknowledged[0]!.location);
     assert.equal(read.status, 200);
     assert.deepEqual(read.json, acknowledged[0]!.record);

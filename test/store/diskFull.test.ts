@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
+import { STORAGE_SETTLE_MS } from "../../src/store/health.ts";
 import type { ActivityEntry } from "../../src/domain/activity.ts";
 import { StoreUnavailableError } from "../../src/errors/storeUnavailable.ts";
 import { pragma } from "../../src/store/sqlite/database.ts";
@@ -48,7 +49,10 @@ describe("SQLITE_FULL inside a statement (max_page_count)", () => {
       store.db.exec("PRAGMA max_page_count = 1073741823");
       assert.deepEqual(await store.appendActivity(batch), { refused: [] });
       assert.equal((await store.queryActivity({ limit: 1000 } as never)).length, 301);
-      assert.equal(store.writer.storage.failing, undefined, "a committed batch ends it");
+      assert.notEqual(store.writer.storage.failing, undefined, "a commit right after a refused one proves nothing yet");
+      await new Promise((r) => setTimeout(r, STORAGE_SETTLE_MS));
+      assert.deepEqual(await store.appendActivity(entries(1, "c")), { refused: [] });
+      assert.equal(store.writer.storage.failing, undefined, "a batch committed once no write failed for the settle time ends it");
     } finally {
       await store.close();
     }

@@ -3,7 +3,7 @@ import net from "node:net";
 import { after, before, describe, it } from "node:test";
 import { StoreUnavailableError } from "../../src/errors/storeUnavailable.ts";
 import { fromPgError, fromRedisError, fromSqliteError } from "../../src/store/errors.ts";
-import { STORAGE_HOLD_MS, StorageHealth } from "../../src/store/health.ts";
+import { STORAGE_HOLD_MS, STORAGE_SETTLE_MS, StorageHealth } from "../../src/store/health.ts";
 import { openPostgresStores } from "../../src/store/postgres/openPostgresStores.ts";
 import { PgStore } from "../../src/store/postgres/pgStore.ts";
 import { RedisStore } from "../../src/store/redis/redisStore.ts";
@@ -121,11 +121,21 @@ describe("a full or failing disk is a storage failure (503, readiness not-ready)
     now += 10 * STORAGE_HOLD_MS;
     assert.equal((await health.check("sqlite", ping, probe)).ok, false);
     full = false;
+    assert.equal((await health.check("sqlite", ping, probe)).ok, false, "the probe failed a moment ago: not yet");
+    now += STORAGE_SETTLE_MS;
     assert.equal((await health.check("sqlite", ping, probe)).ok, true);
-    // a committed write ends it too
+    // a committed write ends it too, once no write has failed for the settle time: on a full disk some still fit
     health.failed(fromSqliteError(sqliteError(13, "database or disk is full")));
     health.recovered();
+    assert.equal((await health.check("sqlite", ping)).ok, false, "a commit right after a refused write proves nothing");
+    now += STORAGE_SETTLE_MS;
+    health.recovered();
     assert.equal((await health.check("sqlite", ping)).ok, true);
+    // and a probe that succeeds right after a refused write does not end it either
+    health.failed(fromSqliteError(sqliteError(13, "database or disk is full")));
+    assert.equal((await health.check("sqlite", ping, async () => undefined)).ok, false);
+    now += STORAGE_SETTLE_MS;
+    assert.equal((await health.check("sqlite", ping, async () => undefined)).ok, true);
   });
 });
 
