@@ -5,7 +5,7 @@ import { appraise } from "../../src/attestation/appraise.ts";
 import { isAppError } from "../../src/errors/AppError.ts";
 import { trustVector } from "../../src/results/trustVector.ts";
 import { independentJwe, independentJws } from "../helpers/independentJose.ts";
-import { CERT_B64U, CERT_HEX, emptyTrust, joseToken, makeApp, NONCE, NOW, openAndAppraise, PACKAGE, payload, type TestApp } from "./fixtures.ts";
+import { CERT_HEX, emptyTrust, joseToken, makeApp, NONCE, NOW, openAndAppraise, PACKAGE, payload, type TestApp } from "./fixtures.ts";
 
 /**
  * Every rule of the play-integrity format (src/attestation/formats/playIntegrity.ts, docs/play-integrity.md
