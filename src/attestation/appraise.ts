@@ -32,7 +32,9 @@ export function detectFormat(blob: Uint8Array): BlobFormat {
 export function appraise(input: AppraisalInput): AppraisalResult {
   const result = appraiseAsDetected(input);
   // the policy in force, kept with the verdict: a signed result names it (docs/results.md)
-  result.detail.appraisalPolicyId = appraisalPolicyId(input.trust);
+  // (for a Play Integrity token, with the policy of the app whose token it was)
+  const playApp = input.playIntegrity?.opened && result.format === "play-integrity" ? input.playIntegrity.app : undefined;
+  result.detail.appraisalPolicyId = appraisalPolicyId(input.trust, playApp);
   return result;
 }
 

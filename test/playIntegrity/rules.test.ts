@@ -312,3 +312,20 @@ describe("play-integrity: detection", () => {
     assert.equal(looksLikePlayIntegrityToken(Buffer.from(independentJws({ a: 1 }, app.signingKey))), false, "a JWS has three parts");
   });
 });
+
+describe("play-integrity: the appraisal policy id", () => {
+  it("names the app's policy too: another floor, another id; the same policy, the same id", async () => {
+    const token = await joseToken(payload(), app);
+    const id = async (a: TestApp) => {
+      const ev = await openAndAppraise(token, [a]);
+      return ev.result.detail.appraisalPolicyId;
+    };
+    const same = { ...app, registered: { ...app.registered, policy: { ...app.registered.policy } } };
+    const stricter = { ...app, registered: { ...app.registered, policy: { ...app.registered.policy, deviceFloor: "MEETS_STRONG_INTEGRITY" as const } } };
+    assert.equal(await id(same), await id(app));
+    assert.notEqual(await id(stricter), await id(app));
+    const unopened = appraise({ blob: Buffer.from(token), nonce: NONCE, trust: emptyTrust, now: NOW });
+    const { appraisalPolicyId } = await import("../../src/attestation/policy/policyId.ts");
+    assert.equal(unopened.detail.appraisalPolicyId, appraisalPolicyId(emptyTrust));
+  });
+});
