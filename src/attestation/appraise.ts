@@ -26,7 +26,8 @@ export function detectFormat(blob: Uint8Array): BlobFormat {
  * A pure function of (blob, nonce, trust, time): the same inputs give the same record. A bad device is a
  * verdict; only an unreadable container throws (AppError BLOB_MALFORMED / NOT_IMPLEMENTED). A BLOB_MALFORMED
  * reason names the format it was read as, and for a body that looks like a failed attempt at an android-key
- * chain, why it is not one either. `detail.appraisalPolicyId` names the policy the verdict was reached under
+ * chain or a Play Integrity token (dot-separated base64url text), why it is not one either. A play-integrity
+ * token is judged by the evidence it was opened into before (`input.playIntegrity`, formats/playIntegrity.ts). `detail.appraisalPolicyId` names the policy the verdict was reached under
  * (policy/policyId.ts).
  */
 export function appraise(input: AppraisalInput): AppraisalResult {
