@@ -7,6 +7,9 @@
  */
 export { appraise, detectFormat } from "./attestation/appraise.ts";
 export { parseStatusList } from "./attestation/chain/statusList.ts";
+// a Play Integrity token is opened (async, with the app's response keys) before the pure appraisal judges it
+export { openWithApps, openWithResponseKeys, parsePlayResponseKeys } from "./attestation/encoding/playIntegrityToken.ts";
+export type { PlayResponseKeys, RegisteredPlayApp } from "./domain/playApps.ts";
 export {
   emptyAndroidTrust,
   loadAndroidTrust,
@@ -27,6 +30,8 @@ export type {
   BlobFormatName,
   DeviceFacts,
   IntegrityLabel,
+  PlayAppPolicy,
+  PlayIntegrityEvidence,
   ReferenceValue,
   StatusEntry,
   StatusList,

@@ -3,7 +3,10 @@ import { isAppError } from "../../src/errors/AppError.ts";
 import { splitDerCertificates } from "../../src/attestation/encoding/derChain.ts";
 import { createDevCa, issueDeviceLeaf } from "../../src/attestation/sim/devCa.ts";
 import { demoReferenceValues, encodeVendorBlob } from "../../src/attestation/sim/deviceSim.ts";
-import { VERDICT_FIELDS, type TrustConfig } from "../../src/attestation/types.ts";
+import { VERDICT_FIELDS, type PlayIntegrityEvidence, type TrustConfig } from "../../src/attestation/types.ts";
+import { openWithApps, parsePlayResponseKeys } from "../../src/attestation/encoding/playIntegrityToken.ts";
+import type { RegisteredPlayApp } from "../../src/domain/playApps.ts";
+import { readFileSync } from "node:fs";
 import { androidTrust, challengeOf, derBlob, nonceFor, pemBlob } from "../../test/android/fixtures.ts";
 
 /**
@@ -15,10 +18,15 @@ import { androidTrust, challengeOf, derBlob, nonceFor, pemBlob } from "../../tes
  * Invariants: every call returns a well-formed record or throws the documented container error (AppError
  * BLOB_MALFORMED 4000006 or NOT_IMPLEMENTED 5010000); nothing else escapes. A `Yes` comes only from bytes whose
  * signed region is the seed's: for the vendor container everything but exitCode's label (errLen, errString) is
- * signed or checked; an android-key chain's certificates must be the seed's, the root possibly left out. The process's peak RSS stays under a bound.
+ * signed or checked; an android-key chain's certificates must be the seed's, the root possibly left out; a Play
+ * Integrity token must be the seed's, only the whitespace around it changed (every byte of a token is authenticated).
+ * The process's peak RSS stays under a bound.
+ *
+ * play-integrity mutants are opened as the service opens them (openWithApps, with the seed app's response keys and
+ * another app's first), then appraised: the opening is async, so that format's cases are awaited one by one.
  */
 
-export type FuzzFormat = "vendor" | "android-key";
+export type FuzzFormat = "vendor" | "android-key" | "play-integrity";
 
 export interface FuzzOptions {
   format: FuzzFormat;
@@ -56,12 +64,45 @@ interface Seed {
   yes: boolean;
 }
 
+/** How a format's blobs are opened before appraisal (play-integrity only). */
+type Opener = (blob: Uint8Array) => Promise<PlayIntegrityEvidence>;
+
 const VENDOR_NOW = new Date("2030-06-15T12:00:00.000Z");
 const VENDOR_NONCE = Buffer.alloc(32, 0x5a).toString("base64url");
 const STATUSES = new Set(["Success", "DeviceError", "CertificateInvalid", "SignatureInvalid", "NonceMismatch", "Revoked"]);
 
-async function seedsFor(format: FuzzFormat): Promise<{ seeds: Seed[]; trust: TrustConfig }> {
+/**
+ * Tokens made once with throw-away keys and kept (test/vectors/play-integrity-core/seeds.json), so that a case
+ * replays from (seed, case index): tokens made afresh would differ in every run (random IV, content key, ECDSA k).
+ */
+async function playSeeds(trust: TrustConfig): Promise<{ seeds: Seed[]; trust: TrustConfig; open: Opener }> {
+  const v = JSON.parse(readFileSync(new URL("../../test/vectors/play-integrity-core/seeds.json", import.meta.url), "utf8")) as {
+    packageName: string; certDigest: string; nonce: string; now: string; decryptionKey: string; verificationKey: string;
+    tokens: { name: string; token: string }[];
+  };
+  const app = (id: string, packageName: string, keys: RegisteredPlayApp["responseKeys"]): RegisteredPlayApp => ({
+    id, tenantId: "fuzz", createdAt: v.now, responseKeys: keys,
+    policy: { packageName, certDigests: [v.certDigest], deviceFloor: "MEETS_DEVICE_INTEGRITY", maxAgeSeconds: 300, require: { licensed: false, playProtect: false, appAccessRisk: false } },
+  });
+  // another app's keys tried first, as a tenant with several apps has them: every mutant pays a failed unwrap too
+  const other = app("other", "com.example.other", { decryptionKey: Buffer.alloc(32, 7), verificationKeySpki: Buffer.from(v.verificationKey, "base64") });
+  const apps = [other, app("seed", v.packageName, parsePlayResponseKeys(v.decryptionKey, v.verificationKey))];
+  const open: Opener = (blob) => openWithApps(Buffer.from(blob).toString("latin1"), apps);
+  const seeds: Seed[] = [];
+  for (const t of v.tokens) {
+    const s: Seed = { name: t.name, blob: Buffer.from(t.token, "latin1"), nonce: v.nonce, now: new Date(v.now), yes: false };
+    s.yes = verdictOf(s, s.blob, trust, await open(s.blob)) === "Yes";
+    seeds.push(s);
+  }
+  if (seeds.filter((s) => s.yes).length < 3) throw new Error("fuzz: the play-integrity seeds do not appraise Yes");
+  return { seeds, trust, open };
+}
+
+async function seedsFor(format: FuzzFormat): Promise<{ seeds: Seed[]; trust: TrustConfig; open?: Opener }> {
   const android = androidTrust();
+  if (format === "play-integrity") {
+    return playSeeds({ vendor: { rootsDer: [], revocations: new Map(), referenceValues: [] }, android });
+  }
   if (format === "vendor") {
     const ca = await createDevCa({ now: VENDOR_NOW });
     const [ec, rsa, ed] = await Promise.all([
@@ -106,10 +147,10 @@ async function seedsFor(format: FuzzFormat): Promise<{ seeds: Seed[]; trust: Tru
 }
 
 /** The verdict, or which container error; throws for anything the invariant forbids. */
-function verdictOf(seed: Seed, blob: Uint8Array, trust: TrustConfig): string {
+function verdictOf(seed: Seed, blob: Uint8Array, trust: TrustConfig, playIntegrity?: PlayIntegrityEvidence): string {
   let r;
   try {
-    r = appraise({ blob, nonce: seed.nonce, trust, now: seed.now });
+    r = appraise({ blob, nonce: seed.nonce, trust, now: seed.now, ...(playIntegrity ? { playIntegrity } : {}) });
   } catch (e) {
     if (isAppError(e) && e.entry.code === "4000006") return "malformed";
     if (isAppError(e) && e.entry.code === "5010000") return "notImplemented";
@@ -136,10 +177,16 @@ function prng(seed: number): () => number {
 }
 
 const INTERESTING = [0x00, 0x01, 0x02, 0x30, 0x7f, 0x80, 0x81, 0x82, 0xff];
+/** a token's own characters: most set and inserted bytes of a play-integrity mutant are these, so it stays text */
+const TOKEN_CHARS = Buffer.from("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_. \n=");
 
-/** One to four byte-level mutations (flip, set, truncate, insert, delete, swap), or, now and then, noise. */
-function mutant(seeds: readonly Seed[], rnd: () => number): { seed: Seed; blob: Buffer; how: string } {
+/**
+ * One to four byte-level mutations (flip, set, truncate, insert, delete, swap), or, now and then, noise. For a text
+ * format (`text`), set and inserted bytes are mostly the format's own characters.
+ */
+function mutant(seeds: readonly Seed[], rnd: () => number, text?: Buffer): { seed: Seed; blob: Buffer; how: string } {
   const int = (n: number) => Math.floor(rnd() * n);
+  const byte = () => (text && rnd() < 0.8 ? text[int(text.length)]! : int(256));
   const seed = seeds[int(seeds.length)]!;
   if (rnd() < 0.03) {
     const noise = Buffer.alloc(int(600));
@@ -157,7 +204,7 @@ function mutant(seeds: readonly Seed[], rnd: () => number): { seed: Seed; blob: 
         steps.push(`flip@${at}`);
         break;
       case 1:
-        b[at] = rnd() < 0.5 ? INTERESTING[int(INTERESTING.length)]! : int(256);
+        b[at] = rnd() < 0.5 && !text ? INTERESTING[int(INTERESTING.length)]! : byte();
         steps.push(`set@${at}=${b[at]}`);
         break;
       case 2:
@@ -166,7 +213,7 @@ function mutant(seeds: readonly Seed[], rnd: () => number): { seed: Seed; blob: 
         break;
       case 3: {
         const ins = Buffer.alloc(1 + int(8));
-        for (let i = 0; i < ins.length; i++) ins[i] = int(256);
+        for (let i = 0; i < ins.length; i++) ins[i] = byte();
         b = Buffer.concat([b.subarray(0, at), ins, b.subarray(at)]);
         steps.push(`insert@${at}:${ins.toString("hex")}`);
         break;
@@ -196,6 +243,7 @@ function mutant(seeds: readonly Seed[], rnd: () => number): { seed: Seed; blob: 
  * byte for byte, is the same attestation (a truncation at a certificate boundary drops the root).
  */
 function sameSignedRegion(format: FuzzFormat, a: Uint8Array, seed: Uint8Array): boolean {
+  if (format === "play-integrity") return Buffer.from(a).toString("latin1").trim() === Buffer.from(seed).toString("latin1");
   if (format === "android-key") {
     const mine = splitDerCertificates(a);
     const theirs = splitDerCertificates(seed)!;
@@ -207,7 +255,8 @@ function sameSignedRegion(format: FuzzFormat, a: Uint8Array, seed: Uint8Array): 
 const mb = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 
 export async function fuzzFormat(opts: FuzzOptions): Promise<FuzzResult> {
-  const { seeds, trust } = await seedsFor(opts.format);
+  const { seeds, trust, open } = await seedsFor(opts.format);
+  const text = opts.format === "play-integrity" ? TOKEN_CHARS : undefined;
   const rnd = prng(opts.seed);
   const outcomes: Record<string, number> = {};
   const examples: string[] = [];
@@ -221,10 +270,10 @@ export async function fuzzFormat(opts: FuzzOptions): Promise<FuzzResult> {
   const step = Math.max(1, Math.floor(opts.cases / 20));
   const t0 = performance.now();
   for (let i = 0; i < opts.cases; i++) {
-    const m = mutant(seeds, rnd);
+    const m = mutant(seeds, rnd, text);
     let v: string;
     try {
-      v = verdictOf(m.seed, m.blob, trust);
+      v = verdictOf(m.seed, m.blob, trust, open ? await open(m.blob) : undefined);
     } catch (e) {
       violation(i, `${(e as Error).message.split("\n").slice(0, 3).join(" ")} (${m.how})`);
       continue;

@@ -4,15 +4,19 @@ import { AppError, isAppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import { whyNotChainInput } from "./encoding/chainInput.ts";
 import { androidKeyFormat } from "./formats/androidKey.ts";
+import { playIntegrityFormat } from "./formats/playIntegrity.ts";
+import { whyNotPlayIntegrityToken } from "./encoding/playIntegrityToken.ts";
 import { vendorContainerFormat } from "./formats/vendorContainer.ts";
 import { appraisalPolicyId } from "./policy/policyId.ts";
 
 /**
  * Order matters: android-key is recognised by a strict structural test (the whole body is DER certificates, or
- * text that is a PEM bundle or x5c JSON), and the vendor container is the fallback that answers BLOB_MALFORMED for
- * anything it cannot read.
+ * text that is a PEM bundle or x5c JSON), play-integrity by its shape (ASCII, five dot-separated parts, a protected
+ * header saying A256KW / A256GCM: neither a chain's text nor a vendor container can look so), and the vendor
+ * container is the fallback that answers BLOB_MALFORMED for anything it cannot read. A token-shaped body is always
+ * play-integrity's, which refuses a broken one with its own reason: it never reaches the vendor reader.
  */
-const formats: readonly BlobFormat[] = [androidKeyFormat, vendorContainerFormat];
+const formats: readonly BlobFormat[] = [androidKeyFormat, playIntegrityFormat, vendorContainerFormat];
 
 export function detectFormat(blob: Uint8Array): BlobFormat {
   return formats.find((f) => f.matches(blob)) ?? vendorContainerFormat;
@@ -22,13 +26,16 @@ export function detectFormat(blob: Uint8Array): BlobFormat {
  * A pure function of (blob, nonce, trust, time): the same inputs give the same record. A bad device is a
  * verdict; only an unreadable container throws (AppError BLOB_MALFORMED / NOT_IMPLEMENTED). A BLOB_MALFORMED
  * reason names the format it was read as, and for a body that looks like a failed attempt at an android-key
- * chain, why it is not one either. `detail.appraisalPolicyId` names the policy the verdict was reached under
+ * chain or a Play Integrity token (dot-separated base64url text), why it is not one either. A play-integrity
+ * token is judged by the evidence it was opened into before (`input.playIntegrity`, formats/playIntegrity.ts). `detail.appraisalPolicyId` names the policy the verdict was reached under
  * (policy/policyId.ts).
  */
 export function appraise(input: AppraisalInput): AppraisalResult {
   const result = appraiseAsDetected(input);
   // the policy in force, kept with the verdict: a signed result names it (docs/results.md)
-  result.detail.appraisalPolicyId = appraisalPolicyId(input.trust);
+  // (for a Play Integrity token, with the policy of the app whose token it was)
+  const playApp = input.playIntegrity?.opened && result.format === "play-integrity" ? input.playIntegrity.app : undefined;
+  result.detail.appraisalPolicyId = appraisalPolicyId(input.trust, playApp);
   return result;
 }
 
@@ -39,7 +46,7 @@ function appraiseAsDetected(input: AppraisalInput): AppraisalResult {
     return format.appraise(input);
   } catch (e) {
     if (!isAppError(e) || e.entry !== catalog.BLOB_MALFORMED) throw e;
-    const notAndroid = whyNotChainInput(input.blob);
-    throw notAndroid ? new AppError(catalog.BLOB_MALFORMED, `${e.reason}; ${notAndroid}`) : e;
+    const notOther = whyNotPlayIntegrityToken(input.blob) ?? whyNotChainInput(input.blob);
+    throw notOther ? new AppError(catalog.BLOB_MALFORMED, `${e.reason}; ${notOther}`) : e;
   }
 }

@@ -24,6 +24,7 @@ export const FACT = {
   leafKey: "leafKey",
   chipId: "chipId",
   IMEI: "IMEI",
+  sdkVersion: "sdkVersion",
 } as const;
 
 function level(list: AuthorizationListInfo, other: AuthorizationListInfo, name: "osVersion" | "osPatchLevel" | "vendorPatchLevel" | "bootPatchLevel") {
@@ -79,4 +80,21 @@ export function vendorDeviceFacts(leafSpki: Uint8Array, chipId: string | undefin
   if (chipId !== undefined) identity[FACT.chipId] = chipId;
   if (imei !== undefined) identity[FACT.IMEI] = imei;
   return { format: "vendor", identity, levels: {} };
+}
+
+/**
+ * play-integrity: the token names no device (Google gives no hardware identifier, by design), so what a pin holds is
+ * the app: its package and the signing-certificate digests Google attests (sorted, comma-separated, lowercase hex),
+ * the same two facts android-key pins for its app; and, when the app opted into device attributes, the Android SDK
+ * version as a level (an OS downgrade). Pinning thus catches a change of app, signer or format and an OS downgrade,
+ * never a different phone running the same app (docs/play-integrity.md, "Device pinning").
+ */
+export function playIntegrityDeviceFacts(packageName: string, certDigestsHex: readonly string[], sdkVersion: number | undefined): DeviceFacts {
+  const identity: Record<string, string> = {
+    [FACT.appPackages]: packageName,
+    [FACT.appSignatureDigests]: [...certDigestsHex].sort().join(","),
+  };
+  const levels: Record<string, number> = {};
+  if (sdkVersion !== undefined) levels[FACT.sdkVersion] = sdkVersion;
+  return { format: "play-integrity", identity, levels };
 }

@@ -76,7 +76,10 @@ export interface DeviceFacts {
  * so the mapping onto the RATS trustworthiness vector has one table to read rather than each format's reasons.
  */
 export interface AppraisalChecks {
-  /** the trust sources were missing or stale: nothing was appraised (android-key fails closed) */
+  /**
+   * the trust sources were missing or stale: nothing was appraised (android-key fails closed; play-integrity: the
+   * tenant registered no Play app, or Google's decoding could not be had)
+   */
   trust?: "unavailable";
   /** the device reported an error instead of evidence (vendor exitCode ≠ 0) */
   evidence?: "device-error";
@@ -84,7 +87,10 @@ export interface AppraisalChecks {
   chain?: "pass" | "fail";
   /** the status / revocation list */
   revocation?: "pass" | "revoked";
-  /** the vendor container's signature over its data, by the leaf key */
+  /**
+   * the vendor container's signature over its data, by the leaf key; play-integrity: the token decrypts and verifies
+   * with a registered app's response keys (or Google decoded it)
+   */
   signature?: "pass" | "fail";
   /** the nonce (android-key: attestationChallenge; vendor: the NONCE record) against the query's */
   nonce?: "pass" | "fail";
@@ -101,10 +107,18 @@ export interface AppraisalChecks {
    * when the device attests none (hardware-enforced)
    */
   patchLevel?: "current" | "outdated" | "below-minimum" | "unknown";
-  /** android-key, only under an app allow-list: the attested app */
+  /** android-key, only under an app allow-list: the attested app; play-integrity, only when the tenant listed certificate digests: the app's signing certificate */
   app?: "allowed" | "refused";
   /** vendor: the measurements against the reference values of (model, firmware) */
   measurements?: "match" | "differ" | "no-reference";
+  /** play-integrity: requestDetails.requestPackageName (and appIntegrity.packageName) against the registered app */
+  requestPackage?: "match" | "mismatch";
+  /** play-integrity: requestDetails.timestampMillis against the appraisal time (maxAgeSeconds, future skew) */
+  freshness?: "fresh" | "stale" | "future";
+  /** play-integrity: appIntegrity.appRecognitionVerdict (PLAY_RECOGNIZED, UNRECOGNIZED_VERSION, anything else) */
+  appRecognition?: "recognized" | "unrecognized" | "unevaluated";
+  /** play-integrity: the highest device label the token carries (MEETS_STRONG, _DEVICE, _BASIC_INTEGRITY, none) */
+  deviceRecognition?: "strong" | "device" | "basic" | "none";
 }
 
 /** Play Integrity's device recognition labels, cumulative (docs/android-key.md, "Integrity labels"). */

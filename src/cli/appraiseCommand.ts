@@ -1,7 +1,10 @@
 import type { Command } from "commander";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { appraise as appraiseBlob } from "../attestation/appraise.ts";
+import { appraise as appraiseBlob, detectFormat } from "../attestation/appraise.ts";
+import { openWithApps, parsePlayResponseKeys, PlayResponseKeyError } from "../attestation/encoding/playIntegrityToken.ts";
+import type { IntegrityLabel, PlayIntegrityEvidence } from "../attestation/types.ts";
+import type { RegisteredPlayApp } from "../domain/playApps.ts";
 import { systemClock } from "../clock.ts";
 import { isAppError } from "../errors/AppError.ts";
 import { partAErrorBody } from "../http/render.ts";
@@ -12,6 +15,69 @@ import { addSettings, CliError, configFrom, readFileOrFail, STORAGE_SETTINGS, TR
 
 /** `attestd appraise` (operator.md): one blob appraised offline, with the trust flags `serve` takes. */
 export const commands: CommandDefinitions = { appraise: defineAppraise };
+
+/** Offline defaults for a Play app given by flags (docs/play-integrity.md, "Offline"): the registry's defaults. */
+export const PLAY_DEFAULT_FLOOR: IntegrityLabel = "MEETS_DEVICE_INTEGRITY";
+export const PLAY_DEFAULT_MAX_AGE_SECONDS = 300;
+const PLAY_FLOORS: readonly IntegrityLabel[] = ["MEETS_BASIC_INTEGRITY", "MEETS_DEVICE_INTEGRITY", "MEETS_STRONG_INTEGRITY"];
+const PLAY_REQUIRE = ["licensed", "play-protect", "app-access-risk"] as const;
+
+interface PlayFlags {
+  playPackage?: string;
+  playDecryptionKey?: string;
+  playVerificationKey?: string;
+  playCertDigest?: string[];
+  playDeviceFloor?: string;
+  playMaxAgeSeconds?: string;
+  playRequire?: string;
+}
+
+/**
+ * The Play app the flags describe, opened into evidence as the service opens a token with a tenant's apps. Without
+ * --play-package the evidence is `no-app`, and the verdict says so.
+ */
+async function playEvidence(blob: Uint8Array, f: PlayFlags): Promise<PlayIntegrityEvidence> {
+  const given = [f.playDecryptionKey, f.playVerificationKey, f.playCertDigest?.length ? 1 : undefined].some((v) => v !== undefined);
+  if (f.playPackage === undefined) {
+    if (given) throw new CliError("--play-decryption-key, --play-verification-key and --play-cert-digest need --play-package");
+    return { opened: false, why: "no-app", reason: "no Play app was given (--play-package, --play-decryption-key, --play-verification-key)" };
+  }
+  if (f.playDecryptionKey === undefined || f.playVerificationKey === undefined) {
+    throw new CliError("--play-package needs --play-decryption-key and --play-verification-key (the Play Console's response keys)");
+  }
+  let responseKeys;
+  try {
+    responseKeys = parsePlayResponseKeys(f.playDecryptionKey, f.playVerificationKey);
+  } catch (e) {
+    // the message names the key ("decryption key: …"): name the flag that gave it
+    if (e instanceof PlayResponseKeyError) throw new CliError(`--play-${e.message.replace(/^(\w+) key/, "$1-key")}`);
+    throw e;
+  }
+  const floor = (f.playDeviceFloor ?? PLAY_DEFAULT_FLOOR) as IntegrityLabel;
+  if (!PLAY_FLOORS.includes(floor)) throw new CliError(`--play-device-floor must be one of ${PLAY_FLOORS.join(", ")}`);
+  const maxAge = f.playMaxAgeSeconds === undefined ? PLAY_DEFAULT_MAX_AGE_SECONDS : Number(f.playMaxAgeSeconds);
+  if (!Number.isSafeInteger(maxAge) || maxAge < 1) throw new CliError("--play-max-age-seconds must be a whole number of seconds, at least 1");
+  const digests = (f.playCertDigest ?? []).map((d) => d.replace(/:/g, "").toLowerCase());
+  const bad = digests.find((d) => !/^[0-9a-f]{64}$/.test(d));
+  if (bad !== undefined) throw new CliError(`--play-cert-digest ${bad}: not a SHA-256 in hex (64 digits, colons allowed)`);
+  const require = (f.playRequire ?? "").split(",").map((r) => r.trim()).filter(Boolean);
+  const unknown = require.find((r) => !(PLAY_REQUIRE as readonly string[]).includes(r));
+  if (unknown !== undefined) throw new CliError(`--play-require ${unknown}: expected any of ${PLAY_REQUIRE.join(", ")}`);
+  const app: RegisteredPlayApp = {
+    id: "offline",
+    tenantId: "",
+    policy: {
+      packageName: f.playPackage,
+      certDigests: digests,
+      deviceFloor: floor,
+      maxAgeSeconds: maxAge,
+      require: { licensed: require.includes("licensed"), playProtect: require.includes("play-protect"), appAccessRisk: require.includes("app-access-risk") },
+    },
+    responseKeys,
+    createdAt: new Date(0).toISOString(),
+  };
+  return openWithApps(Buffer.from(blob).toString("latin1"), [app]);
+}
 
 /**
  * The nonce string whose challenge bytes are `bytes`: base64url for the 32-byte challenges this service issues,
@@ -31,9 +97,16 @@ function defineAppraise(appraise: Command): void {
       .option("--challenge-hex <hex>", "the challenge bytes the blob should carry, as hex")
       .option("--at <iso8601>", "appraisal time (default now)")
       .option("--detail", "print the format, the deciding rule, the full parsed attestation and the pinnable device facts too")
-      .option("--tenant <name>", "appraise as this tenant: its own reference values and its android-key policy from --android-policy"),
+      .option("--tenant <name>", "appraise as this tenant: its own reference values and its android-key policy from --android-policy")
+      .option("--play-package <name>", "play-integrity: the app's package name")
+      .option("--play-decryption-key <base64>", "play-integrity: the app's response decryption key (AES-256), base64 as the Play Console shows it")
+      .option("--play-verification-key <base64>", "play-integrity: the app's response verification key (EC P-256), base64 as the Play Console shows it")
+      .option("--play-cert-digest <hex>", "play-integrity: a SHA-256 of the app's signing certificate (repeatable; none: any certificate)", (v: string, acc: string[] = []) => [...acc, v])
+      .option("--play-device-floor <label>", `play-integrity: the lowest device verdict that passes (default ${PLAY_DEFAULT_FLOOR})`)
+      .option("--play-max-age-seconds <n>", `play-integrity: how old a token may be (default ${PLAY_DEFAULT_MAX_AGE_SECONDS})`)
+      .option("--play-require <list>", `play-integrity: signals that must pass too, comma-separated: ${PLAY_REQUIRE.join(", ")}`),
     [...TRUST_SETTINGS, ...STORAGE_SETTINGS],
-  ).action(async (file: string, opts: { nonce?: string; challengeHex?: string; at?: string; detail?: boolean; tenant?: string }, cmd: Command) => {
+  ).action(async (file: string, opts: { nonce?: string; challengeHex?: string; at?: string; detail?: boolean; tenant?: string } & PlayFlags, cmd: Command) => {
     if ((opts.nonce === undefined) === (opts.challengeHex === undefined)) {
       throw new CliError("give exactly one of --nonce or --challenge-hex");
     }
@@ -44,6 +117,8 @@ function defineAppraise(appraise: Command): void {
     if (Number.isNaN(now.getTime())) throw new CliError(`--at ${opts.at}: not an ISO 8601 time`);
     const nonce = opts.nonce ?? nonceForChallenge(Buffer.from(opts.challengeHex!, "hex"));
     const blob = readFileOrFail(file, "blob");
+    // a token is opened before appraisal (async, keys needed), as the service does; other formats need nothing
+    const playIntegrity = detectFormat(blob).name === "play-integrity" ? await playEvidence(blob, opts) : undefined;
     const config = configFrom(cmd);
     const log = createLogger({ level: config.logLevel === "info" ? "warn" : config.logLevel, format: config.logFormat as LogFormat, fd: 2 });
     const useStore = config.store !== "sqlite" || existsSync(path.join(config.dataDir, "attestd.sqlite"));
@@ -59,7 +134,7 @@ function defineAppraise(appraise: Command): void {
       }
       const trust = sources.forTenant({ name: opts.tenant ?? "", tenantId: tenant?.tenantId ?? "" });
       try {
-        const r = appraiseBlob({ blob, nonce, trust, now });
+        const r = appraiseBlob({ blob, nonce, trust, now, ...(playIntegrity ? { playIntegrity } : {}) });
         // with --detail also the facts a relying party's deviceId would pin (docs/devices.md), null when unauthenticated
         const out = opts.detail ? { record: r.record, format: r.format, reason: r.reason, detail: r.detail, facts: r.facts ?? null } : r.record;
         process.stdout.write(JSON.stringify(out, null, 2) + "\n");

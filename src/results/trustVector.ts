@@ -94,8 +94,16 @@ export function trustVector(checks: AppraisalChecks, pin?: DevicePin): TrustVect
   }
   if (checks.signature === "fail") v.set("instance-identity", cryptoValidationFailed);
   if (checks.nonce === "fail") v.set("instance-identity", cryptoValidationFailed);
-  const authenticated =
-    checks.chain === "pass" && checks.revocation === "pass" && checks.nonce === "pass" && checks.signature !== "fail";
+  // play-integrity: the token was for another app, or is not of now: it does not answer this request either
+  if (checks.requestPackage === "mismatch") v.set("instance-identity", cryptoValidationFailed);
+  if (checks.freshness === "stale" || checks.freshness === "future") v.set("instance-identity", cryptoValidationFailed);
+  // a chain to a root and its revocation (vendor, android-key), or, with no chain, a token whose signature Google's
+  // key made (play-integrity); then the nonce, and for play-integrity its package and time
+  const rooted = checks.chain === "pass"
+    ? checks.revocation === "pass"
+    : checks.chain === undefined && checks.revocation === undefined && checks.signature === "pass";
+  const authenticated = rooted && checks.nonce === "pass" && checks.signature !== "fail" &&
+    checks.requestPackage !== "mismatch" && (checks.freshness === undefined || checks.freshness === "fresh");
   if (authenticated) v.set("instance-identity", affirming);
   if (pin === "first" || pin === "matched") v.set("instance-identity", affirming);
   if (pin === "changed" || pin === "downgrade") v.set("instance-identity", contraindicated);
@@ -125,6 +133,28 @@ export function trustVector(checks: AppraisalChecks, pin?: DevicePin): TrustVect
   // an allowed app on an approved boot: approved boot- and run-time
   if (checks.app === "allowed") v.set("executables", affirming);
   if (checks.app === "refused") v.set("executables", contraindicated);
+  // play-integrity: Google's device labels (cumulative), then its recognition of the app binary
+  switch (checks.deviceRecognition) {
+    case "strong":
+      v.set("storage-opaque", affirming);
+    // falls through: STRONG is DEVICE and more
+    case "device":
+      v.set("hardware", affirming);
+      v.set("configuration", affirming);
+      v.set("executables", AR4SI.approvedBoot);
+      break;
+    case "basic":
+      v.set("hardware", affirming);
+      v.set("configuration", AR4SI.warning);
+      v.set("executables", AR4SI.unrecognizedRuntime);
+      break;
+    case "none":
+      v.set("hardware", contraindicated);
+      break;
+  }
+  if (checks.appRecognition === "recognized") v.set("executables", affirming);
+  if (checks.appRecognition === "unrecognized") v.set("executables", contraindicated);
+  if (checks.appRecognition === "unevaluated") v.set("executables", AR4SI.unrecognizedRuntime);
   if (checks.measurements === "match") v.set("executables", affirming);
   if (checks.measurements === "differ") v.set("executables", contraindicated);
   if (checks.measurements === "no-reference") v.set("executables", AR4SI.unrecognizedRuntime);

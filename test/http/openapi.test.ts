@@ -135,18 +135,19 @@ describe("/openapi.json", () => {
       assert.equal(params.deviceId.required, false);
     });
 
-    it("the body is required bytes, application/octet-stream, in the vendor, DER, PEM and x5c forms", () => {
+    it("the body is required bytes, application/octet-stream, in the vendor, DER, PEM, x5c and Play Integrity forms", () => {
       const body = blobs().requestBody;
       assert.equal(body.required, true);
       assert.deepEqual(Object.keys(body.content), ["application/octet-stream"]);
       const forms = Object.fromEntries((body.content["application/octet-stream"].schema.anyOf as Json[]).map((f) => [f.title, f]));
-      assert.deepEqual(Object.keys(forms), ["vendor container", "android-key: DER certificates", "android-key: PEM bundle", "android-key: x5c JSON"]);
+      assert.deepEqual(Object.keys(forms), ["vendor container", "android-key: DER certificates", "android-key: PEM bundle", "android-key: x5c JSON", "play-integrity: integrity token"]);
       // bytes where the form is binary (generators make a Blob or a byte array of it), text where it is text
       assert.equal(forms["vendor container"].format, "binary");
       assert.equal(forms["android-key: DER certificates"].format, "binary");
       assert.equal(forms["android-key: PEM bundle"].contentMediaType, "application/pem-certificate-chain");
       assert.equal(forms["android-key: x5c JSON"].contentMediaType, "application/json");
       assert.deepEqual(forms["android-key: x5c JSON"].contentSchema.required, ["x5c"]);
+      assert.ok(new RegExp(forms["play-integrity: integrity token"].pattern).test(" a.b.c.d.e\n"));
     });
 
     it("a missing nonce is still the catalog's NONCE_REQUIRED, and still checked after the body", async () => {

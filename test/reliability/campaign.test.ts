@@ -37,7 +37,7 @@ function assertKill(k: KillResult): void {
 }
 
 describe("reliability campaign, short version", () => {
-  for (const format of ["vendor", "android-key"] as const) {
+  for (const format of ["vendor", "android-key", "play-integrity"] as const) {
     it(`fuzz: 2,000 mutated ${format} blobs through appraise give a record or the container error, and no Yes from a signed change`, async () => {
       const r = await fuzzFormat({ format, cases: 2_000, seed: 13, rssLimitMb: 1024 });
       assert.equal(r.violations, 0, r.examples.join("\n"));

@@ -14,6 +14,8 @@ import { T0 } from "../helpers/clock.ts";
  */
 
 const authenticated = { chain: "pass", revocation: "pass", nonce: "pass" } as const;
+/** a play-integrity token that opened and answers this request */
+const played = (): AppraisalChecks => ({ signature: "pass", nonce: "pass", requestPackage: "match", freshness: "fresh" });
 
 describe("trustworthiness vector: one row per check", () => {
   const rows: [string, AppraisalChecks, TrustVector][] = [
@@ -83,6 +85,39 @@ describe("trustworthiness vector: one row per check", () => {
       { ...authenticated, securityLevel: "tee", bootState: "absent", patchLevel: "unknown" },
       { "instance-identity": 2, executables: 96, hardware: 2, "storage-opaque": 2 },
     ],
+    // play-integrity: no chain; the token's signature (Google's key), nonce, package and time authenticate it
+    ["play-integrity: no app registered, or Google's decoding unavailable", { trust: "unavailable" }, { "instance-identity": -1, hardware: -1 }],
+    ["play-integrity: the token does not open", { signature: "fail" }, { "instance-identity": 99 }],
+    ["play-integrity: opened, nonce fails", { signature: "pass", nonce: "fail" }, { "instance-identity": 99 }],
+    ["play-integrity: another app's request", { ...played(), requestPackage: "mismatch", freshness: undefined }, { "instance-identity": 99 }],
+    ["play-integrity: stale", { ...played(), freshness: "stale" }, { "instance-identity": 99 }],
+    ["play-integrity: dated ahead", { ...played(), freshness: "future" }, { "instance-identity": 99 }],
+    [
+      "play-integrity: STRONG, recognized app, listed certificate",
+      { ...played(), appRecognition: "recognized", app: "allowed", deviceRecognition: "strong" },
+      { "instance-identity": 2, configuration: 2, executables: 2, hardware: 2, "storage-opaque": 2 },
+    ],
+    [
+      "play-integrity: DEVICE, recognized app",
+      { ...played(), appRecognition: "recognized", deviceRecognition: "device" },
+      { "instance-identity": 2, configuration: 2, executables: 2, hardware: 2 },
+    ],
+    [
+      "play-integrity: BASIC only → warnings",
+      { ...played(), appRecognition: "recognized", deviceRecognition: "basic" },
+      { "instance-identity": 2, configuration: 32, executables: 33, hardware: 2 },
+    ],
+    [
+      "play-integrity: no device label, unrecognized version",
+      { ...played(), appRecognition: "unrecognized", deviceRecognition: "none" },
+      { "instance-identity": 2, executables: 96, hardware: 96 },
+    ],
+    [
+      "play-integrity: app not evaluated, certificate not listed",
+      { ...played(), appRecognition: "unevaluated", app: "refused", deviceRecognition: "device" },
+      { "instance-identity": 2, configuration: 2, executables: 96, hardware: 2 },
+    ],
+    ["play-integrity: a pass without chain is not enough beside a failed chain", { chain: "fail", signature: "pass", nonce: "pass" }, { "instance-identity": 99, hardware: 99 }],
   ];
   for (const [name, checks, expected] of rows) {
     it(name, () => assert.deepEqual(trustVector(checks), expected));

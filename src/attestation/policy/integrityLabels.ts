@@ -74,3 +74,18 @@ export function integrityLabels(input: IntegrityInput): IntegrityLabel[] {
   labels.push("MEETS_STRONG_INTEGRITY");
   return labels;
 }
+
+/** Play Integrity's labels in the order each implies the ones before it. */
+const PLAY_LABELS: readonly IntegrityLabel[] = ["MEETS_BASIC_INTEGRITY", "MEETS_DEVICE_INTEGRITY", "MEETS_STRONG_INTEGRITY"];
+
+/**
+ * play-integrity: the token's deviceRecognitionVerdict as cumulative labels, as android-key's are: Google's STRONG
+ * implies DEVICE implies BASIC, but a token lists only the labels the app opted into (by default DEVICE alone), so
+ * each label present brings the ones below it. Other values (MEETS_VIRTUAL_INTEGRITY: an emulator; values Google
+ * adds later) are no label. docs/play-integrity.md, "Device labels".
+ */
+export function playIntegrityLabels(deviceRecognitionVerdict: readonly string[]): IntegrityLabel[] {
+  let highest = -1;
+  for (const v of deviceRecognitionVerdict) highest = Math.max(highest, PLAY_LABELS.indexOf(v as IntegrityLabel));
+  return PLAY_LABELS.slice(0, highest + 1);
+}

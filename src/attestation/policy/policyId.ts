@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { TrustConfig } from "../types.ts";
+import type { PlayAppPolicy, TrustConfig } from "../types.ts";
 
 /**
  * The id of the appraisal policy a verdict was reached under: a URI naming the SHA-256 of everything an operator or
@@ -55,10 +55,38 @@ function canonicalPolicy(trust: TrustConfig): unknown {
   ];
 }
 
-export function appraisalPolicyId(trust: TrustConfig): string {
+/** canonical JSON of the trust's part of the policy, once per trust object */
+const canonicalCache = new WeakMap<TrustConfig, string>();
+
+function canonicalTrustJson(trust: TrustConfig): string {
+  let json = canonicalCache.get(trust);
+  if (json === undefined) {
+    json = JSON.stringify(canonicalPolicy(trust));
+    canonicalCache.set(trust, json);
+  }
+  return json;
+}
+
+/**
+ * `playApp`: for a play-integrity verdict, the policy of the registered app whose token it was (its package,
+ * digests, floor, age and required signals decide that verdict, docs/play-integrity.md), hashed with the trust's
+ * policy; without one the id is the trust's alone, as before Play Integrity existed.
+ */
+export function appraisalPolicyId(trust: TrustConfig, playApp?: PlayAppPolicy): string {
+  if (playApp) {
+    const play = JSON.stringify([
+      playApp.packageName,
+      playApp.certDigests.map((d) => d.toLowerCase()).sort(byString),
+      playApp.deviceFloor,
+      playApp.maxAgeSeconds,
+      [playApp.require.licensed, playApp.require.playProtect, playApp.require.appAccessRisk],
+    ]);
+    // the trust's canonical JSON is an array: the app's policy is one more element of it
+    return POLICY_URI_PREFIX + sha256Hex(`${canonicalTrustJson(trust).slice(0, -1)},{"playApp":${play}}]`);
+  }
   let id = cache.get(trust);
   if (id === undefined) {
-    id = POLICY_URI_PREFIX + sha256Hex(JSON.stringify(canonicalPolicy(trust)));
+    id = POLICY_URI_PREFIX + sha256Hex(canonicalTrustJson(trust));
     cache.set(trust, id);
   }
   return id;

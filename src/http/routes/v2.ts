@@ -54,6 +54,15 @@ const BlobBytes = Type.Unsafe<Uint8Array | string>({
         },
       },
     },
+    {
+      type: "string",
+      title: "play-integrity: integrity token",
+      description:
+        "The Play Integrity token as the app received it: a compact JWE (A256KW, A256GCM) of five base64url parts; " +
+        "surrounding whitespace is ignored (docs/play-integrity.md)",
+      contentMediaType: "application/jose",
+      pattern: "^\\s*[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+){4}\\s*$",
+    },
   ],
 });
 
