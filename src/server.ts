@@ -29,6 +29,7 @@ import { PortalSessions } from "./portal/sessions.ts";
 import { ApiKeyAdmin } from "./services/apiKeyAdmin.ts";
 import { ReferenceValueAdmin } from "./services/referenceValueAdmin.ts";
 import { PlayAppRegistry } from "./services/playApps.ts";
+import { PlayIntegrityOpener } from "./services/playIntegrityOpener.ts";
 import { TenantDirectory } from "./services/tenantDirectory.ts";
 import { EarIssuer } from "./results/earIssuer.ts";
 import { EarKeyRing } from "./results/signingKeys.ts";
@@ -145,6 +146,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     rng,
     limits: { nonceTtlMs: config.nonceTtl * 1000, maxOutstandingNonces: config.maxOutstandingNonces },
     onAppraisal: (r, s) => metrics.recordAppraisal(r, s),
+    playIntegrity: new PlayIntegrityOpener(playApps, playDecoder),
   });
   const enrollment = createEnrollment({
     tenants: stores.durable,

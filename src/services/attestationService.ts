@@ -1,5 +1,5 @@
 import { appraise } from "../attestation/appraise.ts";
-import type { AppraisalResult, DeviceFacts, TrustConfig } from "../attestation/types.ts";
+import type { AppraisalResult, DeviceFacts, PlayIntegrityEvidence, TrustConfig } from "../attestation/types.ts";
 import type { Clock, Rng } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
@@ -26,6 +26,11 @@ export interface AttestationDeps {
   limits: NonceLimits;
   /** called once per appraisal, for metrics */
   onAppraisal?: (result: AppraisalResult, seconds: number) => void;
+  /**
+   * opens a Play Integrity token with the tenant's registered apps before appraisal (PlayIntegrityOpener);
+   * undefined for any other body. Without it a token is appraised as if the tenant registered no app.
+   */
+  playIntegrity?: { open(tenantId: string, blob: Uint8Array): Promise<PlayIntegrityEvidence | undefined> };
 }
 
 /**
@@ -96,7 +101,7 @@ export class AttestationService {
     const { tenantId } = tenant;
     let appraised: { verdict: StoredVerdict; facts: DeviceFacts | undefined };
     try {
-      appraised = this.appraised(tenant, nonce, blob);
+      appraised = await this.appraised(tenant, nonce, blob);
     } catch (e) {
       await this.nonces.consume(nonce, tenantId);
       throw e;
@@ -115,13 +120,15 @@ export class AttestationService {
 
   /**
    * Appraises `blob` now and shapes the verdict to store, with the device facts the appraisal authenticated;
-   * throws AppError when the container is unreadable.
+   * throws AppError when the container is unreadable. A Play Integrity token is opened first (its app's keys, or
+   * Google), since the appraisal itself reads no key store and no network.
    */
-  private appraised(tenant: Tenant, nonce: string, blob: Uint8Array): { verdict: StoredVerdict; facts: DeviceFacts | undefined } {
+  private async appraised(tenant: Tenant, nonce: string, blob: Uint8Array): Promise<{ verdict: StoredVerdict; facts: DeviceFacts | undefined }> {
     const { tenantId } = tenant;
+    const playIntegrity = await this.d.playIntegrity?.open(tenantId, blob);
     const now = new Date(this.d.clock.nowMs());
     const started = performance.now();
-    const result = appraise({ blob, nonce, trust: this.d.trust(tenant), now });
+    const result = appraise({ blob, nonce, trust: this.d.trust(tenant), now, ...(playIntegrity ? { playIntegrity } : {}) });
     this.d.onAppraisal?.(result, (performance.now() - started) / 1000);
     const verdict: StoredVerdict = {
       objectId: this.d.rng.bytes(16).toString("base64url"),

@@ -1,4 +1,5 @@
-import { createPrivateKey, createPublicKey } from "node:crypto";
+import { createPrivateKey } from "node:crypto";
+import { parsePlayResponseKeys, PlayResponseKeyError } from "../attestation/encoding/playIntegrityToken.ts";
 import type { IntegrityLabel, PlayAppPolicy } from "../attestation/types.ts";
 import type { Clock, Rng } from "../clock.ts";
 import type { GoogleServiceAccount, PlayAppSummary, PlayResponseKeys, RegisteredPlayApp, StoredPlayApp } from "../domain/playApps.ts";
@@ -98,34 +99,14 @@ function policyOf(input: PlayAppInput): PlayAppPolicy {
   };
 }
 
-/** Strict base64 (the console's alphabet, padding optional) to bytes; undefined for anything else. */
-function base64(text: string): Buffer | undefined {
-  const t = typeof text === "string" ? text.trim() : "";
-  return t.length > 0 && t.length <= 4096 && /^[A-Za-z0-9+/]+={0,2}$/.test(t) ? Buffer.from(t, "base64") : undefined;
-}
-
-/**
- * The Play Console's two response keys, checked: the AES-256 decryption key (32 bytes) and the EC P-256
- * verification key (SubjectPublicKeyInfo DER, kept re-encoded). Replaced by parsePlayResponseKeys at merge
- * (src/attestation/encoding/playIntegrityToken.ts), which is the one home of what the token's keys are.
- */
+/** The Play Console's two response keys, checked where the token reader defines what they are; 400 when they are not. */
 function readResponseKeys(decryptionKeyB64: string, verificationKeyB64: string): PlayResponseKeys {
-  const aes = base64(decryptionKeyB64);
-  if (!aes || aes.length !== 32) throw invalid("the decryption key is the Play Console's base64 AES-256 key (32 bytes)");
-  const spki = base64(verificationKeyB64);
-  let ok = false;
-  let der: Buffer | undefined;
-  if (spki) {
-    try {
-      const key = createPublicKey({ key: spki, format: "der", type: "spki" });
-      ok = key.asymmetricKeyType === "ec" && key.asymmetricKeyDetails?.namedCurve === "prime256v1";
-      der = key.export({ format: "der", type: "spki" });
-    } catch {
-      ok = false;
-    }
+  try {
+    return parsePlayResponseKeys(decryptionKeyB64, verificationKeyB64);
+  } catch (e) {
+    if (e instanceof PlayResponseKeyError) throw invalid(e.message);
+    throw e;
   }
-  if (!ok || !der) throw invalid("the verification key is the Play Console's base64 EC P-256 public key (X.509 SubjectPublicKeyInfo)");
-  return { decryptionKey: new Uint8Array(aes), verificationKeySpki: new Uint8Array(der) };
 }
 
 /** A Google service-account key file, checked, reduced to what the decoder uses (its private key as PKCS#8 PEM). */

@@ -12,8 +12,9 @@ import { boundedFetch, FetchRefused } from "../net/boundedFetch.ts";
  * `decodeIntegrityToken` for the app's package to open the token. The answer's `tokenPayloadExternal` is the
  * payload the appraisal judges, as if attestd had decrypted and verified it itself.
  *
- * It never throws for Google: every failure is `{opened: false, why: "decode-failed", reason}`, the reason in words
- * a tenant may read (no URL, no key material), the operator's detail (URL, status, body excerpt) in a warning.
+ * It never throws for Google: a token Google read and refused (400, 404) is `{opened: false, why: "not-opened",
+ * reason}`, every other failure `why: "decode-failed"` (the verdict stays undecided), the reason in words a tenant
+ * may read (no URL, no key material), the operator's detail (URL, status, body excerpt) in a warning.
  */
 
 /** the scope of decodeIntegrityToken */
@@ -149,7 +150,9 @@ export class GooglePlayIntegrityDecoder {
         `Play Integrity decoding for ${packageName} failed: ${failure.message}`,
       );
       this.opts.onOutcome?.(failure.result);
-      return { opened: false, why: "decode-failed", reason: failure.reason };
+      // Google read the token and refused it (not this package's, malformed): the token is at fault, as a token
+      // another app's keys sealed is; anything else is the decoding that failed, and the verdict stays undecided
+      return { opened: false, why: failure.result === "token-refused" ? "not-opened" : "decode-failed", reason: failure.reason };
     }
   }
 

@@ -43,6 +43,11 @@ export interface GoogleStandIn {
   now: () => number;
   /** makes every access token issued so far unknown (Google revoking them): their next use is a 401 */
   revokeAccessTokens(): void;
+  /**
+   * how Google opens a real token for a package (it holds the app's keys when it manages them): set by a test
+   * that posts real tokens; undefined (or none set) leaves only the `token-for:{package}:{nonce}` stand-ins
+   */
+  openToken?: (token: string, packageName: string) => Promise<unknown>;
   /** a service account Google knows, with a key of its own */
   addAccount(email?: string, o?: { keyId?: string }): GoogleServiceAccount;
   close(): Promise<void>;
@@ -161,6 +166,8 @@ export async function startGooglePlayStandIn(now: () => number): Promise<GoogleS
       } catch {
         token = undefined;
       }
+      const opened = typeof token === "string" && self.openToken ? await self.openToken(token, packageName) : undefined;
+      if (opened !== undefined) return json(res, 200, { tokenPayloadExternal: opened });
       if (typeof token !== "string" || !token.startsWith(`token-for:${packageName}:`)) {
         return json(res, 400, { error: { code: 400, message: "Integrity token cannot be decoded due to developer error.", status: "INVALID_ARGUMENT" } });
       }

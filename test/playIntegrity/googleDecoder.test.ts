@@ -47,10 +47,11 @@ class CapturedLog {
   }
 }
 
-function failed(e: PlayIntegrityEvidence): string {
-  assert.equal(e.opened, false, `expected decode-failed, got ${JSON.stringify(e)}`);
+/** The reason of a token not opened: `decode-failed` (Google not asked, or failing), or `not-opened` when `why` says so. */
+function failed(e: PlayIntegrityEvidence, why: "decode-failed" | "not-opened" = "decode-failed"): string {
+  assert.equal(e.opened, false, `expected ${why}, got ${JSON.stringify(e)}`);
   assert.ok(!e.opened);
-  assert.equal(e.why, "decode-failed");
+  assert.equal(e.why, why);
   return e.reason;
 }
 
@@ -234,7 +235,8 @@ describe("Google-side decoding of Play Integrity tokens", () => {
 
   it("a 400 is not tried again: the token is not for this package or is malformed", async () => {
     const d = decoder();
-    const reason = failed(await d.decode(tokenFor("com.example.another"), appWith(account)));
+    // Google read the token and refused it: the token is at fault (not-opened, a verdict No), not the decoding
+    const reason = failed(await d.decode(tokenFor("com.example.another"), appWith(account)), "not-opened");
     assert.equal(reason, "Google answered 400: the token is not for this package or is malformed");
     assert.equal(google.counts.decodes, 1);
     assert.deepEqual(outcomes, ["token-refused"]);
@@ -363,7 +365,8 @@ describe("Google-side decoding of Play Integrity tokens", () => {
     const reasons: string[] = [];
     for (const f of [{ status: 400 }, { status: 403 }, { status: 404 }, { status: 500 }, { status: 429 }, { redirect: `${google.apiUrl}/x` }]) {
       google.faults.decode.push(f);
-      reasons.push(failed(await d.decode(tokenFor(PACKAGE), appWith(account))));
+      const tokenRefused = "status" in f && (f.status === 400 || f.status === 404);
+      reasons.push(failed(await d.decode(tokenFor(PACKAGE), appWith(account)), tokenRefused ? "not-opened" : "decode-failed"));
     }
     google.faults.token.push({ status: 401, body: JSON.stringify({ error: "invalid_client", error_description: `no ${google.oauthUrl}` }) });
     google.revokeAccessTokens();
