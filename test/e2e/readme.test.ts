@@ -54,6 +54,18 @@ it("README walk-through, part 2: dev-ca --android → nonce → simulated phone'
   assert.equal(unlocked!.tamperBit, "1");
 });
 
+/** Part 4: a Play Integrity token from the demo app's keys, registered for the tenant with play-app add. */
+it("README walk-through, part 4: dev-ca --play-integrity → play-app add → nonce → simulated token → Yes; basic device → No", { timeout: 240_000 }, async () => {
+  const [verdict, basic] = await runWalkthrough("walkthrough-play", ["setup", "start", "request", "basic request"]);
+  assert.equal(verdict!.status, "Success");
+  assert.equal(verdict!.verdict, "Yes");
+  assert.match(verdict!.measurements, /^[0-9a-f]{64}$/);
+  assert.equal(verdict!.chipId, "");
+  assert.equal(verdict!.version, "1");
+  assert.equal(basic!.status, "Success");
+  assert.equal(basic!.verdict, "No");
+});
+
 /** Part 3: per-device memory. One simulated phone kept in a file: Yes twice for one deviceId, then a downgrade. */
 it("README walk-through, part 3: the same phone twice → Yes, Yes; an older patch → No (downgrade); history; reset", { timeout: 300_000 }, async () => {
   const [twice, downgraded, history, reset] = await runWalkthrough("walkthrough-devices", ["setup", "start", "twice", "downgrade", "history", "reset"]);
