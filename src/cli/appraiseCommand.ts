@@ -1,4 +1,6 @@
 import type { Command } from "commander";
+// the registry's defaults and bounds: an app given by flags offline is judged as the same app registered
+import { DEFAULT_DEVICE_FLOOR, DEFAULT_MAX_AGE_SECONDS, MAX_AGE_BOUNDS } from "../services/playApps.ts";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { appraise as appraiseBlob, detectFormat } from "../attestation/appraise.ts";
@@ -16,9 +18,6 @@ import { addSettings, CliError, configFrom, readFileOrFail, STORAGE_SETTINGS, TR
 /** `attestd appraise` (operator.md): one blob appraised offline, with the trust flags `serve` takes. */
 export const commands: CommandDefinitions = { appraise: defineAppraise };
 
-/** Offline defaults for a Play app given by flags (docs/play-integrity.md, "Offline"): the registry's defaults. */
-export const PLAY_DEFAULT_FLOOR: IntegrityLabel = "MEETS_DEVICE_INTEGRITY";
-export const PLAY_DEFAULT_MAX_AGE_SECONDS = 300;
 const PLAY_FLOORS: readonly IntegrityLabel[] = ["MEETS_BASIC_INTEGRITY", "MEETS_DEVICE_INTEGRITY", "MEETS_STRONG_INTEGRITY"];
 const PLAY_REQUIRE = ["licensed", "play-protect", "app-access-risk"] as const;
 
@@ -53,10 +52,13 @@ async function playEvidence(blob: Uint8Array, f: PlayFlags): Promise<PlayIntegri
     if (e instanceof PlayResponseKeyError) throw new CliError(`--play-${e.message.replace(/^(\w+) key/, "$1-key")}`);
     throw e;
   }
-  const floor = (f.playDeviceFloor ?? PLAY_DEFAULT_FLOOR) as IntegrityLabel;
+  const floor = (f.playDeviceFloor ?? DEFAULT_DEVICE_FLOOR) as IntegrityLabel;
   if (!PLAY_FLOORS.includes(floor)) throw new CliError(`--play-device-floor must be one of ${PLAY_FLOORS.join(", ")}`);
-  const maxAge = f.playMaxAgeSeconds === undefined ? PLAY_DEFAULT_MAX_AGE_SECONDS : Number(f.playMaxAgeSeconds);
-  if (!Number.isSafeInteger(maxAge) || maxAge < 1) throw new CliError("--play-max-age-seconds must be a whole number of seconds, at least 1");
+  const maxAge = f.playMaxAgeSeconds === undefined ? DEFAULT_MAX_AGE_SECONDS : Number(f.playMaxAgeSeconds);
+  // offline as when registered: the registry's bounds, so a policy tried here can be registered as it is
+  if (!Number.isSafeInteger(maxAge) || maxAge < MAX_AGE_BOUNDS.min || maxAge > MAX_AGE_BOUNDS.max) {
+    throw new CliError(`--play-max-age-seconds must be a whole number of seconds from ${MAX_AGE_BOUNDS.min} to ${MAX_AGE_BOUNDS.max}`);
+  }
   const digests = (f.playCertDigest ?? []).map((d) => d.replace(/:/g, "").toLowerCase());
   const bad = digests.find((d) => !/^[0-9a-f]{64}$/.test(d));
   if (bad !== undefined) throw new CliError(`--play-cert-digest ${bad}: not a SHA-256 in hex (64 digits, colons allowed)`);
@@ -102,8 +104,8 @@ function defineAppraise(appraise: Command): void {
       .option("--play-decryption-key <base64>", "play-integrity: the app's response decryption key (AES-256), base64 as the Play Console shows it")
       .option("--play-verification-key <base64>", "play-integrity: the app's response verification key (EC P-256), base64 as the Play Console shows it")
       .option("--play-cert-digest <hex>", "play-integrity: a SHA-256 of the app's signing certificate (repeatable; none: any certificate)", (v: string, acc: string[] = []) => [...acc, v])
-      .option("--play-device-floor <label>", `play-integrity: the lowest device verdict that passes (default ${PLAY_DEFAULT_FLOOR})`)
-      .option("--play-max-age-seconds <n>", `play-integrity: how old a token may be (default ${PLAY_DEFAULT_MAX_AGE_SECONDS})`)
+      .option("--play-device-floor <label>", `play-integrity: the lowest device verdict that passes (default ${DEFAULT_DEVICE_FLOOR})`)
+      .option("--play-max-age-seconds <n>", `play-integrity: how old a token may be (default ${DEFAULT_MAX_AGE_SECONDS})`)
       .option("--play-require <list>", `play-integrity: signals that must pass too, comma-separated: ${PLAY_REQUIRE.join(", ")}`),
     [...TRUST_SETTINGS, ...STORAGE_SETTINGS],
   ).action(async (file: string, opts: { nonce?: string; challengeHex?: string; at?: string; detail?: boolean; tenant?: string } & PlayFlags, cmd: Command) => {

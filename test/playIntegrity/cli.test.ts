@@ -48,7 +48,11 @@ describe("attestd appraise, play-integrity", () => {
     assert.equal(rule(), "pass");
     assert.equal(rule("--play-device-floor", "MEETS_STRONG_INTEGRITY"), "device-floor");
     assert.equal(rule("--play-require", "licensed"), "licensing");
-    assert.equal(rule("--play-max-age-seconds", "1"), "freshness");
+    // the token is 2 s old at NOW; a minute later it is past a 10 s window (the registry's least)
+    assert.equal(rule("--play-max-age-seconds", "10", "--at", new Date(NOW.getTime() + 60_000).toISOString()), "freshness");
+    const tooShort = attestdCli([...base, ...play, "--play-max-age-seconds", "1"]);
+    assert.equal(tooShort.status, 1);
+    assert.match(tooShort.stderr, /--play-max-age-seconds must be a whole number of seconds from 10 to 86400/);
     assert.equal(rule("--play-cert-digest", "11".repeat(32)), "pass", "one listed digest is enough");
   });
 

@@ -36,7 +36,10 @@ describe("Play Integrity tokens posted to /v2/blobs", () => {
       payload: Buffer.from(token),
     });
     assert.equal(res.statusCode, 200, res.body);
-    return { ...(res.json() as Record<string, string>), location: String(res.headers.location) };
+    // the verdict record, and where it is stored (its Location) for `full`
+    const record: Record<string, string> = res.json();
+    record.location = String(res.headers.location);
+    return record;
   };
   /** the stored verdict with its format, reason and detail (`?detail=full` of its Location) */
   const full = async (location: string) => {
@@ -89,7 +92,7 @@ describe("Play Integrity tokens posted to /v2/blobs", () => {
     const n = await nonce();
     const v = await post(await tokenFor(shop, n), n);
     assert.deepEqual([v.status, v.verdict, v.nonce], ["Success", "Yes", n]);
-    const stored = await full(v.location);
+    const stored = await full(v.location!);
     assert.equal(stored.format, "play-integrity", JSON.stringify(stored));
     assert.match(JSON.stringify(stored.detail), /"decodedBy":"local"/);
     assert.equal(google.counts.decodes, 0, "Google is not asked when the app's keys open the token");
@@ -133,7 +136,7 @@ describe("Play Integrity tokens posted to /v2/blobs", () => {
     const v = await post(await tokenFor(bank, n), n);
     assert.deepEqual([v.status, v.verdict], ["Success", "Yes"]);
     assert.equal(google.counts.decodes, before + 1);
-    const stored = await full(v.location);
+    const stored = await full(v.location!);
     assert.match(JSON.stringify(stored.detail), /"decodedBy":"google"/);
   });
 
@@ -142,7 +145,7 @@ describe("Play Integrity tokens posted to /v2/blobs", () => {
     const n = await nonce();
     const v = await post(await tokenFor(bank, n), n);
     assert.deepEqual([v.status, v.verdict], ["CertificateInvalid", "Unknown"]);
-    const stored = await full(v.location);
+    const stored = await full(v.location!);
     assert.match(stored.reason, /Google/);
     assert.doesNotMatch(stored.reason, /https?:\/\/|127\.0\.0\.1/);
   });
