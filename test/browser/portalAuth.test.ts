@@ -198,9 +198,12 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
     await here.getByLabel("Current password").fill(PASSWORD);
     await here.getByLabel("New password").fill(NEW);
     const answered = here.waitForResponse((r) => r.url().endsWith("/portal/api/account/password"));
+    // the page reloads itself after the answer (portal.js); a navigation of the test's own started before that
+    // reload is aborted by it (net::ERR_ABORTED), so wait for the reloaded page first
+    const reloaded = here.waitForEvent("load");
     await here.getByRole("button", { name: "Change password" }).click();
     assert.equal((await answered).status(), 200);
-    await here.waitForLoadState("networkidle");
+    await reloaded;
     await here.goto(`${base}/portal/keys`);
     assert.equal(new URL(here.url()).pathname, "/portal/keys", "the browser that changed it goes on in its new session");
     await elsewhere.goto(`${base}/portal/keys`);

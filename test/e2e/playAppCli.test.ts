@@ -70,7 +70,7 @@ describe("attestd play-app", () => {
       [["--package", "com.acme.x"], /^attestd: give --decryption-key and --verification-key, or --service-account FILE/],
       [["--package", "com.acme.x", ...k, "--service-account", accountFile], /^attestd: give --decryption-key and --verification-key, or --service-account FILE/],
       [["--package", "com.acme.x", "--decryption-key", keys.decryptionKey], /^attestd: the response keys are two/],
-      [["--package", "com.acme.x", "--decryption-key", keys.verificationKey, "--verification-key", keys.verificationKey], /^attestd: the decryption key is the Play Console's base64 AES-256 key/],
+      [["--package", "com.acme.x", "--decryption-key", keys.verificationKey, "--verification-key", keys.verificationKey], /^attestd: decryption key: \d+ bytes, expected 32 \(AES-256\)/],
       [["--package", "com.acme.x", ...k, "--max-age-seconds", "5"], /^attestd: the freshness window is a whole number of seconds from 10 to 86400/],
       [["--package", "com.acme.x", ...k, "--max-age-seconds", "ten"], /^attestd: --max-age-seconds must be a whole number/],
       [["--package", "com.acme.x", ...k, "--cert-digest", "abcd"], /^attestd: a certificate digest is a SHA-256/],
