@@ -44,4 +44,4 @@ statsConformance("memory", false, async () => {
 playAppConformance("memory", async () => {
   const durable = new MemoryDurableStore();
   return { durable, rawSecret: async (tenantId, id) => (await durable.getPlayApp(tenantId, id))?.sealedSecret, close: () => durable.close() };
-});
+}, { rotates: false });

@@ -109,4 +109,4 @@ playAppConformance("postgres", async () => {
       await db.drop();
     },
   };
-});
+}, { rotates: true });

@@ -106,4 +106,4 @@ playAppConformance("sqlite", async () => {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-});
+}, { rotates: true });
