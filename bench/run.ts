@@ -4,7 +4,7 @@
  *
  *   npm run bench                      full run (~2-3 minutes on 2 cores)
  *   npm run bench -- --quick           smoke run (~1 s per workload); writes bench/results/quick.json only
- *   npm run bench -- --only android    a subset: startup, http, android, android-https, results, cluster, history (comma-separated)
+ *   npm run bench -- --only android    a subset: startup, http, android, android-https, play-integrity-https, results, cluster, history (comma-separated)
  *   npm run bench -- --profile         profile the attestd server even when the targets are met (--no-profile: never)
  *   npm run bench -- --out DIR         write the JSON elsewhere
  *   npm run bench -- --rounds 5        attestd/baseline turns per Part A workload (default 5; median shown)
@@ -27,10 +27,11 @@ import { runAndroidHttpSection } from "./sections/androidHttp.ts";
 import { clusterUnavailable, runClusterSection } from "./sections/cluster.ts";
 import { runHistorySection } from "./sections/history.ts";
 import { runHttpSection } from "./sections/http.ts";
+import { runPlayIntegrityHttpSection } from "./sections/playIntegrityHttp.ts";
 import { runResultsSection } from "./sections/results.ts";
 import { runStartupSection } from "./sections/startup.ts";
 
-export const SECTIONS = ["startup", "http", "android", "android-https", "results", "cluster", "history"] as const;
+export const SECTIONS = ["startup", "http", "android", "android-https", "play-integrity-https", "results", "cluster", "history"] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 export interface BenchOptions {
@@ -156,19 +157,26 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
       results.sections.results = await runResultsSection({ tmp, fx: await fixture(), quick: o.quick, log }).catch(failure);
     }
 
+    // the sections of one blob format over HTTPS beside its floor baseline take the same context
+    const floorContext = async () => ({
+      tmp,
+      fx: await fixture(),
+      settings: load,
+      quick: o.quick,
+      profile: o.profile,
+      profileSec,
+      ...(o.quick ? {} : { keepProfilesIn: path.join(o.outDir, "profiles") }),
+      stamp: results.startedAt.replace(/[:.]/g, "-"),
+      log,
+    });
     if (want("android-https")) {
       log("android-https: android-key chains from the device simulator over HTTPS, attestd vs the floor baseline");
-      results.sections.androidHttps = await runAndroidHttpSection({
-        tmp,
-        fx: await fixture(),
-        settings: load,
-        quick: o.quick,
-        profile: o.profile,
-        profileSec,
-        ...(o.quick ? {} : { keepProfilesIn: path.join(o.outDir, "profiles") }),
-        stamp: results.startedAt.replace(/[:.]/g, "-"),
-        log,
-      }).catch(failure);
+      results.sections.androidHttps = await runAndroidHttpSection(await floorContext()).catch(failure);
+    }
+
+    if (want("play-integrity-https")) {
+      log("play-integrity-https: Play Integrity tokens from the simulator over HTTPS, attestd vs the floor baseline");
+      results.sections.playIntegrityHttps = await runPlayIntegrityHttpSection(await floorContext()).catch(failure);
     }
 
     if (want("cluster")) {

@@ -6,6 +6,10 @@ import { after, describe, it } from "node:test";
 import { parseBenchArgs, runBench } from "../bench/run.ts";
 import { CHAINS, VECTORS } from "../bench/sections/android.ts";
 import { androidFloor } from "../bench/lib/androidFloor.ts";
+import { playFloorKeys, playIntegrityFloor } from "../bench/lib/playIntegrityFloor.ts";
+import { createPlayFixture } from "../bench/lib/playIntegrityFixture.ts";
+import { PLAY_HTTP_TARGET } from "../bench/sections/playIntegrityHttp.ts";
+import { makePlayIntegrityToken } from "../src/attestation/sim/playIntegrity.ts";
 import { parsePemBundle } from "../src/attestation/encoding/pem.ts";
 import { findExtension, readCertificate } from "../src/attestation/encoding/derChain.ts";
 import { KEY_DESCRIPTION_OID, parseKeyDescription } from "../src/attestation/encoding/keyDescription.ts";
@@ -28,6 +32,8 @@ describe("bench (quick, android-key section only)", { skip: !existsSync(VECTORS)
     assert.throws(() => parseBenchArgs(["--only", "nope"]), /unknown section/);
     assert.deepEqual(parseBenchArgs(["--only", "results,android"]).only, ["results", "android"]);
     assert.deepEqual(parseBenchArgs(["--only", "android-https"]).only, ["android-https"]);
+    assert.deepEqual(parseBenchArgs(["--only", "play-integrity-https"]).only, ["play-integrity-https"]);
+    assert.ok(parseBenchArgs([]).only.includes("play-integrity-https"), "in the default run, as the other HTTPS sections");
   });
 
   it("writes quick.json with one result per chain and library", async () => {
@@ -163,5 +169,48 @@ describe("bench (quick, startup section only)", () => {
     assert.equal(s.readyz.met, s.readyz.medianMs <= s.readyz.targetMs);
     assert.ok(s.readyz.firstStartMs > 0);
     assert.match(run.summary, /Start-up \(issue 21\)/);
+  });
+});
+
+/**
+ * The Play Integrity over HTTPS section (issue 23 item 6), quick: that both servers answered what the comparison
+ * assumes (attestd Yes for the registered demo app, the floor baseline Success), and the JSON and table carry the
+ * ratio against its target. The floor itself refuses what no verifier may accept. Timings are never asserted.
+ */
+describe("bench (quick, play-integrity-https section only)", () => {
+  const out = mkdtempSync(path.join(tmpdir(), "attestd-bench-test-"));
+  after(() => rmSync(out, { recursive: true, force: true }));
+
+  it("has a floor that decrypts, verifies and compares the nonce", async () => {
+    const fx = createPlayFixture();
+    const keys = playFloorKeys(fx.keys.decryptionKey, fx.keys.verificationKey);
+    const nonce = "bench-nonce";
+    const payload = await playIntegrityFloor(await makePlayIntegrityToken(fx.ca, { nonce }), nonce, keys);
+    assert.equal(payload?.requestDetails?.requestHash, nonce);
+    assert.equal(await playIntegrityFloor(await makePlayIntegrityToken(fx.ca, { nonce }), "another nonce", keys), undefined, "another nonce");
+    assert.equal(await playIntegrityFloor(await makePlayIntegrityToken(fx.ca, { nonce, classic: true }), nonce, keys) !== undefined, true, "a classic request's nonce");
+    assert.equal(await playIntegrityFloor(await makePlayIntegrityToken(fx.ca, { nonce, tamperedSignature: true }), nonce, keys), undefined, "a broken signature");
+    assert.equal(await playIntegrityFloor(await makePlayIntegrityToken(fx.ca, { nonce, otherAppKeys: true }), nonce, keys), undefined, "another app's keys");
+  });
+
+  it("compares attestd's Yes with the floor baseline's Success and reports the ratio against 60 %", async () => {
+    const run = await runBench({ quick: true, only: ["play-integrity-https"], profile: "never", outDir: out, print: false });
+    const s = JSON.parse(readFileSync(run.files[0]!, "utf8")).sections.playIntegrityHttps;
+    assert.equal(s.status, "ok", s.message);
+    assert.equal(s.verdict, "Success/Yes", s.notes.join("; "));
+    assert.match(s.blobs.baseline.sample, /"status":"Success"/);
+    for (const who of ["attestd", "baseline"]) {
+      assert.ok(s.blobs[who].requests2xx > 0, `${who} answered`);
+      for (const k of ["rps", "serverCores"]) assert.equal(typeof s.blobs[who][k], "number", `${who}.${k}`);
+      for (const k of ["p50", "p99"]) assert.equal(typeof s.blobs[who].latencyMs[k], "number", `${who} ${k}`);
+    }
+    assert.equal(s.blobs.rounds.length, 1);
+    assert.equal(typeof s.blobs.ratio, "number");
+    assert.equal(s.blobs.target, PLAY_HTTP_TARGET);
+    assert.equal(s.blobs.met, s.blobs.ratio >= PLAY_HTTP_TARGET);
+    assert.equal(s.pool.tokensPerRound.length, 1);
+    assert.ok(s.pool.tokenBytes > 0);
+    assert.match(s.how.attestd, /play-app add/);
+    assert.match(run.summary, /Play Integrity over HTTPS \(issue 23\)/);
   });
 });

@@ -9,11 +9,16 @@
  *                      A body starting 0x30 is an android-key DER chain: bench/lib/androidFloor.ts's unavoidable work
  *                      (split, the leaf's signature with its issuer's key kept by DER bytes, the KeyDescription's
  *                      challenge against the nonce, the issuers' serials in --android-status's list).
+ *                      A body starting "eyJ" (base64url of '{"', a compact JWE's header) is a Play Integrity token:
+ *                      bench/lib/playIntegrityFloor.ts's unavoidable work with jose, as attestd does it (decrypt
+ *                      A256KW + A256GCM, verify ES256, the nonce), answered with a record of the same eleven fields
+ *                      as attestd's, so the two write answers of about the same size.
  *
  * The leaf is parsed on every request (it is per device); the intermediate's key is kept by its DER bytes, as
  * attestd keeps validated issuers, so the baseline pays for nothing attestd does not.
  * No auth, no nonce store, no chain policy, no verdict storage: the ceiling for a Node process on this machine.
  * Usage: node dist/bench/baseline/server.js --cert FULLCHAIN.pem --key KEY.pem [--android-status FILE]
+ *          [--play-decryption-key B64 --play-verification-key B64]
  * (prints {"port": N})
  */
 import { createServer, type ServerOptions } from "node:https";
@@ -21,6 +26,7 @@ import { randomBytes, verify, X509Certificate, type KeyObject } from "node:crypt
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { androidFloor } from "../lib/androidFloor.ts";
+import { playFloorKeys, playIntegrityFloor, type PlayFloorKeys } from "../lib/playIntegrityFloor.ts";
 
 const { values } = parseArgs({
   options: {
@@ -28,6 +34,8 @@ const { values } = parseArgs({
     key: { type: "string" },
     port: { type: "string", default: "0" },
     "android-status": { type: "string" },
+    "play-decryption-key": { type: "string" },
+    "play-verification-key": { type: "string" },
   },
 });
 if (!values.cert || !values.key) throw new Error("usage: server.ts --cert FILE --key FILE [--port N]");
@@ -99,6 +107,28 @@ function appraiseAndroid(blob: Buffer, url: string): boolean {
   return androidFloor(blob, Buffer.from(nonce, "base64url"), androidStatus);
 }
 
+const playKeys: PlayFloorKeys | undefined =
+  values["play-decryption-key"] && values["play-verification-key"]
+    ? playFloorKeys(values["play-decryption-key"], values["play-verification-key"])
+    : undefined;
+
+/** A compact JWE's first part is base64url JSON: it starts with "eyJ" ('{"'); no vendor or DER blob does. */
+const isPlayToken = (body: Buffer) => body[0] === 0x65 && body[1] === 0x79 && body[2] === 0x4a;
+
+/**
+ * The floor's work on a Play Integrity token, answered as attestd answers a Yes: the eleven fields of the record,
+ * filled from the payload (the digests as hex, the version code), so both servers write a body of about the same size.
+ */
+async function answerPlay(body: Buffer, url: string): Promise<{ ok: boolean; body: string }> {
+  const nonce = new URL(url, "https://x").searchParams.get("nonce") ?? "";
+  const p = playKeys ? await playIntegrityFloor(body.toString("latin1"), nonce, playKeys) : undefined;
+  if (!p) return { ok: false, body: JSON.stringify({ status: "SignatureInvalid" }) };
+  const now = new Date().toISOString();
+  const measurements = (p.appIntegrity?.certificateSha256Digest ?? []).map((d) => Buffer.from(d, "base64url").toString("hex")).join("");
+  const record = { measurements, tamperBit: "", IMEI: "", status: "Success", nonce, chipId: "", verdict: "Yes", MAC: "", version: p.appIntegrity?.versionCode ?? "", createdDate: now, updateDate: now };
+  return { ok: true, body: JSON.stringify(record) };
+}
+
 const tls: ServerOptions = { cert: readFileSync(values.cert, "utf8"), key: readFileSync(values.key, "utf8") };
 const server = createServer(tls, (req, res) => {
   if (req.method === "POST" && req.url === "/v2/nonces") {
@@ -113,9 +143,16 @@ const server = createServer(tls, (req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      if (isPlayToken(body)) {
+        void answerPlay(body, req.url!).then((a) => {
+          res.writeHead(a.ok ? 200 : 400, { "content-type": "application/json; charset=utf-8" });
+          res.end(a.body);
+        });
+        return;
+      }
       let ok = false;
       try {
-        const body = Buffer.concat(chunks);
         ok = body[0] === 0x30 ? appraiseAndroid(body, req.url!) : appraise(body);
       } catch {
         ok = false;

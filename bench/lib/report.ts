@@ -2,7 +2,8 @@ import type { AndroidSection } from "../sections/android.ts";
 import type { AndroidHttpSection } from "../sections/androidHttp.ts";
 import type { ClusterSection } from "../sections/cluster.ts";
 import type { HistorySection } from "../sections/history.ts";
-import type { HttpSection } from "../sections/http.ts";
+import type { Comparison, HttpSection } from "../sections/http.ts";
+import type { PlayIntegrityHttpSection } from "../sections/playIntegrityHttp.ts";
 import type { ResultsSection } from "../sections/results.ts";
 import type { StartupSection } from "../sections/startup.ts";
 import type { MeasuredLoad } from "./partA.ts";
@@ -45,6 +46,8 @@ export interface BenchResults {
     results: Outcome<ResultsSection>;
     /** issue 15: android-key over HTTPS (`--only android-https`) */
     androidHttps?: Outcome<AndroidHttpSection>;
+    /** issue 23: Play Integrity tokens over HTTPS (`--only play-integrity-https`) */
+    playIntegrityHttps?: Outcome<PlayIntegrityHttpSection>;
     cluster: Outcome<ClusterSection>;
     history: Outcome<HistorySection>;
   };
@@ -86,10 +89,10 @@ export function otherWork(r: BenchResults): { max: number; where: string } {
   if (a?.status === "ok") see(a.otherCores, "the android-key section");
   const re = r.sections.results;
   if (re?.status === "ok") see(re.otherCores, "the results section");
-  const ah = r.sections.androidHttps;
-  if (ah?.status === "ok") {
-    see(ah.blobs.attestd.otherCores, "attestd android-key blobs");
-    see(ah.blobs.baseline.otherCores, "baseline android-key blobs");
+  for (const [s, what] of [[r.sections.androidHttps, "android-key"], [r.sections.playIntegrityHttps, "play-integrity"]] as const) {
+    if (s?.status !== "ok") continue;
+    see(s.blobs.attestd.otherCores, `attestd ${what} blobs`);
+    see(s.blobs.baseline.otherCores, `baseline ${what} blobs`);
   }
   const c = r.sections.cluster;
   if (c?.status === "ok") {
@@ -117,6 +120,37 @@ function profileLines(profiles: readonly ProfileSummary[], workload: string): st
     `    attestd by area: ${a.byArea.slice(0, 6).map((x) => `${x.area} ${x.selfPct} %`).join(", ")}`,
     `    attestd code, inclusive: ${a.srcInclusive.slice(0, 6).map((x) => `${x.frame} ${x.inclusivePct} %`).join(", ")}`,
     ...(b ? [`    baseline, top self time:`, ...frames(b, 4)] : []),
+  ];
+}
+
+/** A format over HTTPS beside its floor baseline (bench/lib/floorHttps.ts): one row, the rounds, the profile. */
+function floorHttpsLines(
+  title: string,
+  workload: string,
+  s: { how: { loadGenerator: string }; blobs: Comparison; verdict?: string; profiles?: ProfileSummary[]; notes: string[] },
+): string[] {
+  const c = s.blobs;
+  return [
+    `${title}: ${s.how.loadGenerator}`,
+    table(
+      ["workload", "attestd 2xx/s", "p50 / p99 ms", "srv cores", "floor baseline 2xx/s", "p50 / p99 ms", "srv cores", "ratio", "target", "", "per CPU-s"],
+      [[
+        workload,
+        f0(c.attestd.rps),
+        lat(c.attestd),
+        f2(c.attestd.serverCores),
+        f0(c.baseline.rps),
+        lat(c.baseline),
+        f2(c.baseline.serverCores),
+        pct(c.ratio),
+        `≥ ${pct(c.target)}`,
+        c.met ? "met" : "MISSED",
+        c.cpuRatio !== undefined ? pct(c.cpuRatio) : "-",
+      ]],
+    ),
+    `  rounds: ${c.rounds.map((x) => pct(x.ratio)).join(", ")}; attestd answered ${s.verdict ?? "?"}`,
+    ...profileLines(s.profiles ?? [], workload),
+    ...s.notes.map((n) => `  note: ${n}`),
   ];
 }
 
@@ -250,33 +284,14 @@ export function renderSummary(r: BenchResults): string {
     for (const n of re.notes) out.push(`  note: ${n}`);
     out.push("");
   } else if (re) out.push(notOk("Signed results and device pinning", re), "");
-  const ah = r.sections.androidHttps;
-  if (ah?.status === "ok") {
-    const c = ah.blobs;
-    out.push(`android-key over HTTPS (issue 15): ${ah.how.loadGenerator}`);
-    out.push(
-      table(
-        ["workload", "attestd 2xx/s", "p50 / p99 ms", "srv cores", "floor baseline 2xx/s", "p50 / p99 ms", "srv cores", "ratio", "target", "", "per CPU-s"],
-        [[
-          "POST /v2/blobs (android-key)",
-          f0(c.attestd.rps),
-          lat(c.attestd),
-          f2(c.attestd.serverCores),
-          f0(c.baseline.rps),
-          lat(c.baseline),
-          f2(c.baseline.serverCores),
-          pct(c.ratio),
-          `≥ ${pct(c.target)}`,
-          c.met ? "met" : "MISSED",
-          c.cpuRatio !== undefined ? pct(c.cpuRatio) : "-",
-        ]],
-      ),
-    );
-    out.push(`  rounds: ${c.rounds.map((x) => pct(x.ratio)).join(", ")}; attestd answered ${ah.verdict ?? "?"}`);
-    out.push(...profileLines(ah.profiles ?? [], "POST /v2/blobs (android-key)"));
-    for (const n of ah.notes) out.push(`  note: ${n}`);
-    out.push("");
-  } else if (ah) out.push(notOk("android-key over HTTPS", ah), "");
+  const floorSections = [
+    ["android-key over HTTPS (issue 15)", "POST /v2/blobs (android-key)", r.sections.androidHttps],
+    ["Play Integrity over HTTPS (issue 23)", "POST /v2/blobs (play-integrity)", r.sections.playIntegrityHttps],
+  ] as const;
+  for (const [title, workload, fs] of floorSections) {
+    if (fs?.status === "ok") out.push(...floorHttpsLines(title, workload, fs), "");
+    else if (fs) out.push(notOk(title, fs), "");
+  }
 
   const c = r.sections.cluster;
   if (c?.status === "ok") {
