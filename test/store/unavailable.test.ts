@@ -6,7 +6,7 @@ import { fromPgError, fromRedisError, fromSqliteError } from "../../src/store/er
 import { STORAGE_HOLD_MS, STORAGE_SETTLE_MS, StorageHealth } from "../../src/store/health.ts";
 import { openPostgresStores } from "../../src/store/postgres/openPostgresStores.ts";
 import { PgStore } from "../../src/store/postgres/pgStore.ts";
-import { RedisStore } from "../../src/store/redis/redisStore.ts";
+import { OPEN_ATTEMPTS, RedisStore } from "../../src/store/redis/redisStore.ts";
 import { createTestDatabase, createTestRedisPrefix, type TestDatabase, type TestRedisPrefix } from "./backends.ts";
 import { TcpProxy } from "./tcpProxy.ts";
 import { T0 } from "../helpers/clock.ts";
@@ -239,6 +239,43 @@ describe("Redis unreachable", () => {
     const port = await deadPort();
     const ms = await unavailableWithin(() => RedisStore.open({ url: `redis://127.0.0.1:${port}`, timeoutMs: 500 }).then((s) => s.close()));
     assert.ok(ms < 2_500, `${ms} ms`);
+  });
+
+  it("opens once a Redis that did not answer in time answers: a connection that timed out is tried again", async () => {
+    const slow = await TcpProxy.start(r.url);
+    slow.hang();
+    // the first attempt gives up after about a second (its ready check gets no answer); the network comes up
+    // after that, while the second attempt waits
+    const up = setTimeout(() => void slow.open(), 1_500);
+    try {
+      const opened = await RedisStore.open({ url: slow.url(r.url), prefix: r.prefix, timeoutMs: 500 });
+      try {
+        assert.equal(await opened.ping(), undefined);
+      } finally {
+        await opened.close();
+      }
+    } finally {
+      clearTimeout(up);
+      await slow.close();
+    }
+  });
+
+  it("gives up after OPEN_ATTEMPTS connections that all timed out, saying so", async () => {
+    const dead = await TcpProxy.start(r.url);
+    try {
+      dead.hang();
+      const t0 = performance.now();
+      await assert.rejects(
+        RedisStore.open({ url: dead.url(r.url), prefix: r.prefix, timeoutMs: 300 }),
+        (e: unknown) => e instanceof StoreUnavailableError && /timed out|ETIMEDOUT/i.test(e.message),
+      );
+      const ms = performance.now() - t0;
+      // each attempt is bounded by its timeouts: OPEN_ATTEMPTS of them, never an open-ended wait
+      assert.ok(ms >= (OPEN_ATTEMPTS - 1) * 2 * 300 && ms < OPEN_ATTEMPTS * 2 * 300 + 2_000, `${ms} ms: each attempt waits about twice its timeout`);
+    } finally {
+      await dead.open();
+      await dead.close();
+    }
   });
 
   it("answers StoreUnavailableError while down and recovers by itself", async () => {

@@ -35,6 +35,15 @@ function splitKeyPrefix(raw: string): { url: string; keyPrefix: string | undefin
   return { url: u.toString(), keyPrefix };
 }
 
+/** how many times RedisStore.open tries a connection that timed out */
+export const OPEN_ATTEMPTS = 3;
+
+/** A connect or its first command that got no answer in time (as opposed to a refusal or an error reply). */
+function timedOut(err: unknown): boolean {
+  const e = err as NodeJS.ErrnoException | undefined;
+  return e?.code === "ETIMEDOUT" || /ETIMEDOUT|timed out/i.test(e?.message ?? "");
+}
+
 /**
  * Nonces, rate-limit buckets (and the jti replay set) in Redis, shared by every instance. Each operation is one Lua
  * script, so it is atomic on the server.
@@ -82,17 +91,26 @@ export class RedisStore implements NonceStore, RateLimitStore, JtiStore {
     });
   }
 
-  /** Connects once (failing start-up with a clear message if Redis is unreachable) and returns the store. */
+  /**
+   * Connects (failing start-up with a clear message if Redis is unreachable) and returns the store. A connection
+   * that timed out is tried again, up to OPEN_ATTEMPTS in all: a network still coming up (an `attestd` command
+   * exec'd in a container that has just started, seen in CI with podman) answers the next attempt. A refusal, an
+   * unknown host or an auth error is final at once: nothing is listening, and waiting would not change it.
+   */
   static async open(opts: RedisStoreOptions): Promise<RedisStore> {
-    const store = new RedisStore(opts);
-    try {
-      await store.redis.connect();
-    } catch (err) {
-      store.redis.disconnect();
-      // connect() only says "Connection is closed."; the error event before it says why (ECONNREFUSED, auth, ...)
-      throw new StoreUnavailableError("redis", store.lastError ?? err);
+    for (let attempt = 1; ; attempt++) {
+      const store = new RedisStore(opts);
+      try {
+        await store.redis.connect();
+        return store;
+      } catch (err) {
+        store.redis.disconnect();
+        // connect() only says "Connection is closed."; the error event before it says why (ECONNREFUSED, auth, ...)
+        const cause = store.lastError ?? err;
+        if (attempt < OPEN_ATTEMPTS && timedOut(cause)) continue;
+        throw new StoreUnavailableError("redis", cause);
+      }
     }
-    return store;
   }
 
   private key(...parts: string[]): string {
