@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { contentSecurityPolicy } from "./contentSecurityPolicy.ts";
 import type { AppInstance } from "./types.ts";
 
 /**
@@ -14,18 +15,11 @@ import type { AppInstance } from "./types.ts";
  * origin. test/browser/apiDocs.test.ts loads it in Chromium and finds no CSP violation.
  */
 function csp(styleHashes: readonly string[]): string {
-  return [
-    "default-src 'none'",
-    "script-src 'self'",
-    ["style-src 'self'", ...styleHashes].join(" "),
-    "img-src 'self' data:",
-    "font-src 'self' data:",
-    "connect-src 'self'",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-  ].join("; ");
+  return contentSecurityPolicy({
+    "default-src": "'none'",
+    "style-src": ["'self'", ...styleHashes].join(" "),
+    "font-src": "'self' data:",
+  });
 }
 
 /**

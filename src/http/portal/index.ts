@@ -8,6 +8,7 @@ import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { SESSION_COOKIE } from "../../portal/sessions.ts";
 import { errorPage, type ErrorBody } from "../../../web/pages/error.ts";
+import { contentSecurityPolicy } from "../contentSecurityPolicy.ts";
 import { originForm, routeOf } from "../requestTarget.ts";
 import type { AppInstance } from "../types.ts";
 import { registerAccountRoutes } from "./account.ts";
@@ -28,17 +29,7 @@ import { registerPlayAppRoutes } from "./playApps.ts";
  * Strict: nothing inline, nothing from another origin, never framed. web/static/portal.js is the only script;
  * Pico's stylesheet and the portal's are files of this service.
  */
-const CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join("; ");
+const CSP = contentSecurityPolicy();
 
 const WEB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../web/static");
 const require = createRequire(import.meta.url);
