@@ -115,6 +115,9 @@ export const settings = {
     min: 0,
     max: 5,
   }),
+  playThreads: s("string", "threads that open Play Integrity tokens with apps' response keys (decrypt + verify) off the event loop: a number from 0 (on the event loop) to 16, or auto (one per core beyond the first, at most 4)", {
+    default: "auto",
+  }),
   earAlg: s("string", "signature algorithm of new result-signing keys (EAR), made on first start and by `attestd keys rotate`", {
     default: "ES256",
     choices: EAR_ALGORITHMS,
@@ -295,6 +298,9 @@ export function loadConfig(
     const why = outboundUrlProblem(value);
     // a URL with a password is not repeated into a log or a terminal
     if (why) throw new ConfigError(`${name} ${why.startsWith("must not carry") ? "" : `${value} `}${why}`);
+  }
+  if (c.playThreads !== "auto" && !(/^\d{1,2}$/.test(c.playThreads) && Number(c.playThreads) <= 16)) {
+    throw new ConfigError(`--play-threads ${c.playThreads}: expected auto or a number from 0 to 16`);
   }
   if (c.portalIdleTimeout > c.portalSessionLifetime) {
     throw new ConfigError("--portal-idle-timeout cannot be longer than --portal-session-lifetime");

@@ -30,6 +30,7 @@ import { ApiKeyAdmin } from "./services/apiKeyAdmin.ts";
 import { ReferenceValueAdmin } from "./services/referenceValueAdmin.ts";
 import { PlayAppRegistry } from "./services/playApps.ts";
 import { PlayIntegrityOpener } from "./services/playIntegrityOpener.ts";
+import { autoPlayThreads, PlayTokenThreads } from "./services/playTokenThreads.ts";
 import { TenantDirectory } from "./services/tenantDirectory.ts";
 import { EarIssuer } from "./results/earIssuer.ts";
 import { EarKeyRing } from "./results/signingKeys.ts";
@@ -137,6 +138,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // a tenant's Play apps, one registry per process: the portal's changes drop its cache at once, and the attestation
   // service opens the tenant's Play Integrity tokens with appsForAppraisal (issue 23)
   const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
+  // started on the first token: a deployment with no Play app pays nothing for them
+  const playThreads = new PlayTokenThreads(config.playThreads === "auto" ? autoPlayThreads() : Number(config.playThreads));
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,
@@ -146,7 +149,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     rng,
     limits: { nonceTtlMs: config.nonceTtl * 1000, maxOutstandingNonces: config.maxOutstandingNonces },
     onAppraisal: (r, s) => metrics.recordAppraisal(r, s),
-    playIntegrity: new PlayIntegrityOpener(playApps, playDecoder),
+    playIntegrity: new PlayIntegrityOpener(playApps, playDecoder, playThreads.open),
   });
   const enrollment = createEnrollment({
     tenants: stores.durable,
@@ -271,6 +274,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       // after the requests in flight finished: their decodes are let finish too
       await app.close();
       playDecoder.stop();
+      await playThreads.close();
       await auth.flushLastUsed().catch((err: unknown) => log.warn({ err }, "recording API keys' last use failed"));
       await enrollment.stop();
       await activity.close();
