@@ -115,7 +115,7 @@ export const settings = {
     min: 0,
     max: 5,
   }),
-  playThreads: s("string", "threads that open Play Integrity tokens with apps' response keys (decrypt + verify) off the event loop: a number from 0 (on the event loop) to 16, or auto (one per core beyond the first, at most 4)", {
+  playThreads: s("string", "threads that open Play Integrity tokens with apps' response keys (decrypt + verify) off the event loop: a number from 0 (on the event loop) to 16, or auto (of each process's share of the cores, one per core beyond the first, at most 4)", {
     default: "auto",
   }),
   earAlg: s("string", "signature algorithm of new result-signing keys (EAR), made on first start and by `attestd keys rotate`", {

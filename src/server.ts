@@ -139,7 +139,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // service opens the tenant's Play Integrity tokens with appsForAppraisal (issue 23)
   const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
   // started on the first token: a deployment with no Play app pays nothing for them
-  const playThreads = new PlayTokenThreads(config.playThreads === "auto" ? autoPlayThreads() : Number(config.playThreads));
+  const playThreads = new PlayTokenThreads(config.playThreads === "auto" ? autoPlayThreads(undefined, config.workers) : Number(config.playThreads));
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,

@@ -13,11 +13,11 @@ import type { OpenAnswer, OpenRequest } from "./playTokenThread.ts";
 export type OpenWithKeys = (token: string, keys: PlayResponseKeys) => Promise<unknown>;
 
 /**
- * `--play-threads auto`: one thread per core beyond the first, at most 4 (the event loop keeps a core; more threads
- * than cores only queue), none on a one-core machine.
+ * `--play-threads auto`: of the cores a process has (its share when `--workers` runs several), one for the event loop
+ * and one thread per core beyond it, at most 4 (more threads than cores only queue); none on a one-core share.
  */
-export function autoPlayThreads(cores = availableParallelism()): number {
-  return Math.min(4, Math.max(0, cores - 1));
+export function autoPlayThreads(cores = availableParallelism(), processes = 1): number {
+  return Math.min(4, Math.max(0, Math.floor(cores / Math.max(1, processes)) - 1));
 }
 
 function rebuilt(error: NonNullable<OpenAnswer["error"]>): Error {

@@ -65,8 +65,9 @@ describe("play-integrity: opening tokens on threads", () => {
 });
 
 describe("--play-threads", () => {
-  it("auto is one thread per core beyond the first, at most 4", () => {
+  it("auto is one thread per core beyond the first, at most 4, of each worker process's share of the cores", () => {
     assert.deepEqual([1, 2, 4, 8, 64].map((c) => autoPlayThreads(c)), [0, 1, 3, 4, 4]);
+    assert.deepEqual([[2, 2], [4, 2], [8, 3], [16, 2]].map(([c, w]) => autoPlayThreads(c, w)), [0, 1, 1, 4]);
   });
 
   it("takes auto or 0..16, and refuses anything else naming the flag", () => {
