@@ -1,5 +1,6 @@
 import type { Overview, RequestTotals, SeriesPoint } from "../../src/portal/overview.ts";
-import type { TrustSourcesView } from "../../src/services/trustSources.ts";
+import { TRUST_STATES, type TrustState } from "../../src/domain/trustStates.ts";
+import { stateWorks, type TrustSourcesView, type TrustSourceView } from "../../src/services/trustSources.ts";
 import { html, type Html } from "../html.ts";
 import { layout, table, withQuery, type PageContext } from "../layout.ts";
 import { when } from "../time.ts";
@@ -21,20 +22,39 @@ export function age(seconds: number | undefined): string {
   return `${Math.floor(s / 86400)} d${hours ? ` ${hours} h` : ""}`;
 }
 
-const STATE_TEXT = { ok: "fresh", stale: "stale", missing: "missing" } as const;
+/** a source's state as its one word (src/domain/trustStates.ts), coloured by what it means for the appraisal */
+export function stateWord(state: TrustState): Html {
+  const tone = state === "held" ? "warn" : state === "not set" ? "off" : stateWorks(state) ? "ok" : "bad";
+  return html`<span class="state state-${tone}" title="${TRUST_STATES[state]}">${state}</span>`;
+}
+
+/** Every state word and what it means: the legend under each list of sources. */
+export function trustStateLegend(): Html {
+  return html`<details class="legend"><summary>What the states mean</summary><dl class="facts">${(Object.keys(TRUST_STATES) as TrustState[]).map(
+    (w) => html`<dt>${stateWord(w)}</dt><dd>${TRUST_STATES[w]}</dd>`,
+  )}</dl></details>`;
+}
+
+/** when the data in use was obtained, as a cell says it */
+export function obtained(s: TrustSourceView): Html | string {
+  if (s.origin === "built-in") return "shipped with attestd";
+  if (s.name === "vendor-roots" || s.name === "vendor-revocations") return s.configured ? "read at start-up" : "—";
+  return whenever(s.fetchedAt);
+}
 
 /** The trust sources' table, on the overview (everyone) and the operators' trust page. */
 export function trustTable(t: TrustSourcesView, forOperator: boolean): Html {
-  const head = ["Source", "State", "Obtained (UTC)", "Age", "Last read (UTC)", forOperator ? "Last error" : "Why", ...(forOperator ? ["From"] : [])];
+  const head = ["Source", "State", "Used by", "Obtained (UTC)", "Age", "Last read (UTC)", forOperator ? "Last error" : "Why", ...(forOperator ? ["From"] : [])];
   return table(
     "Trust sources",
     head,
     t.sources.map(
       (s) => html`<tr>
   <th scope="row">${s.label}</th>
-  <td><span class="state state-${s.state}">${STATE_TEXT[s.state]}</span>${s.heldBack ? " · new copy held back" : ""}${s.origin === "built-in" ? " (built in)" : s.origin === "cache" ? " (disk cache)" : ""}${s.pending ? " · reading…" : ""}</td>
-  <td class="nowrap">${s.origin === "built-in" ? "shipped with attestd" : whenever(s.fetchedAt)}</td><td>${s.origin === "built-in" ? "—" : age(s.ageSeconds)}</td>
-  <td class="nowrap">${whenever(s.lastAttempt)}</td><td>${(forOperator ? s.lastError : s.reason) ?? "none"}</td>
+  <td class="nowrap">${stateWord(s.state)}${s.origin === "cache" ? " (disk cache)" : ""}${s.pending ? " · reading…" : ""}</td>
+  <td class="wrap">${s.usedBy}</td>
+  <td class="nowrap">${obtained(s)}</td><td>${s.fetchedAt ? age(s.ageSeconds) : "—"}</td>
+  <td class="nowrap">${whenever(s.lastAttempt)}</td><td class="wrap">${(forOperator ? (s.lastError ?? s.reason) : s.reason) ?? "none"}</td>
   ${forOperator ? html`<td class="wrap">${s.source ?? "—"}</td>` : ""}
 </tr>`,
     ),
@@ -135,6 +155,7 @@ export function overviewPage(ctx: PageContext, o: Overview, tenants: string[] | 
   <p>${o.trust.usable ? "Android key attestation can be trusted now: Google's roots and status list are in hand and fresh." : html`<strong>Android key attestation fails closed now</strong>: a source below is missing or stale, so every android-key verdict is <code>CertificateInvalid</code>.`}
   ${forOperator ? html` <a href="/portal/trust">Trust sources</a>` : ""}</p>
   ${trustTable(o.trust, forOperator)}
+  ${trustStateLegend()}
 </section>`,
     "/portal/",
   );
