@@ -79,6 +79,8 @@ export interface RuntimeOptions {
    * asks for cheaper ones. Not a flag: an operator has no business lowering it.
    */
   passwordCost?: ScryptCost;
+  /** the dev TLS's CA file (`serve` with --dev-tls): the portal's curl commands name it, as the start-up banner does */
+  caFile?: string;
 }
 
 /** The composition root: config → stores → trust → services → app. `main` only listens and handles signals. */
@@ -259,6 +261,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       overview: new PortalOverview(stores.durable, trustSources, clock),
       tenantAdmin: new TenantAdmin(stores.durable, clock, rng),
       trust: trustSources,
+      api: { baseUrl: publicUrl, ...(opts.caFile ? { caFile: opts.caFile } : {}) },
     }),
     https: opts.https,
   });

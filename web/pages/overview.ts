@@ -4,6 +4,15 @@ import { stateWorks, type TrustSourcesView, type TrustSourceView } from "../../s
 import { html, type Html } from "../html.ts";
 import { layout, table, withQuery, type PageContext } from "../layout.ts";
 import { when } from "../time.ts";
+import { quickStart, type ApiAccess } from "./quickStart.ts";
+import type { ApiKeySummary } from "../../src/services/apiKeyAdmin.ts";
+
+/** an empty tenant's first steps (web/pages/quickStart.ts) */
+export interface QuickStart {
+  keys: ApiKeySummary[];
+  canWrite: boolean;
+  api: ApiAccess;
+}
 
 const count = new Intl.NumberFormat("en");
 export const n = (x: number) => count.format(x);
@@ -78,7 +87,7 @@ function totalsRow(period: string, t: RequestTotals): Html {
  * same numbers as the tables under them, which are what a screen reader reads: each canvas is an image named
  * after its table).
  */
-export function overviewPage(ctx: PageContext, o: Overview, tenants: string[] | undefined): string {
+export function overviewPage(ctx: PageContext, o: Overview, tenants: string[] | undefined, start?: QuickStart): string {
   const api = withQuery("/portal/api/overview", { tenant: ctx.tenant });
   const sum = (points: SeriesPoint[], v: "Yes" | "No" | "Unknown") => points.reduce((a, p) => a + p[v], 0);
   const since = (points: SeriesPoint[]) => (points[0]!.bucket.length === 13 ? `${points[0]!.bucket}:00:00Z` : points[0]!.bucket);
@@ -132,6 +141,7 @@ export function overviewPage(ctx: PageContext, o: Overview, tenants: string[] | 
     ctx.actor?.role === "operator" ? (ctx.tenant ? `Overview of ${ctx.tenant}` : "Overview of every tenant") : "Overview",
     ctx,
     html`${picker}
+${start ? quickStart(ctx, start) : ""}
 <p class="muted">Times are UTC. Figures as of ${when(o.generatedAt)}.</p>
 <section aria-labelledby="day-h">
   <h2 id="day-h">Verdicts in the last 24 hours</h2>

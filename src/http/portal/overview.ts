@@ -4,7 +4,7 @@ import { TRUST_SOURCE_NAMES, type TrustSourceName } from "../../services/trustSo
 import { overviewPage } from "../../../web/pages/overview.ts";
 import { partBErrors } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
-import { TenantQuery, type PortalRoutes } from "./context.ts";
+import { allowed, TenantQuery, type PortalRoutes } from "./context.ts";
 
 const Count = Type.Integer({ minimum: 0 });
 const SeriesPoint = Type.Object({ bucket: Type.String({ description: "UTC hour (2026-11-22T10) or day (2026-11-22)" }), Yes: Count, No: Count, Unknown: Count });
@@ -74,11 +74,14 @@ export function registerOverviewRoutes(app: AppInstance, { deps, scope, ctxOf, h
   const forOperator = (role: string) => role === "operator";
 
   app.get("/portal/", { schema: { hide: true, querystring: Type.Object(TenantQuery) }, config: { portal: "viewer" } }, async (request, reply) => {
-    const { tenantId } = await scope(request, true);
+    const { tenant, tenantId } = await scope(request, true);
     const actor = request.actor!;
     const overview = await deps.overview.overview(tenantId, forOperator(actor.role));
     const tenants = forOperator(actor.role) ? (await deps.tenantAdmin.list()).map((t) => t.name) : undefined;
-    return html(reply, overviewPage(ctxOf(request), overview, tenants));
+    // one tenant without a verdict in 30 days: its first steps, with its keys (never their secrets)
+    const empty = tenant && overview.verdicts.daily.every((p) => p.Yes + p.No + p.Unknown === 0);
+    const start = empty ? { keys: await deps.keys.list(tenant), canWrite: allowed(actor, "admin"), api: deps.api } : undefined;
+    return html(reply, overviewPage(ctxOf(request), overview, tenants, start));
   });
 
   app.get(
