@@ -8,8 +8,8 @@ import { minutes } from "./account.ts";
  * enable. A tenant admin: the people of their tenant, and a reset link for each.
  */
 /** a `<select>` of the tenants that exist (operators pick one rather than type a name) */
-function tenantPicker(name: string, tenants: string[], selected: string | undefined, none: string, id?: string): Html {
-  return html`<select name="${name}" ${id ? html`id="${id}"` : ""}><option value="">${none}</option>${tenants.map(
+function tenantPicker(name: string, tenants: string[], selected: string | undefined, none: string): Html {
+  return html`<select name="${name}"><option value="">${none}</option>${tenants.map(
     (t) => html`<option value="${t}" ${t === selected ? html`selected` : ""}>${t}</option>`,
   )}</select>`;
 }
