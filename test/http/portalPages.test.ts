@@ -66,7 +66,7 @@ describe("portal pages: quick start, trust sources, reference values, users", ()
 
     it("a key made: its box carries the commands to fill in; the overview names its prefix and label, never its secret", async () => {
       const keys = await as("fay@fresh.example", { url: "/portal/keys" });
-      assert.match(keys.body, /<pre><code id="new-key-curl">KEY='<span data-fill-key><\/span>'/);
+      assert.match(keys.body, /<pre class="commands" tabindex="0" role="region" aria-label="The commands"><code id="new-key-curl">KEY='<span data-fill-key><\/span>'/);
       const made = await as("fay@fresh.example", { method: "POST", url: "/portal/api/keys", payload: { label: "shop" } });
       assert.equal(made.statusCode, 200, made.body);
       const { key, keyId } = made.json() as { key: string; keyId: string };

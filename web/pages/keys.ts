@@ -59,8 +59,8 @@ export function keysPage(ctx: PageContext, keys: ApiKeySummary[], canWrite: bool
   <p><strong>The new key, shown once.</strong> Store it now: attestd keeps only its hash.</p>
   <p><code id="new-key-value"></code> <button type="button" class="secondary" data-copy="new-key-value">Copy</button></p>
   <p>Try it now: a nonce, then the device's blob with it (<a href="/docs">API reference</a>):</p>
-  <pre><code id="new-key-curl">${curlCommands(api, html`<span data-fill-key></span>`)}</code></pre>
-  <button type="button" class="secondary auto" data-copy="new-key-curl">Copy the commands</button>
+  <pre class="commands" tabindex="0" role="region" aria-label="The commands"><code id="new-key-curl">${curlCommands(api, html`<span data-fill-key></span>`)}</code></pre>
+  <p><button type="button" class="secondary auto" data-copy="new-key-curl">Copy the commands</button></p>
 </div>`
     : "";
   const active = keys.filter((k) => !k.revokedAt);

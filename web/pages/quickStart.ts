@@ -56,18 +56,18 @@ export function quickStart(ctx: PageContext, o: { keys: ApiKeySummary[]; canWrit
     <code>${API_KEY_PREFIX}${newest.keyId}_…</code>${newest.label ? html` (“${newest.label}”)` : ""}. Its whole value was
     shown once, when it was made; ${o.canWrite ? html`<a href="${keysPage}">make another</a> if it is lost.` : "an admin of your tenant makes another if it is lost."}</li>`
     : html`<li><strong>Make an API key</strong>. ${o.canWrite
-      ? html`<a href="${keysPage}" role="button" class="auto">Create a key</a> It is shown once, with these commands filled in.`
+      ? html`It is shown once, with the commands below filled in.<br><a href="${keysPage}" role="button" class="auto">Create a key</a>`
       : "An admin of your tenant makes it (you read only)."}</li>`;
-  return html`<section aria-labelledby="start-h" class="quick-start" data-quick-start>
+  return html`<article aria-labelledby="start-h" class="quick-start" data-quick-start>
   <h2 id="start-h">Quick start</h2>
   <p>No verdict yet. Three steps to the first one:</p>
   <ol>
     ${step1}
     <li><strong>Get a nonce, then post the device's blob with it</strong>, from the program that talks to attestd:
-      <pre><code id="quick-curl">${curlCommands(o.api, newest ? keyPlaceholder(newest) : `${API_KEY_PREFIX}YOUR-KEY`)}</code></pre>
-      <button type="button" class="secondary auto" data-copy="quick-curl">Copy the commands</button>
-      <small>A nonce is valid for one blob, for a few minutes. The answer is the verdict record; it shows on this page and under Verdicts.</small></li>
+      <pre class="commands" tabindex="0" role="region" aria-label="The commands"><code id="quick-curl">${curlCommands(o.api, newest ? keyPlaceholder(newest) : `${API_KEY_PREFIX}YOUR-KEY`)}</code></pre>
+      <p><button type="button" class="secondary auto" data-copy="quick-curl">Copy the commands</button></p>
+      <p><small>A nonce is valid for one blob, for a few minutes. The answer is the verdict record; it shows on this page and under Verdicts.</small></p></li>
     <li><strong>Read on</strong>: ${docsLinks}.</li>
   </ol>
-</section>`;
+</article>`;
 }
