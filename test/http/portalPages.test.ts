@@ -12,6 +12,7 @@ import { T0 } from "../helpers/clock.ts";
 import { serviceAccountFile } from "../helpers/playAppKeys.ts";
 import { portalPeople } from "../helpers/portalPeople.ts";
 import { startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
+import { overviewPage } from "../../web/pages/overview.ts";
 
 /**
  * Issue 24's page contents over HTTP: an empty tenant's quick start (and its end once a verdict exists), the new
@@ -95,6 +96,20 @@ describe("portal pages: quick start, trust sources, reference values, users", ()
       await t.runtime.stores.durable.saveVerdict(v);
       const page = await as("fay@fresh.example", { url: "/portal/" });
       assert.doesNotMatch(page.body, /Quick start/);
+    });
+  });
+
+  describe("an operator's first run, and a source that fails closed, as the overview says them", () => {
+    it("no tenant yet: the way to the first one; vendor roots not working: every vendor verdict fails closed", async () => {
+      const o = (await as("root@example.org", { url: "/portal/api/overview" })).json();
+      const ctx = { actor: { userId: "u", email: "root@example.org", role: "operator" as const, tenantId: null, sessionId: "s" } as never };
+      const first = overviewPage(ctx, o, []);
+      assert.match(first, /<h2 id="first-h">First steps<\/h2>/);
+      assert.match(first, /<a href="\/portal\/tenants">Tenants<\/a>/);
+      assert.doesNotMatch(overviewPage(ctx, o, ["acme"]), /First steps/);
+      assert.doesNotMatch(overviewPage(ctx, o, ["acme"]), /Vendor-format attestation fails closed/, "the vendor roots given are current");
+      const down = { ...o, trust: { ...o.trust, sources: o.trust.sources.map((x: { name: string }) => (x.name === "vendor-roots" ? { ...x, state: "failed" } : x)) } };
+      assert.match(overviewPage(ctx, down, ["acme"]), /Vendor-format attestation fails closed now<\/strong> \(vendor roots: <span class="state state-bad" title="[^"]+">failed<\/span>\)/);
     });
   });
 

@@ -4,7 +4,7 @@ import { stateWorks, type TrustSourcesView, type TrustSourceView } from "../../s
 import { html, type Html } from "../html.ts";
 import { layout, table, withQuery, type PageContext } from "../layout.ts";
 import { when } from "../time.ts";
-import { quickStart, type ApiAccess } from "./quickStart.ts";
+import { operatorFirstRun, quickStart, type ApiAccess } from "./quickStart.ts";
 import type { ApiKeySummary } from "../../src/services/apiKeyAdmin.ts";
 
 /** an empty tenant's first steps (web/pages/quickStart.ts) */
@@ -137,11 +137,13 @@ export function overviewPage(ctx: PageContext, o: Overview, tenants: string[] | 
     ),
   );
   const forOperator = ctx.actor?.role === "operator";
+  const vendorRootsDown = o.trust.sources.find((s) => s.name === "vendor-roots" && !stateWorks(s.state));
   return layout(
     ctx.actor?.role === "operator" ? (ctx.tenant ? `Overview of ${ctx.tenant}` : "Overview of every tenant") : "Overview",
     ctx,
     html`${picker}
 ${start ? quickStart(ctx, start) : ""}
+${tenants && tenants.length === 0 ? operatorFirstRun() : ""}
 <p class="muted">Times are UTC. Figures as of ${when(o.generatedAt)}.</p>
 <section aria-labelledby="day-h">
   <h2 id="day-h">Verdicts in the last 24 hours</h2>
@@ -163,6 +165,7 @@ ${start ? quickStart(ctx, start) : ""}
 <section aria-labelledby="trust-h">
   <h2 id="trust-h">Trust sources</h2>
   <p>${o.trust.usable ? "Android key attestation can be trusted now: Google's roots and status list are in hand and fresh." : html`<strong>Android key attestation fails closed now</strong>: a source below is missing or stale, so every android-key verdict is <code>CertificateInvalid</code>.`}
+  ${vendorRootsDown ? html`<strong>Vendor-format attestation fails closed now</strong> (vendor roots: ${stateWord(vendorRootsDown.state)}): every vendor-format verdict is <code>CertificateInvalid</code>.` : ""}
   ${forOperator ? html` <a href="/portal/trust">Trust sources</a>` : ""}</p>
   ${trustTable(o.trust, forOperator)}
   ${trustStateLegend()}

@@ -71,3 +71,16 @@ export function quickStart(ctx: PageContext, o: { keys: ApiKeySummary[]; canWrit
   </ol>
 </article>`;
 }
+
+/** An operator's overview while no tenant exists: the way to the first tenant's quick start. */
+export function operatorFirstRun(): Html {
+  return html`<article aria-labelledby="first-h" class="quick-start" data-quick-start>
+  <h2 id="first-h">First steps</h2>
+  <ol>
+    <li><strong>Create a tenant</strong> (a customer or a reseller): <a href="/portal/tenants">Tenants</a>, or <code>attestd tenant create NAME</code>.</li>
+    <li><strong>Invite its admin</strong>: <a href="/portal/users">Users</a> → Invite someone, with the tenant picked from the list. The link is shown once; send it to them.</li>
+    <li><strong>Their overview guides them</strong> (and yours, with the tenant picked above): an API key, the first nonce and blob, the docs.</li>
+  </ol>
+  <p>Read on: ${docsLinks}.</p>
+</article>`;
+}
