@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -134,6 +134,14 @@ describe("portal pages in a real browser: quick start, users, trust sources", { 
     assert.ok(text.startsWith(`KEY='atd_${keyId}_PASTE-THE-REST-OF-THE-KEY'`), text);
     await page.locator("[data-quick-start]").getByText(`atd_${keyId}_…`).waitFor();
     await look(page, "3-quick-start-with-key");
+
+    // the sets the server loaded from --reference-values, listed (the dev CA's demo set)
+    await page.goto(`${base}/portal/reference-values`);
+    const fileSets = page.getByRole("table", { name: "Reference sets of --reference-values" });
+    const demoSets = JSON.parse(readFileSync(path.join(demo, "reference-values.json"), "utf8")) as { model: string; firmwareVersion: string }[];
+    assert.ok(demoSets.length > 0);
+    for (const set of demoSets) await fileSets.getByRole("row").filter({ hasText: set.model }).filter({ hasText: set.firmwareVersion }).waitFor();
+    await look(page, "6-reference-values");
     await context.close();
   });
 
