@@ -80,6 +80,8 @@ export interface RuntimeOptions {
    * asks for cheaper ones. Not a flag: an operator has no business lowering it.
    */
   passwordCost?: ScryptCost;
+  /** the dev TLS's CA file (`serve` with --dev-tls): the portal's curl commands name it, as the start-up banner does */
+  caFile?: string;
 }
 
 /** The composition root: config → stores → trust → services → app. `main` only listens and handles signals. */
@@ -123,6 +125,16 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     onDropped: (reason, count) => metrics.activityDropped.inc({ reason }, count),
   });
   metrics.trackActivityBacklog(() => activity.pending);
+  // every source the appraisal trusts, as the portal shows them; the decoder reports its calls to Google here
+  const trustSources = new TrustSources(trust, {
+    oauthUrl: config.playOauthUrl,
+    apiUrl: config.playApiUrl,
+    appsWithServiceAccount: async () => {
+      let count = 0;
+      for (const t of await stores.durable.listTenants()) count += (await stores.durable.listPlayApps(t.tenantId)).filter((a) => a.opensWith === "service-account").length;
+      return count;
+    },
+  });
   const playDecoder = new GooglePlayIntegrityDecoder({
     oauthUrl: config.playOauthUrl,
     apiUrl: config.playApiUrl,
@@ -132,7 +144,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     timeoutMs: config.playDecodeTimeoutMs,
     retries: config.playDecodeRetries,
     rng,
-    onOutcome: (result) => metrics.playDecodes.inc({ result }),
+    onOutcome: (result) => {
+      metrics.playDecodes.inc({ result });
+      trustSources.notePlayDecode(result);
+    },
   });
   const rateLimiter = new RateLimiter(stores.rateLimits, clock, { rps: config.rps, burst: config.burst });
   // a tenant's Play apps, one registry per process: the portal's changes drop its cache at once, and the attestation
@@ -171,7 +186,6 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     sessions: new PortalSessions(stores.durable, clock, rng, { idleMs: config.portalIdleTimeout * 1000, absoluteMs: config.portalSessionLifetime * 1000 }),
     passkeys: new PortalPasskeys(stores.durable, clock, rng, rateLimiter, { origin: new URL(publicUrl).origin, name: "attestd" }),
   };
-  const trustSources = new TrustSources(trust);
   const devices = new DeviceService(stores.durable, clock);
 
   const readiness = async (): Promise<ReadinessReport> => {
@@ -250,6 +264,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       overview: new PortalOverview(stores.durable, trustSources, clock),
       tenantAdmin: new TenantAdmin(stores.durable, clock, rng),
       trust: trustSources,
+      api: { baseUrl: publicUrl, ...(opts.caFile ? { caFile: opts.caFile } : {}) },
     }),
     https: opts.https,
   });
