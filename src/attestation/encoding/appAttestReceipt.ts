@@ -191,8 +191,7 @@ function open(bytes: Uint8Array, trust: ReceiptTrust): AppAttestReceipt {
   if (bytes.length > RECEIPT_MAX_BYTES) throw new ReceiptFailure("too-large", `a receipt of ${bytes.length} bytes is over the ${RECEIPT_MAX_BYTES}-byte bound`);
   const signed = readSignedData(bytes);
   const signer = validateSigner(signed, trust);
-  const key = createPublicKey({ key: signer.spkiDer, format: "der", type: "spki" });
-  if (!verifyEcdsa("sha256", signed.content, key, signed.signature)) {
+  if (!verifyEcdsa("sha256", signed.content, publicKeyOf(signer)!, signed.signature)) {
     throw new ReceiptFailure("signature-invalid", "the receipt's signature does not verify with its signing certificate");
   }
   return { ...readContent(signed.content), signer: { subject: signer.subject, serialHex: signer.serialHex, notAfter: signer.notAfter } };
@@ -211,6 +210,10 @@ const malformed = (what: string) => new ReceiptFailure("malformed", `not an App 
 /** The ContentInfo / SignedData / SignerInfo walk: one shape, every other encoding refused. */
 function readSignedData(bytes: Uint8Array): SignedDataParts {
   const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  // asn1js tolerates lengths that overrun their parent and end-of-contents with content; the strict walk first,
+  // so that what asn1js reads is the one reading the bytes have
+  const problem = berProblem(view);
+  if (problem) throw malformed(problem);
   let parsed: ReturnType<typeof asn1js.fromBER>;
   try {
     parsed = asn1js.fromBER(view, { parseEmbedded: false, copyInput: false, maxDepth: DECODE_MAX_DEPTH, maxNodes: DECODE_MAX_NODES });
@@ -307,8 +310,8 @@ function validateSigner(signed: SignedDataParts, trust: ReceiptTrust): Certifica
       throw untrusted(`${c.subject} is valid ${c.notBefore.toISOString()} .. ${c.notAfter.toISOString()}, not at ${trust.at.toISOString()}`);
     }
   }
-  const key = createPublicKey({ key: leaf.spkiDer, format: "der", type: "spki" });
-  if (key.asymmetricKeyType !== "ec" || !SIGNER_CURVES.has(key.asymmetricKeyDetails?.namedCurve ?? "")) {
+  const key = publicKeyOf(leaf);
+  if (key?.asymmetricKeyType !== "ec" || !SIGNER_CURVES.has(key.asymmetricKeyDetails?.namedCurve ?? "")) {
     throw untrusted("the signing key is not an EC P-256 or P-384 key");
   }
   return leaf;
@@ -319,9 +322,17 @@ function certificateSignatureProblem(cert: CertificateFacts, issuer: Certificate
   if (cert.signatureUnusedBits !== 0) return `${cert.subject}: its signature BIT STRING declares unused bits`;
   const digest = CERT_SIGNATURE_DIGESTS.get(cert.signatureAlgorithm);
   if (!digest) return `${cert.subject}: signature algorithm ${cert.signatureAlgorithm} is not ECDSA with SHA-256 or SHA-384`;
-  const key = createPublicKey({ key: issuer.spkiDer, format: "der", type: "spki" });
-  if (key.asymmetricKeyType !== "ec") return `${issuer.subject}: not an EC key`;
+  const key = publicKeyOf(issuer);
+  if (key?.asymmetricKeyType !== "ec") return `${issuer.subject}: not a readable EC key`;
   return verifyEcdsa(digest, cert.tbsDer, key, cert.signature) ? undefined : `${cert.subject}: its signature by ${issuer.subject} does not verify`;
+}
+
+function publicKeyOf(cert: CertificateFacts): KeyObject | undefined {
+  try {
+    return createPublicKey({ key: cert.spkiDer, format: "der", type: "spki" });
+  } catch {
+    return undefined;
+  }
 }
 
 function verifyEcdsa(digest: string, data: Uint8Array, key: KeyObject, signature: Uint8Array): boolean {
@@ -414,6 +425,67 @@ function readContent(content: Uint8Array): Omit<AppAttestReceipt, "signer"> {
 // BER helpers (the receipt is BER: Apple writes indefinite lengths and a chunked content)
 
 type Block = asn1js.BaseBlock;
+
+/**
+ * Why `bytes` is not one BER element read strictly, or null: single-byte tags, minimal definite lengths (up to 4
+ * octets), indefinite lengths on constructed elements only and closed by exactly 00 00, children that fill their
+ * parent exactly, no end-of-contents elsewhere, nothing after the element, depth and element count bounded.
+ * Iterative, no allocation beyond the stack of open elements.
+ */
+export function berProblem(bytes: Uint8Array): string | null {
+  /** end offset of each open element; -1 for an indefinite one */
+  const open: number[] = [];
+  let pos = 0;
+  let nodes = 0;
+  for (;;) {
+    const end = open.length === 0 ? bytes.length : open[open.length - 1]!;
+    if (end >= 0 && pos === end) {
+      if (open.length === 0) return pos === 0 ? "empty" : null;
+      open.pop();
+      if (open.length === 0) return pos === bytes.length ? null : "bytes after the element";
+      continue;
+    }
+    if (open.length === 0 && pos > 0) return "bytes after the element";
+    if (pos + 2 > bytes.length) return `element at byte ${pos} runs past the end`;
+    const tag = bytes[pos]!;
+    const first = bytes[pos + 1]!;
+    if (end === -1 && tag === 0 && first === 0) {
+      open.pop();
+      pos += 2;
+      if (open.length === 0) return pos === bytes.length ? null : "bytes after the element";
+      continue;
+    }
+    if (tag === 0) return `end-of-contents out of place at byte ${pos}`;
+    if ((tag & 0x1f) === 0x1f) return `multi-byte tag at byte ${pos}`;
+    if (++nodes > DECODE_MAX_NODES) return "too many elements";
+    const constructed = (tag & 0x20) !== 0;
+    let length: number;
+    let header = 2;
+    if (first < 0x80) length = first;
+    else if (first === 0x80) {
+      if (!constructed) return `indefinite length on a primitive element at byte ${pos}`;
+      length = -1;
+    } else {
+      const n = first & 0x7f;
+      if (n > 4 || pos + 2 + n > bytes.length) return `length at byte ${pos} is too long or runs past the end`;
+      if (bytes[pos + 2] === 0) return `non-minimal length at byte ${pos}`;
+      length = 0;
+      for (let i = 0; i < n; i++) length = length * 256 + bytes[pos + 2 + i]!;
+      if (length < 0x80 || (n > 1 && length < 1 << (8 * (n - 1)))) return `non-minimal length at byte ${pos}`;
+      header = 2 + n;
+    }
+    const start = pos + header;
+    const limit = end === -1 ? bytes.length : end;
+    if (length >= 0 && start + length > limit) return `element at byte ${pos} overruns its parent`;
+    if (constructed) {
+      if (open.length >= DECODE_MAX_DEPTH) return "nested too deeply";
+      open.push(length === -1 ? -1 : start + length);
+      pos = start;
+    } else {
+      pos = start + length;
+    }
+  }
+}
 
 /**
  * asn1js warns of what it tolerates; only this one is expected (serials and signature integers are longer than
