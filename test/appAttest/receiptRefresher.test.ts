@@ -15,7 +15,8 @@ import {
 } from "../../src/services/appAttestReceiptRefresher.ts";
 import { startAppleReceiptStandIn, type AppleReceiptStandIn } from "../helpers/appleReceiptStandIn.ts";
 import { T0 } from "../helpers/clock.ts";
-import { offlineFetch } from "../helpers/runtime.ts";
+import { offlineFetch, startTestRuntime } from "../helpers/runtime.ts";
+import { loadConfig } from "../../src/config.ts";
 
 const APP = "ABCDE12345.com.example.wallet";
 
@@ -242,5 +243,44 @@ describe("App Attest receipt refresh against a stand-in of Apple's service", () 
     await new Promise((resolve) => setTimeout(resolve, 100));
     r.stop();
     notRefreshed(await pending, "shutdown");
+  });
+
+  it("the composition root builds the refresher from the flags; offline it counts unreachable in /metrics", async () => {
+    const t = await startTestRuntime(
+      { appAttestReceiptUrl: `${apple.base}/flag-production`, appAttestReceiptDevelopmentUrl: `${apple.base}/flag-development`, appAttestReceiptRetries: 0 },
+      { fetch: globalThis.fetch },
+    );
+    try {
+      // the stand-in's answer is signed by the test CA, which the runtime (trusting Apple's root alone) refuses
+      const r = await t.runtime.receiptRefresher.refresh(request());
+      assert.ok(!r.refreshed && r.receiptFailure === "untrusted-signer");
+      assert.equal(apple.seen[0]!.prefix, "/flag-development");
+      const metrics = await t.runtime.app.inject({ method: "GET", url: "/metrics" });
+      assert.match(metrics.body, /^attestd_app_attest_receipt_refreshes_total\{result="bad-answer"\} 1$/m);
+    } finally {
+      await t.close();
+    }
+    const offline = await startTestRuntime({ appAttestReceiptRetries: 0 });
+    try {
+      notRefreshed(await offline.runtime.receiptRefresher.refresh(request()), "unreachable");
+      const metrics = await offline.runtime.app.inject({ method: "GET", url: "/metrics" });
+      assert.match(metrics.body, /^attestd_app_attest_receipt_refreshes_total\{result="unreachable"\} 1$/m);
+    } finally {
+      await offline.close();
+    }
+  });
+});
+
+describe("--app-attest-receipt-url and its siblings", () => {
+  it("default to Apple's services; a stand-in must be on a loopback address", () => {
+    const c = loadConfig({}, {});
+    assert.equal(c.appAttestReceiptUrl, "https://data.appattest.apple.com");
+    assert.equal(c.appAttestReceiptDevelopmentUrl, "https://data-development.appattest.apple.com");
+    assert.equal(c.appAttestReceiptTimeoutMs, 5000);
+    assert.equal(c.appAttestReceiptRetries, 2);
+    assert.equal(loadConfig({ appAttestReceiptUrl: "http://127.0.0.1:9999" }, {}).appAttestReceiptUrl, "http://127.0.0.1:9999");
+    assert.throws(() => loadConfig({ appAttestReceiptUrl: "http://data.example" }, {}), /--app-attest-receipt-url http:\/\/data.example must be an https URL/);
+    assert.throws(() => loadConfig({ appAttestReceiptDevelopmentUrl: "ftp://x" }, {}), /--app-attest-receipt-development-url/);
+    assert.throws(() => loadConfig({ appAttestReceiptRetries: 9 }, {}), /app-attest-receipt-retries/);
   });
 });
