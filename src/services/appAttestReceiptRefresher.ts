@@ -273,6 +273,14 @@ export class AppleReceiptRefresher {
 }
 
 /**
+ * Whether asking Apple now can give a newer receipt: the kept one has not expired, and its not-before, when it has
+ * one (refreshed receipts), has passed. Before it Apple answers 304; after expiry it refreshes nothing.
+ */
+export function refreshDue(kept: Pick<AppAttestReceipt, "notBefore" | "expiresAt">, nowMs: number): boolean {
+  return nowMs < kept.expiresAt.getTime() && (kept.notBefore === undefined || nowMs >= kept.notBefore.getTime());
+}
+
+/**
  * What `detail` says of a refresh: the metric when there is one, and in every case a sentence that the verdict
  * did not depend on it.
  */

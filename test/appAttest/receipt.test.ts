@@ -151,6 +151,14 @@ describe("receipts of a test CA", () => {
     assert.equal(failure(check(receipt(), { roots: [lookAlike.root.certDer] })), "untrusted-signer");
   });
 
+  test("a signer without Apple's receipt-signing marker is not trusted, though its chain is", async () => {
+    const unmarked = await createReceiptSigningCa({ now: T0, unmarked: true });
+    const r = signAppAttestReceipt(unmarked, encodeReceiptContent(content()));
+    const checked = verifyAppAttestReceipt(r, { appId: APP, credentialCertificate: credential, at: T0, roots: [unmarked.root.certDer] });
+    assert.equal(failure(checked), "untrusted-signer");
+    assert.match(checked.ok ? "" : checked.message, /marker extension missing/);
+  });
+
   test("signed by another key than the named signer's: signature-invalid", () => {
     const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
     assert.equal(failure(check(receipt({}, { signWith: privateKey }))), "signature-invalid");

@@ -7,6 +7,7 @@ import { createReceiptSigningCa, encodeReceiptContent, signAppAttestReceipt, typ
 import {
   AppleReceiptRefresher,
   describeRefresh,
+  refreshDue,
   type AppleDeveloperKey,
   type ReceiptRefresh,
   type ReceiptRefresherOptions,
@@ -121,6 +122,15 @@ describe("App Attest receipt refresh against a stand-in of Apple's service", () 
       riskMetric: 4,
       note: "Apple's fraud-risk metric: 4 (keys attested for this app on the device in the last 30 days); informational, the verdict does not depend on it",
     });
+  });
+
+  it("refreshDue: not before the kept receipt's not-before, not after its expiry", async () => {
+    const r = await refresher().refresh(request());
+    assert.ok(r.refreshed);
+    assert.equal(refreshDue(r.record, T0), false);
+    assert.equal(refreshDue(r.record, T0 + 86_400_000), true);
+    assert.equal(refreshDue(r.record, T0 + 90 * 86_400_000), false);
+    assert.equal(refreshDue({ expiresAt: new Date(T0 + 1) }, T0), true, "an attestation's receipt has no not-before");
   });
 
   it("production keys go to the production service", async () => {

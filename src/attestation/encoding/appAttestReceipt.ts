@@ -294,7 +294,8 @@ function validateSigner(signed: SignedDataParts, trust: ReceiptTrust): Certifica
 
   if (leaf.ca === true) throw untrusted("the signing certificate is a CA");
   if (leaf.keyUsage !== undefined && (leaf.keyUsage & 1) === 0) throw untrusted("the signing certificate's key usage lacks digitalSignature");
-  if (trust.roots === undefined && !leaf.extensions.some((e) => e.oid === OID_RECEIPT_SIGNING_MARKER)) {
+  // the intermediate signs more than receipts: only the certificate Apple marks as its receipt signer may sign one
+  if (!leaf.extensions.some((e) => e.oid === OID_RECEIPT_SIGNING_MARKER)) {
     throw untrusted("the signing certificate is not Apple's receipt-signing certificate (marker extension missing)");
   }
   if (intermediate.ca !== true) throw untrusted(`${intermediate.subject} is not a CA`);
@@ -432,7 +433,7 @@ type Block = asn1js.BaseBlock;
  * parent exactly, no end-of-contents elsewhere, nothing after the element, depth and element count bounded.
  * Iterative, no allocation beyond the stack of open elements.
  */
-export function berProblem(bytes: Uint8Array): string | null {
+function berProblem(bytes: Uint8Array): string | null {
   /** end offset of each open element; -1 for an indefinite one */
   const open: number[] = [];
   let pos = 0;

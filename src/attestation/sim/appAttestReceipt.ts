@@ -18,7 +18,8 @@ export interface ReceiptSigningCa {
   leaf: CertifiedKey;
 }
 
-export async function createReceiptSigningCa(opts: { now?: Date; validityDays?: number } = {}): Promise<ReceiptSigningCa> {
+/** `unmarked`: a leaf without Apple's receipt-signing marker (another certificate of the same intermediate) */
+export async function createReceiptSigningCa(opts: { now?: Date; validityDays?: number; unmarked?: boolean } = {}): Promise<ReceiptSigningCa> {
   const now = opts.now ?? new Date();
   const validityDays = opts.validityDays ?? 3650;
   const root = await createRootCertificate({ subject: "CN=attestd Demo Receipt Root CA, O=attestd Demo", keyType: "ec-p384", now, validityDays });
@@ -27,7 +28,7 @@ export async function createReceiptSigningCa(opts: { now?: Date; validityDays?: 
     subject: "CN=attestd Demo Receipt Signing, O=attestd Demo",
     now,
     validityDays,
-    extensions: [new x509.Extension(OID_RECEIPT_SIGNING_MARKER, false, new Uint8Array([0x05, 0x00]))],
+    extensions: opts.unmarked ? [] : [new x509.Extension(OID_RECEIPT_SIGNING_MARKER, false, new Uint8Array([0x05, 0x00]))],
   });
   return { root, intermediate, leaf };
 }
