@@ -3,6 +3,7 @@ import { createHash, generateKeyPairSync } from "node:crypto";
 import { before, describe, test } from "node:test";
 import { APPLE_ROOT_CA_G3_DER, APPLE_ROOT_CA_G3_SHA256 } from "../../src/attestation/chain/appleRootCaG3.ts";
 import {
+  appAttestReceiptCheck,
   RECEIPT_FIELD,
   RECEIPT_MAX_BYTES,
   openAppAttestReceipt,
@@ -104,6 +105,18 @@ describe("real receipts (test/vectors/app-attest)", () => {
     const other = await createReceiptSigningCa({ now: v.at });
     const r = openAppAttestReceipt(v.receipt, { at: v.at, roots: [other.root.certDer] });
     assert.equal(failure(r), "untrusted-signer");
+  });
+
+  test("the appraisal's seam: every real receipt passes for its key and app; another app's fails with a reason", () => {
+    const check = appAttestReceiptCheck();
+    for (const vector of vectors) {
+      const r = check(vector.receipt, { appId: vector.appId, credentialCertDer: vector.credentialCertificate, now: vector.at });
+      assert.ok(r.ok, vector.name);
+    }
+    const wrong = check(v.receipt, { appId: "V8H6LQ9448.io.uebelacker.AppAttestExample", credentialCertDer: v.credentialCertificate, now: v.at });
+    assert.ok(!wrong.ok);
+    assert.equal(wrong.reasonId, "app-id-mismatch");
+    assert.match(wrong.reason, /^app-id-mismatch: the receipt is for app 6MURL8TA57/);
   });
 
   test("the built-in root is Apple Root CA - G3, and the one Apple's receipts carry", () => {

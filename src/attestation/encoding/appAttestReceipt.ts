@@ -582,3 +582,29 @@ function octets(block: asn1js.AsnType, name: string): Uint8Array {
 function hex(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex");
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// The appraisal's seam
+
+/**
+ * The check an App Attest attestation's appraisal runs on the receipt it carries: the receipt must be Apple's
+ * (or `opts.roots`'), of type ATTEST, for the app the attestation proved and its credential certificate, current
+ * at `now`. Shaped as the appraisal's receipt seam (`AppAttestReceiptCheck`: receipt bytes and what the
+ * attestation proved in, `{ok}` or `{ok: false, reason}` out); `reasonId` and `receipt` ride along for `detail`.
+ */
+export function appAttestReceiptCheck(opts: { roots?: readonly Uint8Array[]; maxFutureSkewMs?: number } = {}) {
+  return (
+    receipt: Uint8Array,
+    attested: { appId: string; credentialCertDer: Uint8Array; now: Date },
+  ): { ok: true; receipt: AppAttestReceipt } | { ok: false; reason: string; reasonId: ReceiptFailureReason } => {
+    const r = verifyAppAttestReceipt(receipt, {
+      appId: attested.appId,
+      credentialCertificate: attested.credentialCertDer,
+      at: attested.now,
+      type: "ATTEST",
+      ...(opts.roots ? { roots: opts.roots } : {}),
+      ...(opts.maxFutureSkewMs !== undefined ? { maxFutureSkewMs: opts.maxFutureSkewMs } : {}),
+    });
+    return r.ok ? r : { ok: false, reason: `${r.reason}: ${r.message}`, reasonId: r.reason };
+  };
+}
