@@ -4,6 +4,7 @@ import {
   verifyAppAttestReceipt,
   RECEIPT_MAX_BYTES,
   type AppAttestReceipt,
+  type CredentialReference,
   type ReceiptFailureReason,
 } from "../attestation/encoding/appAttestReceipt.ts";
 import { boundedFetch, FetchRefused } from "../net/boundedFetch.ts";
@@ -77,18 +78,17 @@ export type ReceiptRefresh =
       receiptFailure?: ReceiptFailureReason;
     };
 
-export interface ReceiptRefreshRequest {
+/** The key's credential certificate (DER) or its public key (uncompressed point): the new receipt must be for it. */
+export type ReceiptRefreshRequest = CredentialReference & {
   /** the receipt kept with the key (the attestation's, or the last refresh's) */
   receipt: Uint8Array;
   /** the key's app id (TEAMID.BUNDLEID); the new receipt must name it */
   appId: string;
-  /** the key's credential certificate (DER); the new receipt must name it */
-  credentialCertificate: Uint8Array;
   /** the development service for keys attested in development (AAGUID appattestdevelop), else production */
   environment: "production" | "development";
   /** the tenant's Apple developer key; undefined: not refreshed */
-  developerKey?: AppleDeveloperKey;
-}
+  developerKey?: AppleDeveloperKey | undefined;
+};
 
 /** pino-compatible */
 export interface RefresherLog {
@@ -169,9 +169,11 @@ export class AppleReceiptRefresher {
       if (!bytes) {
         throw new RefreshFailure("bad-answer", `not refreshed: ${SERVICE} gave an answer that is not a base64 receipt`, `the answer of ${url} is not base64`, { url, body: excerpt(res.body) });
       }
+      const credential: CredentialReference =
+        req.credentialCertificate !== undefined ? { credentialCertificate: req.credentialCertificate } : { credentialPublicKey: req.credentialPublicKey };
       const verified = verifyAppAttestReceipt(bytes, {
         appId: req.appId,
-        credentialCertificate: req.credentialCertificate,
+        ...credential,
         at: new Date(this.opts.clock.nowMs()),
         type: "RECEIPT",
         ...(this.opts.roots ? { roots: this.opts.roots } : {}),

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createHash, generateKeyPairSync } from "node:crypto";
+import { createHash, generateKeyPairSync, X509Certificate } from "node:crypto";
 import { before, describe, test } from "node:test";
 import { APPLE_ROOT_CA_G3_DER, APPLE_ROOT_CA_G3_SHA256 } from "../../src/attestation/chain/appleRootCaG3.ts";
 import {
@@ -56,12 +56,9 @@ describe("real receipts (test/vectors/app-attest)", () => {
   }
 
   const v = vectors[0]!;
-  const expect = (over: Partial<ReceiptExpectations> = {}): ReceiptExpectations => ({
-    appId: v.appId,
-    credentialCertificate: v.credentialCertificate,
-    at: v.at,
-    ...over,
-  });
+  // overrides may swap the certificate for the public key: the union is checked where it is used
+  const expect = (over: Partial<ReceiptExpectations> = {}): ReceiptExpectations =>
+    ({ appId: v.appId, credentialCertificate: v.credentialCertificate, at: v.at, ...over }) as ReceiptExpectations;
 
   test("one flipped byte in the signed content: signature-invalid", () => {
     // the app id's text sits inside the signed content only (the certificates carry other names)
@@ -85,6 +82,18 @@ describe("real receipts (test/vectors/app-attest)", () => {
     assert.equal(failure(verifyAppAttestReceipt(v.receipt, expect({ appId: "6MURL8TA57.de.vincent-haupert.other" }))), "app-id-mismatch");
     assert.equal(failure(verifyAppAttestReceipt(v.receipt, expect({ credentialCertificate: vectors[1]!.credentialCertificate }))), "certificate-mismatch");
     assert.equal(failure(verifyAppAttestReceipt(v.receipt, expect({ type: "RECEIPT" }))), "type-mismatch");
+  });
+
+  test("a stored key's public key stands for its certificate: the point field 3 certifies must be it", () => {
+    const point = (der: Uint8Array) => {
+      const jwk = new X509Certificate(der).publicKey.export({ format: "jwk" });
+      return Buffer.concat([Buffer.from([4]), Buffer.from(jwk.x!, "base64url"), Buffer.from(jwk.y!, "base64url")]);
+    };
+    const byKey = verifyAppAttestReceipt(v.receipt, { appId: v.appId, credentialPublicKey: point(v.credentialCertificate), at: v.at });
+    assert.ok(byKey.ok);
+    const other = verifyAppAttestReceipt(v.receipt, { appId: v.appId, credentialPublicKey: point(vectors[1]!.credentialCertificate), at: v.at });
+    assert.equal(failure(other), "certificate-mismatch");
+    assert.equal(failure(verifyAppAttestReceipt(v.receipt, { appId: v.appId, credentialPublicKey: new Uint8Array(65), at: v.at })), "certificate-mismatch");
   });
 
   test("times: created ahead of the appraisal beyond the skew, expired, signer out of validity", () => {
@@ -146,7 +155,7 @@ describe("receipts of a test CA", () => {
   const receipt = (over: Partial<ReceiptContent> = {}, opts?: Parameters<typeof signAppAttestReceipt>[2]) =>
     signAppAttestReceipt(ca, encodeReceiptContent(content(over)), opts);
   const check = (bytes: Uint8Array, over: Partial<ReceiptExpectations> = {}) =>
-    verifyAppAttestReceipt(bytes, { appId: APP, credentialCertificate: credential, at: T0, roots: [ca.root.certDer], ...over });
+    verifyAppAttestReceipt(bytes, { appId: APP, credentialCertificate: credential, at: T0, roots: [ca.root.certDer], ...over } as ReceiptExpectations);
 
   test("a refreshed receipt: the risk metric and not-before are read; not-before in the future is no failure", () => {
     const r = check(receipt({ riskMetric: 17 }), { type: "RECEIPT" });

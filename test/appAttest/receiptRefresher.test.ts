@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { X509Certificate } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, beforeEach, describe, it } from "node:test";
@@ -91,14 +92,8 @@ describe("App Attest receipt refresh against a stand-in of Apple's service", () 
       onOutcome: (r) => outcomes.push(r),
       ...o,
     });
-  const request = (o: Partial<ReceiptRefreshRequest> = {}): ReceiptRefreshRequest => ({
-    receipt: attestReceipt,
-    appId: APP,
-    credentialCertificate: credential,
-    environment: "development",
-    developerKey,
-    ...o,
-  });
+  const request = (o: Partial<ReceiptRefreshRequest> = {}): ReceiptRefreshRequest =>
+    ({ receipt: attestReceipt, appId: APP, credentialCertificate: credential, environment: "development", developerKey, ...o }) as ReceiptRefreshRequest;
 
   it("refreshes: the new receipt verifies as a RECEIPT for the key, and its risk metric is read", async () => {
     apple.riskMetric = 4;
@@ -131,6 +126,13 @@ describe("App Attest receipt refresh against a stand-in of Apple's service", () 
     assert.equal(refreshDue(r.record, T0 + 86_400_000), true);
     assert.equal(refreshDue(r.record, T0 + 90 * 86_400_000), false);
     assert.equal(refreshDue({ expiresAt: new Date(T0 + 1) }, T0), true, "an attestation's receipt has no not-before");
+  });
+
+  it("a stored key gives its public key instead of its certificate", async () => {
+    const jwk = new X509Certificate(credential).publicKey.export({ format: "jwk" });
+    const point = Buffer.concat([Buffer.from([4]), Buffer.from(jwk.x!, "base64url"), Buffer.from(jwk.y!, "base64url")]);
+    const r = await refresher().refresh({ receipt: attestReceipt, appId: APP, credentialPublicKey: point, environment: "development", developerKey });
+    assert.ok(r.refreshed, JSON.stringify(r));
   });
 
   it("production keys go to the production service", async () => {

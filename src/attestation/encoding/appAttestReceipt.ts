@@ -130,16 +130,24 @@ export interface ReceiptTrust {
   roots?: readonly Uint8Array[];
 }
 
-export interface ReceiptExpectations extends ReceiptTrust {
-  /** the app id the key was attested for (TEAMID.BUNDLEID) */
-  appId: string;
-  /** the credential certificate (DER, x5c[0] of the attestation) the receipt must name in field 3 */
-  credentialCertificate: Uint8Array;
-  /** which type is expected; default either */
-  type?: ReceiptType;
-  /** default DEFAULT_RECEIPT_FUTURE_SKEW_MS */
-  maxFutureSkewMs?: number;
-}
+/**
+ * The key a receipt must be for: the credential certificate (DER, x5c[0] of the attestation), compared byte for
+ * byte with field 3; or, for a stored key that kept only its public key, that key as an uncompressed EC point
+ * (65 bytes), compared with the key field 3 certifies.
+ */
+export type CredentialReference =
+  | { credentialCertificate: Uint8Array; credentialPublicKey?: undefined }
+  | { credentialPublicKey: Uint8Array; credentialCertificate?: undefined };
+
+export type ReceiptExpectations = ReceiptTrust &
+  CredentialReference & {
+    /** the app id the key was attested for (TEAMID.BUNDLEID) */
+    appId: string;
+    /** which type is expected; default either */
+    type?: ReceiptType;
+    /** default DEFAULT_RECEIPT_FUTURE_SKEW_MS */
+    maxFutureSkewMs?: number;
+  };
 
 class ReceiptFailure extends Error {
   constructor(
@@ -174,8 +182,15 @@ export function verifyAppAttestReceipt(bytes: Uint8Array, expect: ReceiptExpecta
   const r = opened.receipt;
   const fail = (reason: ReceiptFailureReason, message: string): ReceiptResult => ({ ok: false, reason, message });
   if (r.appId !== expect.appId) return fail("app-id-mismatch", `the receipt is for app ${r.appId}, not ${expect.appId}`);
-  if (!Buffer.from(r.attestedCertificate).equals(Buffer.from(expect.credentialCertificate))) {
-    return fail("certificate-mismatch", "the receipt was issued for another credential certificate than the attested key's");
+  if (expect.credentialCertificate !== undefined) {
+    if (!Buffer.from(r.attestedCertificate).equals(Buffer.from(expect.credentialCertificate))) {
+      return fail("certificate-mismatch", "the receipt was issued for another credential certificate than the attested key's");
+    }
+  } else {
+    const point = certifiedPoint(r.attestedCertificate);
+    if (!point || !point.equals(Buffer.from(expect.credentialPublicKey))) {
+      return fail("certificate-mismatch", "the receipt was issued for a credential certificate of another key than the attested one");
+    }
   }
   if (expect.type && r.type !== expect.type) return fail("type-mismatch", `the receipt is of type ${r.type}, not ${expect.type}`);
   const at = expect.at.getTime();
@@ -185,6 +200,17 @@ export function verifyAppAttestReceipt(bytes: Uint8Array, expect: ReceiptExpecta
   }
   if (r.expiresAt.getTime() <= at) return fail("expired", `the receipt expired at ${r.expiresAt.toISOString()}`);
   return opened;
+}
+
+/** the uncompressed EC point a certificate certifies, or undefined when it is unreadable or not an EC key */
+function certifiedPoint(certificateDer: Uint8Array): Buffer | undefined {
+  try {
+    const jwk = createPublicKey({ key: readCertificate(certificateDer).spkiDer, format: "der", type: "spki" }).export({ format: "jwk" });
+    if (jwk.kty !== "EC" || !jwk.x || !jwk.y) return undefined;
+    return Buffer.concat([Buffer.from([4]), Buffer.from(jwk.x, "base64url"), Buffer.from(jwk.y, "base64url")]);
+  } catch {
+    return undefined;
+  }
 }
 
 function open(bytes: Uint8Array, trust: ReceiptTrust): AppAttestReceipt {
