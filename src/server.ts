@@ -13,6 +13,7 @@ import { registerPartB } from "./http/routes/svc/index.ts";
 import { startNoncePurge } from "./nonces/nonceService.ts";
 import { AttestationService } from "./services/attestationService.ts";
 import { GooglePlayIntegrityDecoder } from "./services/playIntegrityDecoder.ts";
+import { AppleReceiptRefresher } from "./services/appAttestReceiptRefresher.ts";
 import { DeviceService } from "./services/deviceService.ts";
 import { RateLimiter } from "./services/rateLimiter.ts";
 import { openStores, walCheckpointFailed } from "./store/openStores.ts";
@@ -52,6 +53,11 @@ export interface Runtime {
    * service account; built here so the attestation service can be handed it (issue 23)
    */
   playDecoder: GooglePlayIntegrityDecoder;
+  /**
+   * App Attest receipt refresh with Apple (--app-attest-receipt-url, --app-attest-receipt-development-url), for
+   * the fraud-risk metric kept with an attested key (issue 25); no verdict depends on it
+   */
+  receiptRefresher: AppleReceiptRefresher;
   /** the portal's account services its routes use, for tests that drive them directly */
   portal: { accounts: PortalAccounts; sessions: PortalSessions; passkeys: PortalPasskeys };
   /** stops accepting, lets in-flight requests finish, flushes the activity log, closes the stores */
@@ -148,6 +154,17 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       metrics.playDecodes.inc({ result });
       trustSources.notePlayDecode(result);
     },
+  });
+  const receiptRefresher = new AppleReceiptRefresher({
+    productionUrl: config.appAttestReceiptUrl,
+    developmentUrl: config.appAttestReceiptDevelopmentUrl,
+    fetch: opts.fetch ?? globalThis.fetch,
+    clock,
+    log,
+    timeoutMs: config.appAttestReceiptTimeoutMs,
+    retries: config.appAttestReceiptRetries,
+    rng,
+    onOutcome: (result) => metrics.appAttestReceiptRefreshes.inc({ result }),
   });
   const rateLimiter = new RateLimiter(stores.rateLimits, clock, { rps: config.rps, burst: config.burst });
   // a tenant's Play apps, one registry per process: the portal's changes drop its cache at once, and the attestation
@@ -290,11 +307,12 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await app.close();
       playDecoder.stop();
       await playThreads.close();
+      receiptRefresher.stop();
       await auth.flushLastUsed().catch((err: unknown) => log.warn({ err }, "recording API keys' last use failed"));
       await enrollment.stop();
       await activity.close();
       await stores.close();
     })());
 
-  return { app, stores, log, enrollment, activity, playDecoder, portal, close };
+  return { app, stores, log, enrollment, activity, playDecoder, receiptRefresher, portal, close };
 }
