@@ -5,6 +5,7 @@ import { catalog } from "../errors/catalog.ts";
 import { whyNotChainInput } from "./encoding/chainInput.ts";
 import { androidKeyFormat } from "./formats/androidKey.ts";
 import { playIntegrityFormat } from "./formats/playIntegrity.ts";
+import { appAttestFormat } from "./formats/appAttest.ts";
 import { whyNotPlayIntegrityToken } from "./encoding/playIntegrityToken.ts";
 import { vendorContainerFormat } from "./formats/vendorContainer.ts";
 import { appraisalPolicyId } from "./policy/policyId.ts";
@@ -12,11 +13,16 @@ import { appraisalPolicyId } from "./policy/policyId.ts";
 /**
  * Order matters: android-key is recognised by a strict structural test (the whole body is DER certificates, or
  * text that is a PEM bundle or x5c JSON), play-integrity by its shape (ASCII, five dot-separated parts, a protected
- * header saying A256KW / A256GCM: neither a chain's text nor a vendor container can look so), and the vendor
+ * header saying A256KW / A256GCM: neither a chain's text nor a vendor container can look so), app-attest by a CBOR
+ * map holding `fmt: "apple-appattest"` or a JSON object with "keyId" and "assertion" (neither is DER, a PEM bundle,
+ * x5c JSON or a token; a broken one is refused with app-attest's own reason), and the vendor
  * container is the fallback that answers BLOB_MALFORMED for anything it cannot read. A token-shaped body is always
  * play-integrity's, which refuses a broken one with its own reason: it never reaches the vendor reader.
  */
-const formats: readonly BlobFormat[] = [androidKeyFormat, playIntegrityFormat, vendorContainerFormat];
+const formats: readonly BlobFormat[] = [androidKeyFormat, appAttestFormat, playIntegrityFormat, vendorContainerFormat];
+
+/** What a body none accepts was tried as, in the order tried (named in its BLOB_MALFORMED reason). */
+export const FORMATS_TRIED = "formats tried: android-key, app-attest, play-integrity, vendor";
 
 export function detectFormat(blob: Uint8Array): BlobFormat {
   return formats.find((f) => f.matches(blob)) ?? vendorContainerFormat;
@@ -47,6 +53,6 @@ function appraiseAsDetected(input: AppraisalInput): AppraisalResult {
   } catch (e) {
     if (!isAppError(e) || e.entry !== catalog.BLOB_MALFORMED) throw e;
     const notOther = whyNotPlayIntegrityToken(input.blob) ?? whyNotChainInput(input.blob);
-    throw notOther ? new AppError(catalog.BLOB_MALFORMED, `${e.reason}; ${notOther}`) : e;
+    throw new AppError(catalog.BLOB_MALFORMED, `${e.reason}${notOther ? `; ${notOther}` : ""}; ${FORMATS_TRIED}`);
   }
 }
