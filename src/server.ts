@@ -29,6 +29,8 @@ import { PortalSessions } from "./portal/sessions.ts";
 import { ApiKeyAdmin } from "./services/apiKeyAdmin.ts";
 import { ReferenceValueAdmin } from "./services/referenceValueAdmin.ts";
 import { PlayAppRegistry } from "./services/playApps.ts";
+import { IosAppRegistry } from "./services/iosApps.ts";
+import { AppAttestKeys } from "./services/appAttestKeys.ts";
 import { PlayIntegrityOpener } from "./services/playIntegrityOpener.ts";
 import { TenantDirectory } from "./services/tenantDirectory.ts";
 import { EarIssuer } from "./results/earIssuer.ts";
@@ -137,6 +139,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // a tenant's Play apps, one registry per process: the portal's changes drop its cache at once, and the attestation
   // service opens the tenant's Play Integrity tokens with appsForAppraisal (issue 23)
   const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
+  // a tenant's iOS apps and the App Attest keys its devices attested (issue 25). The receipt seam: AppAttestKeys'
+  // fourth parameter takes the receipt check (encoding/appAttestReceipt.ts) when it is wired
+  const iosApps = new IosAppRegistry(stores.durable, clock, rng);
+  const appAttestKeys = new AppAttestKeys(stores.durable, iosApps, clock);
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,
@@ -147,6 +153,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     limits: { nonceTtlMs: config.nonceTtl * 1000, maxOutstandingNonces: config.maxOutstandingNonces },
     onAppraisal: (r, s) => metrics.recordAppraisal(r, s),
     playIntegrity: new PlayIntegrityOpener(playApps, playDecoder),
+    appAttest: { keys: appAttestKeys, store: stores.durable },
   });
   const enrollment = createEnrollment({
     tenants: stores.durable,
@@ -241,6 +248,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         changed: () => trust.refreshReferenceValues(),
       }),
       playApps,
+      iosApps,
+      appAttestKeys,
       profiles: enrollment.profiles,
       devices: enrollment.devices,
       pinnedDevices: devices,

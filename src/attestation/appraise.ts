@@ -11,18 +11,18 @@ import { vendorContainerFormat } from "./formats/vendorContainer.ts";
 import { appraisalPolicyId } from "./policy/policyId.ts";
 
 /**
- * Order matters: android-key is recognised by a strict structural test (the whole body is DER certificates, or
+ * Order matters: app-attest comes first because android-key claims every JSON object (x5c JSON) and an assertion
+ * is JSON: app-attest takes only a CBOR map holding `fmt: "apple-appattest"` or a JSON object with the members
+ * "keyId" and "assertion", which no chain encoding has. android-key is recognised by a strict structural test (the whole body is DER certificates, or
  * text that is a PEM bundle or x5c JSON), play-integrity by its shape (ASCII, five dot-separated parts, a protected
- * header saying A256KW / A256GCM: neither a chain's text nor a vendor container can look so), app-attest by a CBOR
- * map holding `fmt: "apple-appattest"` or a JSON object with "keyId" and "assertion" (neither is DER, a PEM bundle,
- * x5c JSON or a token; a broken one is refused with app-attest's own reason), and the vendor
+ * header saying A256KW / A256GCM: neither a chain's text nor a vendor container can look so), and the vendor
  * container is the fallback that answers BLOB_MALFORMED for anything it cannot read. A token-shaped body is always
  * play-integrity's, which refuses a broken one with its own reason: it never reaches the vendor reader.
  */
-const formats: readonly BlobFormat[] = [androidKeyFormat, appAttestFormat, playIntegrityFormat, vendorContainerFormat];
+const formats: readonly BlobFormat[] = [appAttestFormat, androidKeyFormat, playIntegrityFormat, vendorContainerFormat];
 
 /** What a body none accepts was tried as, in the order tried (named in its BLOB_MALFORMED reason). */
-export const FORMATS_TRIED = "formats tried: android-key, app-attest, play-integrity, vendor";
+export const FORMATS_TRIED = "formats tried: app-attest, android-key, play-integrity, vendor";
 
 export function detectFormat(blob: Uint8Array): BlobFormat {
   return formats.find((f) => f.matches(blob)) ?? vendorContainerFormat;
