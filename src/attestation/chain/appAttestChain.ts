@@ -75,7 +75,13 @@ export function validateAppAttestChain(x5c: readonly Uint8Array[], rootsDer: rea
   }
   const leaf = certs[0]!;
   if (leaf.ca) return fail("the credential certificate is a CA");
-  const key = leaf.publicKey;
+  let key;
+  try {
+    // OpenSSL parses a certificate whose key it cannot decode; reading the key is where that shows
+    key = leaf.publicKey;
+  } catch {
+    return fail("the credential certificate's public key cannot be read");
+  }
   if (key.asymmetricKeyType !== "ec" || key.asymmetricKeyDetails?.namedCurve !== "prime256v1") return fail("the credential certificate's key is not EC P-256");
   for (let i = 0; i + 1 < certs.length; i++) {
     if (!certs[i + 1]!.ca) return fail(`x5c[${i + 1}] is not a CA`);

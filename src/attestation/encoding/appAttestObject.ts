@@ -46,6 +46,8 @@ export function decodeStrictCbor(bytes: Uint8Array, what: string): unknown {
       rejectSimple: true,
       rejectBigInts: true,
       rejectLargeNegatives: true,
+      // preferred serialization only (shortest lengths): one meaning, one encoding, as every App Attest encoder writes
+      requirePreferred: true,
       maxDepth: MAX_CBOR_DEPTH,
     });
   } catch (e) {
