@@ -6,6 +6,7 @@ import { whyNotChainInput } from "./encoding/chainInput.ts";
 import { androidKeyFormat } from "./formats/androidKey.ts";
 import { playIntegrityFormat } from "./formats/playIntegrity.ts";
 import { appAttestFormat } from "./formats/appAttest.ts";
+import { whyNotAppAttest } from "./encoding/appAttestObject.ts";
 import { whyNotPlayIntegrityToken } from "./encoding/playIntegrityToken.ts";
 import { vendorContainerFormat } from "./formats/vendorContainer.ts";
 import { appraisalPolicyId } from "./policy/policyId.ts";
@@ -20,9 +21,6 @@ import { appraisalPolicyId } from "./policy/policyId.ts";
  * play-integrity's, which refuses a broken one with its own reason: it never reaches the vendor reader.
  */
 const formats: readonly BlobFormat[] = [appAttestFormat, androidKeyFormat, playIntegrityFormat, vendorContainerFormat];
-
-/** What a body none accepts was tried as, in the order tried (named in its BLOB_MALFORMED reason). */
-export const FORMATS_TRIED = "formats tried: app-attest, android-key, play-integrity, vendor";
 
 export function detectFormat(blob: Uint8Array): BlobFormat {
   return formats.find((f) => f.matches(blob)) ?? vendorContainerFormat;
@@ -52,7 +50,7 @@ function appraiseAsDetected(input: AppraisalInput): AppraisalResult {
     return format.appraise(input);
   } catch (e) {
     if (!isAppError(e) || e.entry !== catalog.BLOB_MALFORMED) throw e;
-    const notOther = whyNotPlayIntegrityToken(input.blob) ?? whyNotChainInput(input.blob);
-    throw new AppError(catalog.BLOB_MALFORMED, `${e.reason}${notOther ? `; ${notOther}` : ""}; ${FORMATS_TRIED}`);
+    const notOther = whyNotPlayIntegrityToken(input.blob) ?? whyNotAppAttest(input.blob) ?? whyNotChainInput(input.blob);
+    throw notOther ? new AppError(catalog.BLOB_MALFORMED, `${e.reason}; ${notOther}`) : e;
   }
 }

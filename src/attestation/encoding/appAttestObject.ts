@@ -154,6 +154,15 @@ export function looksLikeAppAttestAttestation(blob: Uint8Array): boolean {
   return Buffer.from(blob.buffer, blob.byteOffset, Math.min(blob.byteLength, MAX_ATTESTATION_BYTES)).includes(FMT_MARK);
 }
 
+/**
+ * For a body every format refused that begins as a CBOR map: why it is not an App Attest attestation object (the
+ * vendor reader's BLOB_MALFORMED then names app-attest as tried too). Undefined for any other body.
+ */
+export function whyNotAppAttest(blob: Uint8Array): string | undefined {
+  if (blob.length === 0 || blob[0]! < 0xa0 || blob[0]! > 0xbf) return undefined;
+  return 'not app-attest either: an attestation object is a CBOR map holding fmt "apple-appattest"';
+}
+
 export function readAppAttestAttestation(blob: Uint8Array): AppAttestAttestation {
   if (blob.length > MAX_ATTESTATION_BYTES) throw bad(`attestation object: ${blob.length} bytes, more than ${MAX_ATTESTATION_BYTES}`);
   const top = exactMap(decodeStrictCbor(blob, "attestation object"), ["fmt", "attStmt", "authData"], "attestation object");
