@@ -98,7 +98,7 @@ describe("attestd App Attest: dev-ca, ios-app, device-sim, serve, ios-key, appra
     assert.equal(cli("ios-key", "show", "--tenant", "acme", "--key-id", "AAAA").status, 1);
   });
 
-  it("device-sim cases: each appraises to its rule (wrong nonce, other CA, development key refused by a production app)", async () => {
+  it("device-sim cases: each appraises to its rule (wrong nonce, other CA, a counter above 0)", async () => {
     const blob = path.join(dir, "case");
     const cases: [string[], string][] = [[["--wrong-nonce"], "NonceMismatch"], [["--other-ca"], "CertificateInvalid"], [["--counter", "3"], "Success"]];
     for (const [flags, status] of cases) {
