@@ -136,9 +136,19 @@ test("unreadable bodies are BLOB_MALFORMED with app-attest's reason", async () =
     ["too large", Buffer.concat([Buffer.from(encode(new Map([fmt]))).subarray(0, 1), Buffer.from(encode("fmt")), Buffer.from(encode("apple-appattest")), Buffer.alloc(17_000)])],
     ["assertion JSON with another member", Buffer.from('{"keyId":"AAAA","assertion":"AAAA","x":1}')],
     ["assertion with a short key id", Buffer.from('{"keyId":"AAAA","assertion":"AAAA"}')],
+    ["assertion JSON without its assertion", Buffer.from(JSON.stringify({ keyId: Buffer.alloc(32).toString("base64") }))],
+    ["assertion JSON without its key id", Buffer.from(JSON.stringify({ assertion: "oA==" }))],
     ["assertion that is not CBOR", Buffer.from(JSON.stringify({ keyId: Buffer.alloc(32).toString("base64"), assertion: "////" }))],
   ];
   for (const [name, blob] of bodies) assert.throws(() => run(blob), malformed, name);
+});
+
+test("x5c JSON stays android-key's, whatever else it holds", async () => {
+  const trust = trustOf(await demoCa());
+  assert.throws(
+    () => appraise({ blob: Buffer.from(JSON.stringify({ x5c: ["AAAA"], keyId: "x", assertion: "y" })), nonce: NONCE, trust, now: NOW }),
+    (e: unknown) => isAppError(e) && e.entry.message === "BLOB_MALFORMED" && e.reason.startsWith("android-key"),
+  );
 });
 
 test("a CBOR map none accepts names app-attest as tried too", async () => {

@@ -208,13 +208,16 @@ function jsonText(blob: Uint8Array): string | undefined {
   return new TextDecoder("utf-8", { fatal: false }).decode(blob);
 }
 
-/** By the bytes alone: a JSON object (≤ 4 KiB) with the members "keyId" and "assertion". */
+/**
+ * By the bytes alone: a JSON object (≤ 4 KiB) with a member "keyId" or "assertion" and no "x5c" (android-key's JSON
+ * form has x5c, and ignores other members): a broken assertion is then app-attest's to refuse, with its reason.
+ */
 export function looksLikeAppAttestAssertion(blob: Uint8Array): boolean {
   const text = jsonText(blob);
-  if (text === undefined || !text.includes('"keyId"') || !text.includes('"assertion"')) return false;
+  if (text === undefined || (!text.includes('"keyId"') && !text.includes('"assertion"'))) return false;
   try {
     const o = JSON.parse(text) as unknown;
-    return typeof o === "object" && o !== null && !Array.isArray(o) && "keyId" in o && "assertion" in o;
+    return typeof o === "object" && o !== null && !Array.isArray(o) && !("x5c" in o) && ("keyId" in o || "assertion" in o);
   } catch {
     return false;
   }
