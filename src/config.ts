@@ -79,6 +79,7 @@ export const settings = {
   referenceValues: s("string", "JSON file of reference values (model, firmwareVersion, measurements)"),
   revocations: s("string", "vendor revocation list (Google status-list JSON shape)"),
   androidRoots: s("string", "Google attestation roots: file or URL, roots JSON or PEM bundle; replaces the roots built into attestd"),
+  appAttestRoots: s("string", "PEM bundle of App Attestation root certificates (a local file); replaces Apple's App Attestation Root CA built into attestd"),
   androidStatus: s("string", "Google attestation status list: file or URL; fetched, cached in the data dir and refreshed", {
     default: "https://android.googleapis.com/attestation/status",
   }),

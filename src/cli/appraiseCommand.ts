@@ -1,11 +1,12 @@
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 // the registry's defaults and bounds: an app given by flags offline is judged as the same app registered
 import { DEFAULT_DEVICE_FLOOR, DEFAULT_MAX_AGE_SECONDS, MAX_AGE_BOUNDS } from "../services/playApps.ts";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { appraise as appraiseBlob, detectFormat } from "../attestation/appraise.ts";
 import { openWithApps, parsePlayResponseKeys, PlayResponseKeyError } from "../attestation/encoding/playIntegrityToken.ts";
-import type { IntegrityLabel, PlayIntegrityEvidence } from "../attestation/types.ts";
+import type { IntegrityLabel, IosEnvironment, PlayIntegrityEvidence } from "../attestation/types.ts";
+import { checkIosAppId, DEFAULT_IOS_ENVIRONMENT, IOS_ENVIRONMENTS } from "../services/iosApps.ts";
 import type { RegisteredPlayApp } from "../domain/playApps.ts";
 import { systemClock } from "../clock.ts";
 import { isAppError } from "../errors/AppError.ts";
@@ -86,6 +87,16 @@ async function playEvidence(blob: Uint8Array, f: PlayFlags): Promise<PlayIntegri
  * else the bytes as a latin1 string, which is what the appraisal compares for challenges apps pass as text
  * (and round-trips any byte string, e.g. the "challenge" or UUID challenges of Google's test chains).
  */
+/** A service's refusal (AppError) as the CLI's one line. */
+function refuseAsCli<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (isAppError(e)) throw new CliError(e.reason);
+    throw e;
+  }
+}
+
 export function nonceForChallenge(bytes: Buffer): string {
   return bytes.length === 32 ? bytes.toString("base64url") : bytes.toString("latin1");
 }
@@ -106,9 +117,11 @@ function defineAppraise(appraise: Command): void {
       .option("--play-cert-digest <hex>", "play-integrity: a SHA-256 of the app's signing certificate (repeatable; none: any certificate)", (v: string, acc: string[] = []) => [...acc, v])
       .option("--play-device-floor <label>", `play-integrity: the lowest device verdict that passes (default ${DEFAULT_DEVICE_FLOOR})`)
       .option("--play-max-age-seconds <n>", `play-integrity: how old a token may be (default ${DEFAULT_MAX_AGE_SECONDS})`)
-      .option("--play-require <list>", `play-integrity: signals that must pass too, comma-separated: ${PLAY_REQUIRE.join(", ")}`),
+      .option("--play-require <list>", `play-integrity: signals that must pass too, comma-separated: ${PLAY_REQUIRE.join(", ")}`)
+      .option("--ios-app-id <id>", "app-attest: the app id TEAMID.BUNDLEID the attestation must be for (repeatable)", (v: string, acc: string[] = []) => [...acc, v])
+      .addOption(new Option("--ios-environment <env>", `app-attest: whose keys are accepted (default ${DEFAULT_IOS_ENVIRONMENT})`).choices(IOS_ENVIRONMENTS)),
     [...TRUST_SETTINGS, ...STORAGE_SETTINGS],
-  ).action(async (file: string, opts: { nonce?: string; challengeHex?: string; at?: string; detail?: boolean; tenant?: string } & PlayFlags, cmd: Command) => {
+  ).action(async (file: string, opts: { nonce?: string; challengeHex?: string; at?: string; detail?: boolean; tenant?: string; iosAppId?: string[]; iosEnvironment?: IosEnvironment } & PlayFlags, cmd: Command) => {
     if ((opts.nonce === undefined) === (opts.challengeHex === undefined)) {
       throw new CliError("give exactly one of --nonce or --challenge-hex");
     }
@@ -121,6 +134,9 @@ function defineAppraise(appraise: Command): void {
     const blob = readFileOrFail(file, "blob");
     // a token is opened before appraisal (async, keys needed), as the service does; other formats need nothing
     const playIntegrity = detectFormat(blob).name === "play-integrity" ? await playEvidence(blob, opts) : undefined;
+    // App Attest: the apps as flags; an assertion offline has no remembered key (rule unknown-key)
+    const environment = opts.iosEnvironment ?? DEFAULT_IOS_ENVIRONMENT;
+    const appAttest = { apps: (opts.iosAppId ?? []).map((appId) => ({ appId: refuseAsCli(() => checkIosAppId(appId)), environment })) };
     const config = configFrom(cmd);
     const log = createLogger({ level: config.logLevel === "info" ? "warn" : config.logLevel, format: config.logFormat as LogFormat, fd: 2 });
     const useStore = config.store !== "sqlite" || existsSync(path.join(config.dataDir, "attestd.sqlite"));
@@ -136,7 +152,7 @@ function defineAppraise(appraise: Command): void {
       }
       const trust = sources.forTenant({ name: opts.tenant ?? "", tenantId: tenant?.tenantId ?? "" });
       try {
-        const r = appraiseBlob({ blob, nonce, trust, now, ...(playIntegrity ? { playIntegrity } : {}) });
+        const r = appraiseBlob({ blob, nonce, trust, now, appAttest, ...(playIntegrity ? { playIntegrity } : {}) });
         // with --detail also the facts a relying party's deviceId would pin (docs/devices.md), null when unauthenticated
         const out = opts.detail ? { record: r.record, format: r.format, reason: r.reason, detail: r.detail, facts: r.facts ?? null } : r.record;
         process.stdout.write(JSON.stringify(out, null, 2) + "\n");

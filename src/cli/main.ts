@@ -23,6 +23,8 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ commands
   encrypt: { summary: "encrypt TEXT to a tenant's encryption key (as a client does for userPassword)", load: () => import("./clientCommands.ts") },
   keys: { summary: "manage the keys attestd signs its results (EARs) with", load: () => import("./signingKeyCommands.ts") },
   "play-app": { summary: "manage a tenant's Google Play apps: their policy and the keys their Play Integrity tokens open with", load: () => import("./playAppCommands.ts") },
+  "ios-app": { summary: "manage a tenant's iOS apps: the app ids (and environments) its App Attest attestations are judged against", load: () => import("./iosAppCommands.ts") },
+  "ios-key": { summary: "list, show or revoke the App Attest keys a tenant's devices attested", load: () => import("./iosAppCommands.ts") },
   device: { summary: "per-device memory: the devices relying parties name, and their pins", load: () => import("./deviceCommands.ts") },
 };
 

@@ -30,6 +30,7 @@ export const TRUST_SETTINGS: SettingName[] = [
   "referenceValues",
   "revocations",
   "androidRoots",
+  "appAttestRoots",
   "androidStatus",
   "allowedBootKeys",
   "androidMaxAge",

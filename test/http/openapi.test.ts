@@ -140,7 +140,7 @@ describe("/openapi.json", () => {
       assert.equal(body.required, true);
       assert.deepEqual(Object.keys(body.content), ["application/octet-stream"]);
       const forms = Object.fromEntries((body.content["application/octet-stream"].schema.anyOf as Json[]).map((f) => [f.title, f]));
-      assert.deepEqual(Object.keys(forms), ["vendor container", "android-key: DER certificates", "android-key: PEM bundle", "android-key: x5c JSON", "play-integrity: integrity token"]);
+      assert.deepEqual(Object.keys(forms), ["vendor container", "android-key: DER certificates", "android-key: PEM bundle", "android-key: x5c JSON", "play-integrity: integrity token", "app-attest: attestation object", "app-attest: assertion"]);
       // bytes where the form is binary (generators make a Blob or a byte array of it), text where it is text
       assert.equal(forms["vendor container"].format, "binary");
       assert.equal(forms["android-key: DER certificates"].format, "binary");
@@ -148,6 +148,8 @@ describe("/openapi.json", () => {
       assert.equal(forms["android-key: x5c JSON"].contentMediaType, "application/json");
       assert.deepEqual(forms["android-key: x5c JSON"].contentSchema.required, ["x5c"]);
       assert.ok(new RegExp(forms["play-integrity: integrity token"].pattern).test(" a.b.c.d.e\n"));
+      assert.equal(forms["app-attest: attestation object"].format, "binary");
+      assert.deepEqual(forms["app-attest: assertion"].contentSchema.required, ["keyId", "assertion"]);
     });
 
     it("a missing nonce is still the catalog's NONCE_REQUIRED, and still checked after the body", async () => {
