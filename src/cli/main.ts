@@ -10,7 +10,7 @@ import type { CommandDefinitions } from "./options.ts";
  * only `serve` loads the server (bench/README.md, "Start-up", measures it).
  */
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ commands: CommandDefinitions }> }> = {
-  serve: { summary: "run the service (HTTPS on 127.0.0.1:8443 with dev TLS by default)", load: () => import("./serveCommand.ts") },
+  serve: { summary: "run the service (https://localhost:8443 with dev TLS by default, listening on 127.0.0.1)", load: () => import("./serveCommand.ts") },
   tenant: { summary: "manage tenants", load: () => import("./tenantCommands.ts") },
   key: { summary: "manage Part A API keys", load: () => import("./tenantCommands.ts") },
   refvals: { summary: "manage reference values: the global sets, or a tenant's own", load: () => import("./referenceValueCommands.ts") },
