@@ -5,7 +5,7 @@ import { runPrimary, workerRuntimeOptions } from "./cluster.ts";
 import type { FastifyBaseLogger } from "fastify";
 import { loadConfig, publicBaseUrl, type Config } from "./config.ts";
 import { createLogger, logDestination, logsArePretty, type LogFormat } from "./logging.ts";
-import { OperatorError } from "./errors/operatorError.ts";
+import { fileProblem, OperatorError, pathMessage } from "./errors/operatorError.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./server.ts";
 import { secretsKeyFileOf } from "./secrets/keyFile.ts";
 import { ensurePrivateDir, looseModes, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./secrets/privateFiles.ts";
@@ -32,7 +32,7 @@ async function resolveTls(config: Config, log: FastifyBaseLogger): Promise<Serve
       try {
         return readFileSync(f, "utf8");
       } catch (e) {
-        throw new StartupError(`${what} ${f}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+        throw new StartupError(pathMessage(`${what} FILE`, f, fileProblem(e), what === "--tls-cert" ? "a PEM chain: the leaf, then its intermediates" : "the leaf's private key, PEM"));
       }
     };
     const cert = read(config.tlsCert, "--tls-cert");

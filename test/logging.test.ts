@@ -72,6 +72,8 @@ describe("logs a person can read, and logs a machine can read", () => {
     assert.match(fresh, /attestd -- key create --tenant acme/);
     assert.match(fresh, /The portal: +https:\/\/localhost:8443\/portal\/\n/);
     assert.match(fresh, /npm run --silent attestd -- user invite --operator --email you@example\.com\n/, "the CLI's default public URL is the portal's");
+    // with --api-docs false there is no /docs to point at: the document itself
+    assert.match(startupBanner({ address: "https://127.0.0.1:8443", tenants: 1, portal: "https://localhost:8443", operators: 1, apiDocs: false }), /API reference: +https:\/\/localhost:8443\/openapi\.json /);
     // with tenants and an operator in place the set-up commands are noise; an operator certificate has no dev CA
     const running = startupBanner({ address: "https://attest.example:443", tenants: 3, portal: "https://attest.example", operators: 1 });
     assert.doesNotMatch(running, /tenant create|--cacert|dev CA|user invite/);

@@ -99,6 +99,10 @@ describe("attestd's errors, as a newcomer meets them", () => {
     assert.deepEqual(refused(["device-sim", "--ca", at("vendor-ca"), "--nonce", nonce, "--out", at("b.bin"), "--device-key", path.join(at("no-dir"), "k.json")]), [
       `attestd: --device-key FILE: ${path.join(at("no-dir"), "k.json")}: no such directory to keep it in`,
     ]);
+    // a trust flag: the same shape, from where the trust is read (serve says the same at start-up)
+    assert.deepEqual(refused(["appraise", path.join(at("vendor-ca"), "root.pem"), "--nonce", nonce, "--data-dir", at("appraise-data"), "--vendor-roots", at("roots.pem")]), [
+      `attestd: --vendor-roots FILE: ${at("roots.pem")}: no such file (expected a PEM bundle of vendor root certificates, e.g. the root.pem attestd dev-ca writes)`,
+    ]);
     assert.deepEqual(refused(["client", "token-request", "--keys", path.join(at("vendor-ca"), "root.pem")]), [
       `attestd: --keys FILE: ${path.join(at("vendor-ca"), "root.pem")}: not JSON (expected the keys.json attestd client create --out FILE wrote)`,
     ]);
