@@ -99,6 +99,13 @@ describe("attestd's errors, as a newcomer meets them", () => {
     assert.deepEqual(refused(["device-sim", "--ca", at("vendor-ca"), "--nonce", nonce, "--out", at("b.bin"), "--device-key", path.join(at("no-dir"), "k.json")]), [
       `attestd: --device-key FILE: ${path.join(at("no-dir"), "k.json")}: no such directory to keep it in`,
     ]);
+    // the settings file, by flag or environment; a file that is not JSON is not quoted (it may hold a database URL)
+    assert.deepEqual(refused(["tenant", "list", "--config", at("attestd.json")]), [
+      `attestd: --config FILE: ${at("attestd.json")}: no such file (expected a JSON object of settings, keys as in docs/configuration.md)`,
+    ]);
+    const notJson = attestdCli(["tenant", "list"], { ATTESTD_CONFIG: path.join(at("vendor-ca"), "root.pem") });
+    assert.equal(notJson.status, 1);
+    assert.equal(notJson.stderr, `attestd: ATTESTD_CONFIG: ${path.join(at("vendor-ca"), "root.pem")}: not JSON (expected a JSON object of settings, keys as in docs/configuration.md)\n`);
     // a trust flag: the same shape, from where the trust is read (serve says the same at start-up)
     assert.deepEqual(refused(["appraise", path.join(at("vendor-ca"), "root.pem"), "--nonce", nonce, "--data-dir", at("appraise-data"), "--vendor-roots", at("roots.pem")]), [
       `attestd: --vendor-roots FILE: ${at("roots.pem")}: no such file (expected a PEM bundle of vendor root certificates, e.g. the root.pem attestd dev-ca writes)`,
