@@ -1,5 +1,5 @@
 import { Option, type Command } from "commander";
-
+import { statSync } from "node:fs";
 import path from "node:path";
 import { CHAIN_ENCODINGS, type ChainEncoding } from "../attestation/encoding/chainInput.ts";
 import {
@@ -52,7 +52,9 @@ import {
 } from "../attestation/sim/appAttest.ts";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { buildVendorBlob, demoReferenceValues, UNKNOWN_FIRMWARE } from "../attestation/sim/deviceSim.ts";
-import { CliError, type CommandDefinitions } from "./options.ts";
+import { fileProblem, pathMessage } from "../errors/operatorError.ts";
+import { decodeNonce } from "../nonces/nonce.ts";
+import { CliError, writeFileOrFail, type CommandDefinitions } from "./options.ts";
 
 const SIM_KEY_TYPES = ["ec", "rsa", "ed25519"] as const;
 const SIM_FORMATS = ["vendor", "android-key", "play-integrity", "app-attest"] as const;
@@ -109,10 +111,10 @@ function defineDevCa(devCa: Command): void {
       try {
         written = await writeDevCa(ca, opts.out, { overwrite: Boolean(opts.force) });
       } catch (e) {
-        throw new CliError((e as Error).message);
+        throw devCaWriteError(e, opts.out);
       }
       const refFile = path.join(opts.out, DEMO_REFERENCE_VALUES_FILE);
-      writeFileSync(refFile, JSON.stringify(demoReferenceValues(), null, 2) + "\n");
+      writeFileOrFail(refFile, JSON.stringify(demoReferenceValues(), null, 2) + "\n", "--out DIR");
       written.push(refFile);
       process.stdout.write(written.join("\n") + "\n");
       process.stderr.write(
@@ -234,6 +236,7 @@ function defineDeviceSim(deviceSim: Command): void {
     for (const [o, formats] of appliesTo) {
       if (given(o.attributeName()) && !formats.includes(format)) throw new CliError(`${o.long} applies to --format ${formats.join(" or ")}`);
     }
+    checkNonce(opts.nonce as string);
     if (format === "play-integrity") {
       await playDeviceSimCommand(opts, given);
       return;
@@ -247,12 +250,7 @@ function defineDeviceSim(deviceSim: Command): void {
       await androidDeviceSimCommand(opts, given);
       return;
     }
-    let ca;
-    try {
-      ca = await readDevCa(opts.ca as string);
-    } catch (e) {
-      throw new CliError(`--ca ${opts.ca as string}: ${(e as Error).message}`);
-    }
+    const ca = await readCaDir(opts.ca as string, "vendor", readDevCa);
     const deviceError =
       opts.deviceError === undefined
         ? undefined
@@ -268,7 +266,7 @@ function defineDeviceSim(deviceSim: Command): void {
         leaf = kept.leaf;
         process.stderr.write(kept.created ? `a new device, kept in ${file}\n` : `the device kept in ${file}\n`);
       } catch (e) {
-        throw new CliError((e as Error).message);
+        throw deviceKeyError(e, file);
       }
     }
     let blob: Uint8Array;
@@ -292,9 +290,72 @@ function defineDeviceSim(deviceSim: Command): void {
     } catch (e) {
       throw new CliError((e as Error).message);
     }
-    writeFileSync(opts.out as string, blob);
+    writeFileOrFail(opts.out as string, blob, "--out FILE");
     process.stderr.write(`${blob.length} bytes written to ${opts.out as string}\n`);
   });
+}
+
+/**
+ * Why dev-ca could not write `--out DIR`, as one line. A CA already there is kept (it may be the one a running server
+ * trusts): another directory for another CA, or --force to replace it.
+ */
+function devCaWriteError(e: unknown, dir: string): CliError {
+  const exists = /^(.*) exists; refusing to replace a CA$/.exec((e as Error).message);
+  if (exists) {
+    return new CliError(pathMessage("--out DIR", dir, `already holds a demo CA (${path.basename(exists[1]!)}); give each CA its own directory, or --force to replace this one`));
+  }
+  if ((e as NodeJS.ErrnoException).code !== undefined) return new CliError(pathMessage("--out DIR", dir, fileProblem(e, "directory")));
+  return new CliError((e as Error).message);
+}
+
+/** The dev-ca command line that writes the directory `--ca` needs for each format. */
+const DEV_CA_FOR: Record<SimFormat, string> = {
+  vendor: "attestd dev-ca --out DIR",
+  "android-key": "attestd dev-ca --android --out DIR",
+  "play-integrity": "attestd dev-ca --play-integrity --out DIR",
+  "app-attest": "attestd dev-ca --app-attest --out DIR",
+};
+
+/**
+ * The demo CA in `dir` for `format`, or one line saying what is wrong with `--ca` and which dev-ca writes the right
+ * directory: none there, a file, or a directory some other command (or another dev-ca) wrote.
+ */
+async function readCaDir<T>(dir: string, format: SimFormat, read: (dir: string) => Promise<T>): Promise<T> {
+  const expected = `the output of ${DEV_CA_FOR[format]}`;
+  let isDirectory: boolean;
+  try {
+    isDirectory = statSync(dir).isDirectory();
+  } catch (e) {
+    throw new CliError(pathMessage("--ca DIR", dir, fileProblem(e, "directory"), expected));
+  }
+  if (!isDirectory) throw new CliError(pathMessage("--ca DIR", dir, "not a directory", expected));
+  try {
+    return await read(dir);
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    // a file the CA should hold: name it; the readers' own words otherwise, without their "written by" (said below)
+    const problem =
+      err.code === "ENOENT" && err.path ? `no ${path.basename(err.path)}` : err.message.replace(/: not a directory written by `[^`]*`$/, "");
+    throw new CliError(pathMessage("--ca DIR", dir, problem, expected));
+  }
+}
+
+/** A --device-key file that could not be read or made, named with the flag; a simulator's refusal as it is. */
+function deviceKeyError(e: unknown, file: string): CliError {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === undefined) return new CliError((e as Error).message);
+  // made on first use: a missing path is the directory it should be kept in
+  return new CliError(pathMessage("--device-key FILE", file, code === "ENOENT" ? "no such directory to keep it in" : fileProblem(e)));
+}
+
+/** The longest part of a bad --nonce echoed back: enough to recognise what was pasted, never a screenful. */
+const NONCE_ECHO_MAX = 60;
+
+/** A simulated device signs the challenge a nonce decodes to, so anything else is refused, echoed as it came. */
+function checkNonce(nonce: string): void {
+  if (decodeNonce(nonce)) return;
+  const shown = nonce.length > NONCE_ECHO_MAX ? `${nonce.slice(0, NONCE_ECHO_MAX)}…` : nonce;
+  throw new CliError(`--nonce ${JSON.stringify(shown)}: not a nonce (expected 43 base64url characters from POST /v2/nonces)`);
 }
 
 /** `dev-ca --android`: writes the demo Android PKI and says which serve flags trust it. */
@@ -304,7 +365,7 @@ async function writeAndroidCaCommand(dir: string, force: boolean): Promise<void>
   try {
     written = await writeAndroidDevCa(ca, dir, { overwrite: force });
   } catch (e) {
-    throw new CliError((e as Error).message);
+    throw devCaWriteError(e, dir);
   }
   const file = (name: string) => path.join(dir, name);
   process.stdout.write(written.join("\n") + "\n");
@@ -320,12 +381,7 @@ async function androidDeviceSimCommand(opts: Record<string, string | boolean | u
   if (opts.keyType === "ed25519") throw new CliError("--key-type ed25519 applies to --format vendor; android-key keys are ec or rsa");
   const patchLevel = opts.patchLevel as string | undefined;
   if (patchLevel !== undefined && !/^\d{6}$/.test(patchLevel)) throw new CliError("--patch-level must be YYYYMM, e.g. 202501");
-  let ca;
-  try {
-    ca = await readAndroidDevCa(opts.ca as string);
-  } catch (e) {
-    throw new CliError(`--ca ${opts.ca as string}: ${(e as Error).message}`);
-  }
+  const ca = await readCaDir(opts.ca as string, "android-key", readAndroidDevCa);
   const keyOptions: AndroidKeyOptions = {
     nonce: opts.nonce as string,
     bootState: opts.bootState as AndroidBootState,
@@ -366,10 +422,10 @@ async function androidDeviceSimCommand(opts: Record<string, string | boolean | u
     }
     certs = await attestAndroidKey(device, keyOptions);
   } catch (e) {
-    throw new CliError((e as Error).message);
+    throw opts.deviceKey ? deviceKeyError(e, opts.deviceKey as string) : new CliError((e as Error).message);
   }
   const body = encodeAndroidChain(certs, opts.encoding as ChainEncoding);
-  writeFileSync(opts.out as string, body);
+  writeFileOrFail(opts.out as string, body, "--out FILE");
   process.stderr.write(`${body.length} bytes written to ${opts.out as string} (${certs.length} certificates, leaf first)\n`);
 }
 
@@ -380,7 +436,7 @@ async function writePlayCaCommand(dir: string, force: boolean): Promise<void> {
   try {
     written = await writePlayDevCa(ca, dir, { overwrite: force });
   } catch (e) {
-    throw new CliError((e as Error).message);
+    throw devCaWriteError(e, dir);
   }
   const { commands } = playDevCaManifest(ca, dir);
   process.stdout.write(written.join("\n") + "\n");
@@ -420,12 +476,7 @@ async function playDeviceSimCommand(opts: Record<string, string | boolean | unde
       accessRiskApps.push(app as PlayAccessRiskApp);
     }
   }
-  let ca;
-  try {
-    ca = await readPlayDevCa(opts.ca as string);
-  } catch (e) {
-    throw new CliError(`--ca ${opts.ca as string}: ${(e as Error).message}`);
-  }
+  const ca = await readCaDir(opts.ca as string, "play-integrity", readPlayDevCa);
   const token = await makePlayIntegrityToken(ca, {
     nonce: opts.nonce as string,
     ...(now ? { now } : {}),
@@ -448,7 +499,7 @@ async function playDeviceSimCommand(opts: Record<string, string | boolean | unde
     return;
   }
   // The file holds the token exactly as the app receives it, ready for POST /v2/blobs (--data-binary @FILE).
-  writeFileSync(opts.out as string, token);
+  writeFileOrFail(opts.out as string, token, "--out FILE");
   process.stderr.write(`${token.length} bytes written to ${opts.out as string}\n`);
 }
 
@@ -500,12 +551,7 @@ async function appAttestDeviceSimCommand(opts: Record<string, string | boolean |
     return;
   }
   if (opts.tamperedSignature || opts.unknownKeyId) throw new CliError("--tampered-signature and --unknown-key-id apply to --assertion");
-  let ca;
-  try {
-    ca = await loadAppAttestCa(opts.ca as string);
-  } catch (e) {
-    throw new CliError(`--ca ${opts.ca as string}: ${(e as Error).message}`);
-  }
+  const ca = await readCaDir(opts.ca as string, "app-attest", loadAppAttestCa);
   const { blob, key } = await makeAppAttestAttestation(ca, {
     nonce,
     now: at,

@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
+import { API_TAGS } from "../../src/http/openapi.ts";
 import { NONCE_PATTERN } from "../../src/nonces/nonce.ts";
+import { PACKAGE_VERSION } from "../../src/packageInfo.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 
 type Json = Record<string, any>;
@@ -58,6 +60,20 @@ describe("/openapi.json", () => {
     doc = res.json();
   });
   after(async () => t.close());
+
+  it("is attestd's, at the package's version, and lists the relying party's calls first, then each tag in turn", () => {
+    assert.equal(doc.info.title, "attestd");
+    assert.equal(doc.info.version, PACKAGE_VERSION);
+    const ops = operations(doc);
+    assert.deepEqual(
+      ops.slice(0, 5).map((o) => o.op.operationId),
+      ["issueNonce", "appraiseBlob", "appraiseBatch", "getVerdict", "getDevice"],
+    );
+    // tags come in API_TAGS order: attestation, results, enrollment, portal, operations, never back again
+    const tagRanks = ops.map((o) => API_TAGS.findIndex((t) => t.name === o.op.tags[0]));
+    assert.deepEqual(tagRanks, [...tagRanks].sort((a, b) => a - b));
+    assert.equal(new Set(tagRanks).size, API_TAGS.length);
+  });
 
   it("is OpenAPI 3.1, valid under the OpenAPI schema, every reference resolving", async () => {
     assert.equal(doc.openapi, "3.1.0");
