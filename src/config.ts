@@ -119,7 +119,7 @@ export const settings = {
   playThreads: s("string", "threads that open Play Integrity tokens with apps' response keys (decrypt + verify) off the event loop: a number from 0 (on the event loop) to 16, or auto (of each process's share of the cores, one per core beyond the first, at most 4)", {
     default: "auto",
   }),
-  // App Attest receipt refresh (src/services/appAttestReceiptRefresher.ts, docs/app-attest-receipts.md)
+  // App Attest receipt refresh (src/services/appAttestReceiptRefresher.ts, docs/app-attest.md#receipts-and-the-fraud-risk-metric)
   appAttestReceiptUrl: s("string", "base URL of Apple's App Attest receipt service for keys attested in production (POST {base}/v1/attestationData), where a key's receipt is refreshed to read the fraud-risk metric; https, or http to a loopback address only (a local stand-in)", {
     default: "https://data.appattest.apple.com",
   }),

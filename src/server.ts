@@ -32,6 +32,7 @@ import { ReferenceValueAdmin } from "./services/referenceValueAdmin.ts";
 import { PlayAppRegistry } from "./services/playApps.ts";
 import { IosAppRegistry } from "./services/iosApps.ts";
 import { AppAttestKeys } from "./services/appAttestKeys.ts";
+import { appAttestReceiptCheck } from "./attestation/encoding/appAttestReceipt.ts";
 import { PlayIntegrityOpener } from "./services/playIntegrityOpener.ts";
 import { autoPlayThreads, PlayTokenThreads } from "./services/playTokenThreads.ts";
 import { TenantDirectory } from "./services/tenantDirectory.ts";
@@ -174,10 +175,11 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
   // started on the first token: a deployment with no Play app pays nothing for them
   const playThreads = new PlayTokenThreads(config.playThreads === "auto" ? autoPlayThreads(undefined, config.workers) : Number(config.playThreads));
-  // a tenant's iOS apps and the App Attest keys its devices attested (issue 25). The receipt seam: AppAttestKeys'
-  // fourth parameter takes the receipt check (encoding/appAttestReceipt.ts) when it is wired
+  // a tenant's iOS apps and the App Attest keys its devices attested (issue 25)
   const iosApps = new IosAppRegistry(stores.durable, clock, rng);
-  const appAttestKeys = new AppAttestKeys(stores.durable, iosApps, clock);
+  // Apple's receipts are signed under Apple Root CA - G3: judged while Apple's App Attestation root is the one in
+  // force; a demo or private root (--app-attest-roots) issues attestations whose receipts Apple never signed
+  const appAttestKeys = new AppAttestKeys(stores.durable, iosApps, clock, config.appAttestRoots === undefined ? appAttestReceiptCheck() : undefined);
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,

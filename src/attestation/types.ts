@@ -130,8 +130,11 @@ export interface AppraisalChecks {
   counter?: "pass" | "fail";
   /** app-attest: the AAGUID against the app's allowed environments */
   environment?: "allowed" | "refused";
-  /** app-attest: Apple's receipt, when a receipt check is plugged in (AppAttestEvidence.receiptCheck) */
-  receipt?: "pass" | "fail";
+  /**
+   * app-attest: Apple's receipt, judged when a receipt check is plugged in (AppAttestEvidence.receiptCheck: the
+   * server does so while Apple's App Attestation root is the one in force), else "not-checked"
+   */
+  receipt?: "pass" | "fail" | "not-checked";
 }
 
 /** Play Integrity's device recognition labels, cumulative (docs/android-key.md, "Integrity labels"). */

@@ -7,6 +7,7 @@ import { appraise as appraiseBlob, detectFormat } from "../attestation/appraise.
 import { openWithApps, parsePlayResponseKeys, PlayResponseKeyError } from "../attestation/encoding/playIntegrityToken.ts";
 import type { AppraisalChecks, AppraisalResult, IntegrityLabel, IosEnvironment, PlayIntegrityEvidence } from "../attestation/types.ts";
 import { checkIosAppId, DEFAULT_IOS_ENVIRONMENT, IOS_ENVIRONMENTS } from "../services/iosApps.ts";
+import { appAttestReceiptCheck } from "../attestation/encoding/appAttestReceipt.ts";
 import { settings, type Config } from "../config.ts";
 import type { RegisteredPlayApp } from "../domain/playApps.ts";
 import { systemClock } from "../clock.ts";
@@ -177,8 +178,10 @@ function defineAppraise(appraise: Command): void {
     const playIntegrity = detectFormat(blob).name === "play-integrity" ? await playEvidence(blob, opts) : undefined;
     // App Attest: the apps as flags; an assertion offline has no remembered key (rule unknown-key)
     const environment = opts.iosEnvironment ?? DEFAULT_IOS_ENVIRONMENT;
-    const appAttest = { apps: (opts.iosAppId ?? []).map((appId) => ({ appId: refuseAsCli(() => checkIosAppId(appId)), environment })) };
+    const apps = (opts.iosAppId ?? []).map((appId) => ({ appId: refuseAsCli(() => checkIosAppId(appId)), environment }));
     const config = configFrom(cmd);
+    // the receipt judged as `serve` judges it: while Apple's App Attestation root is the one in force
+    const appAttest = { apps, ...(config.appAttestRoots === undefined ? { receiptCheck: appAttestReceiptCheck() } : {}) };
     const log = createLogger({ level: config.logLevel === "info" ? "warn" : config.logLevel, format: config.logFormat as LogFormat, fd: 2 });
     const useStore = config.store !== "sqlite" || existsSync(path.join(config.dataDir, "attestd.sqlite"));
     const stores = useStore ? await openStores(config) : undefined;

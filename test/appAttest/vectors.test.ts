@@ -5,6 +5,10 @@ import { appraise } from "../../src/attestation/appraise.ts";
 import { parsePemBundle } from "../../src/attestation/encoding/pem.ts";
 import type { IosEnvironment, TrustConfig } from "../../src/attestation/types.ts";
 import { nonceForChallenge } from "../../src/cli/appraiseCommand.ts";
+import { readAppAttestAttestation } from "../../src/attestation/encoding/appAttestObject.ts";
+import { appAttestReceiptCheck } from "../../src/attestation/encoding/appAttestReceipt.ts";
+
+const receiptOf = (blob: Uint8Array) => Buffer.from(readAppAttestAttestation(blob).receipt);
 
 /**
  * Real iPhone attestations (test/vectors/app-attest/README.md): each appraises as MANIFEST.tsv says, at its `at`
@@ -61,5 +65,29 @@ for (const v of manifest) {
     assert.deepEqual([noRoot.detail.rule, noRoot.record.status], ["chain", "CertificateInvalid"]);
     const noApp = appraise({ blob, nonce, trust, now: at });
     assert.deepEqual([noApp.detail.rule, noApp.record.verdict], ["no-app", "No"]);
+  });
+}
+
+// As `serve` and `attestd appraise` judge them with Apple's root in force: the receipt each carries is Apple's, for
+// this key and app; one changed byte of it refuses the attestation (rule receipt), and with no check it says so.
+for (const v of manifest) {
+  const blob = new Uint8Array(readFileSync(new URL(v.file!, dir)));
+  const nonce = nonceForChallenge(Buffer.from(v.challenge_hex!, "hex"));
+  const at = new Date(v.at!);
+  const apps = [{ appId: v.app_id!, environment: v.environment as IosEnvironment }];
+
+  test(`${v.name}: its receipt is Apple's for this key and app; a changed receipt is refused`, () => {
+    const r = appraise({ blob, nonce, trust, now: at, appAttest: { apps, receiptCheck: appAttestReceiptCheck() } });
+    assert.deepEqual([r.detail.rule, r.record.verdict, (r.detail.checks as { receipt?: string }).receipt], ["pass", "Yes", "pass"], r.reason);
+    const unchecked = appraise({ blob, nonce, trust, now: at, appAttest: { apps } });
+    assert.equal((unchecked.detail.checks as { receipt?: string }).receipt, "not-checked");
+    // the receipt is attStmt.receipt inside the CBOR: flip a byte in the middle of it, found by its bytes
+    const receipt = receiptOf(blob);
+    const at0 = Buffer.from(blob).indexOf(receipt);
+    assert.ok(at0 > 0);
+    const changed = Uint8Array.from(blob);
+    changed[at0 + Math.floor(receipt.length / 2)]! ^= 0x01;
+    const refused = appraise({ blob: changed, nonce, trust, now: at, appAttest: { apps, receiptCheck: appAttestReceiptCheck() } });
+    assert.deepEqual([refused.detail.rule, refused.record.status, refused.record.verdict], ["receipt", "Success", "No"], refused.reason);
   });
 }

@@ -222,6 +222,8 @@ export function appraiseAppAttestAttestation(input: AppraisalInput): AppraisalRe
     const r = evidence.receiptCheck(att.receipt, { appId: app.appId, keyId, publicKey: point, credentialCertDer: att.x5c[0]!, now: input.now });
     checks.receipt = r.ok ? "pass" : "fail";
     if (!r.ok) return done("receipt", "Success", "No", `the receipt: ${r.reason}`);
+  } else {
+    checks.receipt = "not-checked";
   }
 
   outcomeOnYes = { kind: "attested", keyId: b64(keyId), appId: app.appId, publicKey: b64(point), environment: env, receipt: b64(att.receipt) };
