@@ -107,10 +107,14 @@ describe("attestd App Attest: dev-ca, ios-app, device-sim, serve, ios-key, appra
       const r = await post(blob, n);
       assert.deepEqual([r.status, r.verdict], [status, "No"], flags.join(" "));
     }
-    const refused = cli("device-sim", "--format", "app-attest", "--ca", ca, "--nonce", "x", "--out", blob, "--assertion");
+    // a well-formed nonce, so that what is refused is the flag (a bad nonce is refused first, whatever the format)
+    const wellFormed = Buffer.alloc(32, 7).toString("base64url");
+    const refused = cli("device-sim", "--format", "app-attest", "--ca", ca, "--nonce", wellFormed, "--out", blob, "--assertion");
     assert.equal(refused.status, 1);
     assert.match(refused.stderr, /--key-file/);
-    assert.equal(cli("device-sim", "--format", "vendor", "--ca", ca, "--nonce", "x", "--out", blob, "--wrong-key-id").status, 1);
+    const wrongFormat = cli("device-sim", "--format", "vendor", "--ca", ca, "--nonce", wellFormed, "--out", blob, "--wrong-key-id");
+    assert.equal(wrongFormat.status, 1);
+    assert.match(wrongFormat.stderr, /--wrong-key-id applies to --format app-attest/);
   });
 
   it("appraise offline: a real iPhone attestation with --ios-app-id, --ios-environment, --at and --challenge-hex", () => {
