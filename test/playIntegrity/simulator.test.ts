@@ -177,7 +177,7 @@ describe("dev-ca --play-integrity", () => {
   it("refuses --android with it, and a --key-type (Google's key types are fixed)", () => {
     const both = attestdCli(["dev-ca", "--play-integrity", "--android", "--out", path.join(dir, "never")]);
     assert.equal(both.status, 1);
-    assert.match(both.stderr, /^attestd: --android and --play-integrity write different demo CAs; give one\n$/);
+    assert.match(both.stderr, /^attestd: --android, --play-integrity and --app-attest write different demo CAs; give one\n$/);
     const keyType = attestdCli(["dev-ca", "--play-integrity", "--key-type", "rsa", "--out", path.join(dir, "never")]);
     assert.equal(keyType.status, 1);
     assert.match(keyType.stderr, /^attestd: --key-type applies to the vendor CA/);
