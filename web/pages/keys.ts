@@ -14,7 +14,7 @@ function editForm(ctx: PageContext, k: ApiKeySummary): Html {
   const id = `edit-${k.keyId}`;
   return html`<details class="edit-key">
   <summary>Edit ${k.label ? html`“${k.label}” (<code>${k.keyId}</code>)` : html`<code>${k.keyId}</code>`}</summary>
-  <form data-api="${withQuery(`/portal/api/keys/${k.keyId}`, { tenant: ctx.tenant })}" data-method="PATCH" aria-label="Edit key ${k.keyId}">
+  <form data-api="${withQuery(`/portal/api/keys/${k.keyId}`, { tenant: ctx.tenant })}" data-method="PATCH" data-success="Key ${k.keyId} saved." aria-label="Edit key ${k.keyId}">
     <label>Label <input name="label" maxlength="100" value="${k.label ?? ""}"></label>
     <div class="grid">
       <label>Requests per second (0: the server's default) <input name="rps" type="number" min="0" step="any" value="${k.rps}"></label>
@@ -41,7 +41,7 @@ export function keysPage(ctx: PageContext, keys: ApiKeySummary[], canWrite: bool
   <td>${k.revokedAt ? html`revoked ${when(k.revokedAt)}` : "active"}</td>
   <td>${
     canWrite && !k.revokedAt
-      ? html`<button type="button" class="secondary" data-api="${withQuery(`/portal/api/keys/${k.keyId}`, { tenant: ctx.tenant })}" data-method="DELETE" data-confirm="Revoke key ${k.keyId}? This server refuses requests with it at once, every other instance within ${BOUND}." aria-label="Revoke key ${k.keyId}">Revoke</button>`
+      ? html`<button type="button" class="secondary" data-api="${withQuery(`/portal/api/keys/${k.keyId}`, { tenant: ctx.tenant })}" data-method="DELETE" data-success="Key ${k.keyId} revoked." data-confirm="Revoke key ${k.keyId}? This server refuses requests with it at once, every other instance within ${BOUND}." aria-label="Revoke key ${k.keyId}">Revoke</button>`
       : ""
   }</td>
 </tr>`,

@@ -15,13 +15,13 @@ export function tenantsPage(ctx: PageContext, tenants: Tenant[]): string {
   <th scope="row"><a href="${withQuery("/portal/", { tenant: t.name })}">${t.name}</a></th>
   <td>${t.kind}</td><td><code>${t.customerId}</code></td>
   <td>
-    <form data-api="${api}" data-method="PATCH" class="row-form" aria-label="Change the state of ${t.name}">
+    <form data-api="${api}" data-method="PATCH" data-success="State of ${t.name} changed." class="row-form" aria-label="Change the state of ${t.name}">
       <select name="state" aria-label="State of ${t.name}">${STATES.map((s) => html`<option value="${s}" ${s === t.state ? html`selected` : ""}>${s}</option>`)}</select>
       <button type="submit" class="secondary">Set</button>
     </form>
   </td>
   <td>${t.enrollmentEnabled ? "enabled" : "disabled"}
-    <button type="button" class="secondary outline" data-api="${api}" data-method="PATCH" data-body="${JSON.stringify({ enrollmentEnabled: !t.enrollmentEnabled })}"
+    <button type="button" class="secondary outline" data-api="${api}" data-method="PATCH" data-body="${JSON.stringify({ enrollmentEnabled: !t.enrollmentEnabled })}" data-success="Enrollment API ${t.enrollmentEnabled ? "disabled" : "enabled"} for ${t.name}."
       aria-label="${t.enrollmentEnabled ? "Disable" : "Enable"} enrollment for ${t.name}">${t.enrollmentEnabled ? "Disable" : "Enable"}</button>
   </td>
   <td class="nowrap">${when(t.createdAt)}</td>
@@ -33,7 +33,7 @@ export function tenantsPage(ctx: PageContext, tenants: Tenant[]): string {
     ctx,
     html`<details>
   <summary role="button" class="secondary">New tenant</summary>
-  <form data-api="/portal/api/tenants" data-method="POST" aria-label="Create a tenant">
+  <form data-api="/portal/api/tenants" data-method="POST" data-success="Tenant created." aria-label="Create a tenant">
     <div class="grid">
       <label>Name <input name="name" required maxlength="64" pattern="[A-Za-z0-9._\\-]{1,64}" placeholder="acme" aria-describedby="name-help"></label>
       <label>Kind <select name="kind"><option value="customer">customer</option><option value="reseller">reseller</option></select></label>
@@ -71,7 +71,7 @@ export function trustPage(ctx: PageContext, t: TrustSourcesView): string {
     ctx,
     html`<p>${t.usable ? "Android key attestation can be trusted now." : html`<strong>Android key attestation fails closed now</strong> (every android-key verdict is <code>CertificateInvalid</code>).`}
   A source is stale when older than ${age(t.maxAgeSeconds)} (<code>--android-max-age</code>); the server reads them again on its own (<code>--android-refresh</code>), and now with the button.</p>
-<p><button type="button" data-api="/portal/api/trust/refresh" data-method="POST" data-busy="Reading the sources…">Refresh now</button></p>
+<p><button type="button" data-api="/portal/api/trust/refresh" data-method="POST" data-busy="Reading the sources…" data-success="Trust sources read again.">Refresh now</button></p>
 ${cards}
 <details><summary>As a table</summary>${trustTable(t, true)}</details>`,
     "/portal/trust",
