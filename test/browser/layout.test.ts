@@ -128,9 +128,23 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 900_
     })()`)) as { scroll: number; inner: number; outside: string[]; rows: number };
   }
 
+  /**
+   * What is wrong with the pages so far: collected rather than thrown at the first, so one run shows every page's
+   * faults; each test asserts it empty at its end.
+   */
+  let problems: string[] = [];
+  function expect(ok: boolean, what: string): void {
+    if (!ok) problems.push(what);
+  }
+  function noProblems(): void {
+    const found = problems;
+    problems = [];
+    assert.deepEqual(found, []);
+  }
+
   async function noAxeViolation(page: Page, what: string): Promise<void> {
     const violations = await axeViolations(page);
-    assert.deepEqual(violations, [], `${what}: ${JSON.stringify(violations, null, 2)}`);
+    expect(violations.length === 0, `${what}: ${JSON.stringify(violations)}`);
   }
 
   /** One page at both widths: fits, its rows' actions in view, no axe violation; at 390 px its menu opens. */
@@ -142,8 +156,8 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 900_
       await page.waitForLoadState("networkidle");
       await screenshot(page, `layout-${who}-${name}-${size.width}px`);
       const m = await measure(page);
-      assert.ok(m.scroll <= m.inner, `${who} ${url} at ${size.width} px scrolls sideways: ${m.scroll} > ${m.inner}`);
-      assert.deepEqual(m.outside, [], `${who} ${url} at ${size.width} px: row actions off-screen`);
+      expect(m.scroll <= m.inner, `${who} ${url} at ${size.width} px scrolls sideways: ${m.scroll} > ${m.inner}`);
+      expect(m.outside.length === 0, `${who} ${url} at ${size.width} px: row actions off-screen: ${m.outside.join("; ")}`);
       await noAxeViolation(page, `${who} ${url} at ${size.width} px`);
       if (size.width === 390) {
         const menu = page.getByRole("button", { name: "Menu" });
@@ -154,7 +168,7 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 900_
         assert.ok((await links.count()) >= 2);
         for (const link of await links.all()) {
           const box = (await link.boundingBox())!;
-          assert.ok(box && box.x >= 0 && box.x + box.width <= size.width, `${await link.textContent()} in the open menu is off-screen`);
+          expect(box.x >= 0 && box.x + box.width <= size.width, `${url}: ${await link.textContent()} in the open menu is off-screen`);
         }
         await screenshot(page, `layout-${who}-${name}-390px-menu`);
         await noAxeViolation(page, `${who} ${url} at 390 px with the menu open`);
@@ -190,11 +204,12 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 900_
           await anon.goto(`${portal.base}${url}`);
           await screenshot(anon, `layout-signed-out-${url.split("/").pop()}-${size.width}px`);
           const m = await measure(anon);
-          assert.ok(m.scroll <= m.inner, `${url} at ${size.width} px`);
+          expect(m.scroll <= m.inner, `${url} at ${size.width} px scrolls sideways: ${m.scroll} > ${m.inner}`);
           await noAxeViolation(anon, `${url} at ${size.width} px`);
         }
       }
       await signedOut.close();
+      noProblems();
     } finally {
       await context.close();
     }
@@ -207,6 +222,7 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 900_
       const tenantPages = await pagesOf(page, `?tenant=${LONG_TENANT}`);
       assert.ok(tenantPages.some((u) => u.startsWith("/portal/tenants")), "an operator's navigation holds Tenants");
       for (const url of tenantPages.filter((u) => u.includes("tenant="))) await check(page, "operator", url);
+      noProblems();
     } finally {
       await context.close();
     }

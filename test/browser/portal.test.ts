@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { Agent, request } from "undici";
 import { attestdCli, freePort, startServer, type ServerProcess } from "../helpers/serverProcess.ts";
-import { addVirtualAuthenticator, launchChromium, newContext, screenshot, seriousAxeViolations } from "./harness.ts";
+import { addVirtualAuthenticator, confirmInPage, launchChromium, newContext, screenshot, seriousAxeViolations } from "./harness.ts";
 
 const PASSWORD = "a long and unusual passphrase";
 const KEY_HEADER = "x-vendor-attest-api-key";
@@ -181,6 +181,7 @@ describe("the portal in a real browser", { timeout: 240_000 }, () => {
     // revoke: the API refuses the key (at once on this instance, which answered the revocation)
     await page.goto(`${base}/portal/keys`);
     await page.getByRole("button", { name: "Revoke" }).click();
+    await confirmInPage(page);
     await page.getByText(/^revoked /).waitFor();
     await visit("10-key-revoked");
     let status = 0;

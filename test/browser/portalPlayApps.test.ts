@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { attestdCli, freePort, startServer, type ServerProcess } from "../helpers/serverProcess.ts";
 import { responseKeys, serviceAccountFile } from "../helpers/playAppKeys.ts";
-import { launchChromium, newContext, screenshot, seriousAxeViolations } from "./harness.ts";
+import { confirmInPage, launchChromium, newContext, screenshot, seriousAxeViolations } from "./harness.ts";
 
 const PASSWORD = "a long and unusual passphrase";
 
@@ -107,6 +107,7 @@ describe("the Play apps page in a real browser", { timeout: 180_000 }, () => {
     await page.setViewportSize({ width: 1280, height: 860 });
 
     await page.getByRole("button", { name: "Remove com.acme.shop" }).click();
+    await confirmInPage(page);
     await page.locator("tbody tr", { hasText: "com.acme.shop" }).waitFor({ state: "detached" });
     const listed = JSON.parse(attestdCli(["play-app", "list", "--tenant", "acme", ...data]).stdout) as { policy: { packageName: string } }[];
     assert.deepEqual(listed.map((a) => a.policy.packageName), ["com.acme.bank"]);

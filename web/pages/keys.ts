@@ -63,7 +63,7 @@ export function keysPage(ctx: PageContext, keys: ApiKeySummary[], canWrite: bool
   return layout(
     "API keys",
     ctx,
-    html`${create}${table("API keys", ["Key id", "Label", "Created (UTC)", "Last used (UTC)", "rps / burst", "IP addresses", "Referers", "State", "Action"], rows)}
+    html`${create}${table("API keys", ["Key id", "Label", "Created (UTC)", "Last used (UTC)", { label: "rps / burst", secondary: true }, { label: "IP addresses", secondary: true }, { label: "Referers", secondary: true }, "State", "Action"], rows)}
 ${canWrite && active.length ? html`<p class="muted">A revoked key is refused by this server from the moment it says so, by every other instance within ${BOUND}.</p>` : ""}
 ${canWrite && active.length ? html`<section aria-labelledby="edit-h"><h2 id="edit-h">Change a key</h2>
 <p class="muted">Limits and restrictions apply to the next request on this server, within ${BOUND} on every other instance. The same as <code>attestd key set</code>.</p>

@@ -43,7 +43,7 @@ export function tenantsPage(ctx: PageContext, tenants: Tenant[]): string {
     <button type="submit">Create tenant</button>
   </form>
 </details>
-${table("Tenants", ["Name", "Kind", "Customer ID", "State", "Enrollment API", "Created (UTC)", "See"], rows)}
+${table("Tenants", ["Name", { label: "Kind", secondary: true }, "Customer ID", "State", "Enrollment API", { label: "Created (UTC)", secondary: true }, "See"], rows)}
 <p class="muted">Blocked and inactive tenants are refused (403) by both APIs at once; the same changes as <code>attestd tenant set-state</code> and <code>attestd tenant enable-enrollment</code>.</p>`,
     "/portal/tenants",
   );
