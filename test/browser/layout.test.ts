@@ -29,7 +29,7 @@ const LONG_EMAIL = "integration.service.account.for.enrollment@subsidiary.acme-i
  * and at 390 px the menu opens (and is checked open). Then the whole life of a key by keyboard alone. The
  * screenshots are kept in test-artifacts/screenshots/layout-*.png.
  */
-describe("the portal's frame at a laptop's and a phone's width", { timeout: 900_000 }, () => {
+describe("the portal's frame at a laptop's and a phone's width", { timeout: 2_400_000 }, () => {
   let portal: PortalInBrowser;
 
   before(async () => {
@@ -147,6 +147,8 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 900_
     expect(violations.length === 0, `${what}: ${JSON.stringify(violations)}`);
   }
 
+  const menuChecked = new Set<string>();
+
   /** One page at both widths: fits, its rows' actions in view, no axe violation; at 390 px its menu opens. */
   async function check(page: Page, who: string, url: string): Promise<void> {
     const name = url.replace(/^\/portal\/?/, "").replace(/\?.*$/, "").replace(/\//g, "-") || "overview";
@@ -171,7 +173,9 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 900_
           expect(box.x >= 0 && box.x + box.width <= size.width, `${url}: ${await link.textContent()} in the open menu is off-screen`);
         }
         await screenshot(page, `layout-${who}-${name}-390px-menu`);
-        await noAxeViolation(page, `${who} ${url} at 390 px with the menu open`);
+        // the menu is the same markup on every page: axe reads it open once per role (the machine is shared)
+        if (!menuChecked.has(who)) await noAxeViolation(page, `${who} ${url} at 390 px with the menu open`);
+        menuChecked.add(who);
         await page.keyboard.press("Escape");
         assert.equal(await menu.getAttribute("aria-expanded"), "false", "Escape closes the menu");
       }
@@ -274,6 +278,9 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 900_
       await page.locator("#new-key").waitFor({ state: "visible" });
       const key = (await page.locator("#new-key-value").textContent())!.trim();
       const keyId = key.split("_")[1]!;
+      // the key shown once wraps inside its box: the phone's page does not widen (it was 515 px wide)
+      const shown = await measure(page);
+      assert.ok(shown.scroll <= shown.inner, `the new key's box widens the page: ${shown.scroll} > ${shown.inner}`);
       assert.match(await page.locator("#notice").innerText(), new RegExp(`Key ${keyId} created`));
       const row = page.locator("tbody tr", { hasText: "made by keyboard" });
       await row.waitFor();

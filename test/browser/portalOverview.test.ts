@@ -211,6 +211,7 @@ describe("overview, history, keys and operator pages in a real browser", { timeo
     await row.waitFor();
     await row.getByLabel("State of initech", { exact: true }).selectOption("blocked");
     await row.getByRole("button", { name: "Set" }).click();
+    await page.getByText("State of initech changed.").waitFor(); // after the reload: the next click is on the new page
     await page.getByRole("row", { name: /initech/ }).getByRole("button", { name: "Enable enrollment for initech" }).waitFor();
     assert.equal(await page.getByRole("row", { name: /initech/ }).getByLabel("State of initech", { exact: true }).inputValue(), "blocked");
     await page.getByRole("row", { name: /initech/ }).getByRole("button", { name: "Enable enrollment for initech" }).click();
