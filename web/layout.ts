@@ -155,11 +155,15 @@ export interface TableOptions {
 }
 
 const CELL = /<(td|th)(?=[\s>])/g;
+/** a run this long without a space (an id, a hash, an email, a route) may break anywhere; shorter words stay whole */
+const LONG_VALUE = /[^\s]{16,}/;
 
 /**
- * Every cell of a row marked with its column's name (data-label, which the cards show at a phone's width) and,
- * for a secondary column, data-secondary. The rows are Html made by the `html` tag, so every "<td"/"<th" in them is
- * a tag (interpolated text has its "<" escaped); a cell that names its own data-label keeps it.
+ * Every cell of a row marked with its column's name (data-label, which the cards show at a phone's width), for a
+ * secondary column data-secondary, and data-long where its text holds a long unbroken value (portal.css lets only
+ * those break anywhere, so a table never squeezes "active" into "activ/e" to make room). The rows are Html made by
+ * the `html` tag, so every "<td"/"<th" in them is a tag (interpolated text has its "<" escaped); a cell that names
+ * its own data-label keeps it.
  */
 function labelCells(row: Html, columns: Column[]): Html {
   let i = 0;
@@ -171,7 +175,9 @@ function labelCells(row: Html, columns: Column[]): Html {
       if (!column) return tag;
       const open = /^[^>]*/.exec(all.slice(at))![0];
       const label = open.includes("data-label=") ? "" : html` data-label="${column.label}"`.text;
-      return `${tag}${label}${column.secondary ? " data-secondary" : ""}`;
+      const close = all.slice(at).search(/<\/t[dh]>/);
+      const text = all.slice(at + open.length + 1, close < 0 ? undefined : at + close).replace(/<[^>]*>/g, " ");
+      return `${tag}${label}${column.secondary ? " data-secondary" : ""}${LONG_VALUE.test(text) ? " data-long" : ""}`;
     }),
   );
 }
