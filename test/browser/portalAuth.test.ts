@@ -159,7 +159,7 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
 
     await page.getByLabel("Email").fill("bea@acme.example");
     await page.getByLabel("Role", { exact: true }).selectOption("viewer");
-    await page.getByLabel("Tenant (not for operators)").fill("acme");
+    await page.getByLabel("Tenant (not for operators)").selectOption("acme");
     await page.getByRole("button", { name: "Invite" }).click();
     await page.locator("#new-link").waitFor({ state: "visible" });
     const link = (await page.locator("#new-link-value").textContent())!.trim();
