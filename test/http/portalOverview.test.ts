@@ -120,7 +120,7 @@ describe("portal overview, history, keys and operator pages over HTTP", () => {
       assert.equal(page.statusCode, 200);
       assert.match(page.body, /<canvas data-chart="hourly" data-src="\/portal\/api\/overview"/);
       const hourLabel = `${iso(T0 - 2 * HOUR).slice(0, 10)} ${iso(T0 - 2 * HOUR).slice(11, 13)}:00`;
-      assert.match(page.body, new RegExp(`<th scope="row">${hourLabel}</th><td>3</td><td>1</td><td>0</td>`));
+      assert.match(page.body, new RegExp(`<th[^>]*>${hourLabel}</th><td[^>]*>3</td><td[^>]*>1</td><td[^>]*>0</td>`));
       assert.match(page.body, /rule 1: the device reported an error/);
       assert.doesNotMatch(page.body, /href="\/portal\/tenants"/, "no operator navigation for a tenant user");
     });
@@ -259,7 +259,7 @@ describe("portal overview, history, keys and operator pages over HTTP", () => {
       assert.equal(bad.json().code, "4008000");
       const page = await as("vic@acme.example", { url: "/portal/activity?errorId=e0000000000000000000000b" });
       assert.equal(page.statusCode, 200);
-      assert.match(page.body, /<td><a href="\/portal\/activity\?errorId=e0000000000000000000000b">e0000000000000000000000b<\/a><\/td>/);
+      assert.match(page.body, /<td[^>]*><a href="\/portal\/activity\?errorId=e0000000000000000000000b">e0000000000000000000000b<\/a><\/td>/);
       const none = await as("gus@globex.example", { url: "/portal/activity?errorId=e0000000000000000000000b" });
       assert.match(none.body, /No request of this tenant answered with error id/);
     });
@@ -297,7 +297,7 @@ describe("portal overview, history, keys and operator pages over HTTP", () => {
       assert.equal((await t.runtime.app.inject({ method: "POST", url: "/v2/nonces", headers: { [KEY_HEADER]: key } })).statusCode, 200);
 
       const page = await as("vic@acme.example", { url: "/portal/keys" });
-      assert.match(page.body, /<td>4 \/ 8<\/td>/);
+      assert.match(page.body, /<td[^>]*>4 \/ 8<\/td>/);
       assert.doesNotMatch(page.body, /data-method="PATCH"/, "a viewer gets no edit form");
       assert.match((await as("ada@acme.example", { url: "/portal/keys" })).body, new RegExp(`data-api="/portal/api/keys/${keyId}" data-method="PATCH"`));
     });

@@ -16,7 +16,7 @@ function activityRows(items: StoredActivityEntry[], ctx: PageContext): Html[] {
   );
 }
 
-const ACTIVITY_HEAD = ["Time (UTC)", "Method", "Route", "Status", "Code", "Error id", "Latency (ms)", "Address"];
+const ACTIVITY_HEAD = ["Time (UTC)", "Method", "Route", "Status", "Code", "Error id", { label: "Latency (ms)", secondary: true }, { label: "Address", secondary: true }];
 
 /** Every status and format a verdict can have (the compiler checks none is missing), for the filters' menus. */
 const STATUSES = ["Success", "DeviceError", "CertificateInvalid", "SignatureInvalid", "NonceMismatch", "Revoked"] as const;
@@ -61,7 +61,7 @@ export function verdictsPage(ctx: PageContext, f: VerdictFilter, items: StoredVe
 </form>
 <p class="export"><a href="${csv}" download data-export="export-status" role="button" class="secondary outline">Export ${filtered ? "these verdicts" : "all verdicts"} as CSV</a>
   <span id="export-status" role="status" aria-live="polite"></span></p>
-${table("Verdicts, newest first", ["Time (UTC)", "Verdict", "Status", "Format", "Device", "Object id"], rows)}
+${table("Verdicts, newest first", ["Time (UTC)", "Verdict", "Status", { label: "Format", secondary: true }, "Device", "Object id"], rows)}
 ${next ? html`<p><a href="${withQuery("/portal/verdicts", { ...f, tenant: ctx.tenant, after: next })}">Older verdicts</a></p>` : ""}`,
     "/portal/verdicts",
   );
