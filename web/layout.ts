@@ -55,6 +55,11 @@ export const NAV: { label: string; links: NavLink[] }[] = [
       { href: "/portal/trust", label: "Trust sources", only: ["operator"] },
     ],
   },
+  {
+    label: "Help",
+    // Swagger UI's page beside the portal (/docs, `--api-docs`): every route, its answers and error codes
+    links: [{ href: "/docs", label: "API reference" }],
+  },
 ];
 
 /** The same path with these query parameters (empty ones left out): filters live in the URL. */
@@ -72,7 +77,7 @@ function navigation(ctx: PageContext, actor: Actor, active: string | undefined):
     const id = `nav-${g.label.toLowerCase()}`;
     return html`<div class="nav-group"><p class="nav-label" id="${id}">${g.label}</p><ul aria-labelledby="${id}">
     ${g.links.map(
-      (n) => html`<li><a href="${withQuery(n.href, { tenant: ctx.tenant })}" ${n.href === active ? html`aria-current="page"` : ""}>${n.label}</a></li>`,
+      (n) => html`<li><a href="${n.href.startsWith("/portal/") ? withQuery(n.href, { tenant: ctx.tenant }) : n.href}" ${n.href === active ? html`aria-current="page"` : ""}>${n.label}</a></li>`,
     )}
   </ul></div>`;
   })}
