@@ -1,4 +1,5 @@
-import type { SwaggerOptions } from "@fastify/swagger";
+import type { FastifyDynamicSwaggerOptions, SwaggerTransformObject } from "@fastify/swagger";
+import { ERROR_ID_HEADER } from "./errorHandler.ts";
 
 /**
  * The tags operations are filed under. A route names its tag (and its operationId) in its own schema;
@@ -38,7 +39,7 @@ export const API_TAGS = [
  * as the routes' TypeBox schemas are: a 3.0 document is held to 3.0's older dialect, where exclusiveMinimum is a
  * boolean and the routes' numeric one (e.g. a key's rps) makes the document invalid.
  */
-export const openapiOptions: SwaggerOptions = {
+export const openapiOptions: FastifyDynamicSwaggerOptions = {
   openapi: {
     openapi: "3.1.0",
     info: {
@@ -51,12 +52,38 @@ export const openapiOptions: SwaggerOptions = {
     },
     tags: API_TAGS,
     components: {
+      headers: {
+        [ERROR_ID_HEADER]: {
+          description:
+            "The errorId of this error answer (Part B and the admin API also carry it in the body). It is unique per " +
+            "answer and names the request in the activity log: the portal finds it at /portal/activity?errorId=…",
+          schema: { type: "string", pattern: "^[0-9a-f]{24}$" },
+        },
+      },
       securitySchemes: {
         apiKey: { type: "apiKey", in: "header", name: "x-vendor-attest-api-key" },
         apiToken: { type: "apiKey", in: "header", name: "x-vendor-apitoken" },
       },
     },
   },
+  transformObject: (doc) => ("openapiObject" in doc ? withErrorIdHeader(doc.openapiObject) : doc.swaggerObject),
   // shared schemas keep their $id as their name in components.schemas, so a generated client's types are named
   refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) ?? `def-${i}` },
 };
+
+type OpenApiDocument = Extract<Parameters<SwaggerTransformObject>[0], { openapiObject: unknown }>["openapiObject"];
+
+/** Every 4XX and 5XX response of every operation names the X-Error-Id header (one shared component). */
+function withErrorIdHeader(doc: OpenApiDocument): OpenApiDocument {
+  for (const item of Object.values(doc.paths ?? {})) {
+    for (const op of Object.values(item ?? {})) {
+      const responses = (op as { responses?: Record<string, { headers?: Record<string, unknown> }> } | undefined)?.responses;
+      if (!responses || typeof responses !== "object") continue;
+      for (const [status, response] of Object.entries(responses)) {
+        if (!/^[45]/.test(status) || !response || typeof response !== "object") continue;
+        response.headers = { ...response.headers, [ERROR_ID_HEADER]: { $ref: `#/components/headers/${ERROR_ID_HEADER}` } };
+      }
+    }
+  }
+  return doc;
+}

@@ -1,5 +1,5 @@
 import type { ReferenceValue } from "../../attestation/types.ts";
-import type { ActivityEntry } from "../../domain/activity.ts";
+import { isPortalPageRoute, type ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type {
@@ -372,9 +372,12 @@ export class MemoryDurableStore implements DurableStore {
           (f.status === undefined || e.status === f.status) &&
           (f.code === undefined || e.code === f.code) &&
           (f.route === undefined || e.route === f.route) &&
-          (!f.before || cmp(e.time, f.before.time) < 0 || (e.time === f.before.time && e.seq < f.before.seq)),
+          (f.clientId === undefined || e.clientId === f.clientId) &&
+          (f.kind === undefined || isPortalPageRoute(e.route) === (f.kind === "portal")) &&
+          (!f.before || cmp(e.time, f.before.time) < 0 || (e.time === f.before.time && e.seq < f.before.seq)) &&
+          (!f.after || cmp(e.time, f.after.time) > 0 || (e.time === f.after.time && e.seq > f.after.seq)),
       )
-      .sort((a, b) => cmp(b.time, a.time) || b.seq - a.seq)
+      .sort((a, b) => (f.after ? cmp(a.time, b.time) || a.seq - b.seq : cmp(b.time, a.time) || b.seq - a.seq))
       .slice(0, limit);
   }
 
