@@ -52,14 +52,6 @@ export const openapiOptions: FastifyDynamicSwaggerOptions = {
     },
     tags: API_TAGS,
     components: {
-      headers: {
-        [ERROR_ID_HEADER]: {
-          description:
-            "The errorId of this error answer (Part B and the admin API also carry it in the body). It is unique per " +
-            "answer and names the request in the activity log: the portal finds it at /portal/activity?errorId=…",
-          schema: { type: "string", pattern: "^[0-9a-f]{24}$" },
-        },
-      },
       securitySchemes: {
         apiKey: { type: "apiKey", in: "header", name: "x-vendor-attest-api-key" },
         apiToken: { type: "apiKey", in: "header", name: "x-vendor-apitoken" },
@@ -73,7 +65,15 @@ export const openapiOptions: FastifyDynamicSwaggerOptions = {
 
 type OpenApiDocument = Extract<Parameters<SwaggerTransformObject>[0], { openapiObject: unknown }>["openapiObject"];
 
-/** Every 4XX and 5XX response of every operation names the X-Error-Id header (one shared component). */
+/** What /openapi.json says of the X-Error-Id header, on every error response. */
+const ERROR_ID_HEADER_OBJECT = {
+  description:
+    "The errorId of this error answer (Part B and the admin API also carry it in the body as `errorId`). Unique per " +
+    "answer, it names the request in the activity log: the portal finds it at /portal/activity?errorId=…",
+  schema: { type: "string", pattern: "^[0-9a-f]{24}$" },
+} as const;
+
+/** Every 4XX and 5XX response of every operation names the X-Error-Id header. */
 function withErrorIdHeader(doc: OpenApiDocument): OpenApiDocument {
   for (const item of Object.values(doc.paths ?? {})) {
     for (const op of Object.values(item ?? {})) {
@@ -81,7 +81,7 @@ function withErrorIdHeader(doc: OpenApiDocument): OpenApiDocument {
       if (!responses || typeof responses !== "object") continue;
       for (const [status, response] of Object.entries(responses)) {
         if (!/^[45]/.test(status) || !response || typeof response !== "object") continue;
-        response.headers = { ...response.headers, [ERROR_ID_HEADER]: { $ref: `#/components/headers/${ERROR_ID_HEADER}` } };
+        response.headers = { ...response.headers, [ERROR_ID_HEADER]: ERROR_ID_HEADER_OBJECT };
       }
     }
   }

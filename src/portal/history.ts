@@ -1,6 +1,7 @@
+import type { ActivityKind } from "../domain/activity.ts";
 import type { StoredVerdict, VerdictValue } from "../domain/verdicts.ts";
 import { AppError } from "../errors/AppError.ts";
-import { catalog } from "../errors/catalog.ts";
+import { catalog, entriesForCode } from "../errors/catalog.ts";
 import { MAX_HISTORY_PAGE } from "../store/historyQueries.ts";
 import type { ActivityStore, StoredActivityEntry, VerdictQuery, VerdictStore } from "../store/types.ts";
 import { csvLine } from "./csv.ts";
@@ -37,8 +38,37 @@ export interface ActivityView {
   status?: number;
   code?: string;
   route?: string;
+  /** the API key (Part A) or enrollment client (Part B) that made the request */
+  key?: string;
+  /** the APIs' requests (the default), the portal's own page views, or all */
+  kind?: ActivityKind;
   from?: string;
   to?: string;
+}
+
+/** An activity entry as the portal shows it: the catalog's message and meaning beside the code. */
+export type ActivityItem = StoredActivityEntry & { message: string | null; meaning: string | null };
+
+/** Which way a page of the activity log goes from its cursor: `after` older entries, `before` newer ones. */
+export interface ActivityCursor {
+  after?: string | undefined;
+  before?: string | undefined;
+}
+
+export interface ActivityPage {
+  items: ActivityItem[];
+  /** the cursor of the page of older entries (`after`), when there are any */
+  next?: string;
+  /** the cursor of the page of newer entries (`before`), when there are any */
+  prev?: string;
+}
+
+/** The catalog's message (and what it means) for a logged code; two entries sharing it are both named. */
+function explained(e: StoredActivityEntry): ActivityItem {
+  const entries = e.code ? entriesForCode(e.code, e.route) : [];
+  const message = entries.length ? [...new Set(entries.map((x) => x.message))].join(" or ") : null;
+  const meaning = entries.length ? [...new Set(entries.map((x) => x.meaning))].join("; or ") : null;
+  return { ...e, message, meaning };
 }
 
 /** An opaque "after" cursor: the last row's sort key, base64url JSON, so a page link is bookmarkable. */
@@ -109,21 +139,41 @@ export class PortalHistory {
     return v && (tenantId === undefined || v.tenantId === tenantId) ? v : undefined;
   }
 
-  async activity(tenantId: string | undefined, f: ActivityView, after?: string): Promise<{ items: StoredActivityEntry[]; next?: string }> {
-    const before = decodeCursor(after, ["string", "number"]) as [string, number] | undefined;
+  /**
+   * One page of the tenant's activity, newest first, the APIs' requests unless `f.kind` says otherwise. Keyset
+   * paging both ways: `after` (a `next`) reads the page of older entries, `before` (a `prev`) the page of newer
+   * ones, each one index range read, so the tenth page back costs what the first does.
+   */
+  async activity(tenantId: string | undefined, f: ActivityView, cursor: ActivityCursor = {}): Promise<ActivityPage> {
+    if (cursor.after && cursor.before) throw new AppError(catalog.PORTAL_INVALID_REQUEST, "a page goes one way: after (older) or before (newer), not both");
+    const older = decodeCursor(cursor.after, ["string", "number"]) as [string, number] | undefined;
+    const newer = decodeCursor(cursor.before, ["string", "number"]) as [string, number] | undefined;
+    const kind = f.kind ?? "api";
     const rows = await this.store.queryActivity({
       ...(tenantId !== undefined ? { tenantId } : {}),
       ...(f.errorId ? { errorId: f.errorId } : {}),
       ...(f.status !== undefined ? { status: f.status } : {}),
       ...(f.code ? { code: f.code } : {}),
       ...(f.route ? { route: f.route } : {}),
+      ...(f.key ? { clientId: f.key } : {}),
+      // an exact errorId is found whatever its kind: support pastes it without knowing where it came from
+      ...(kind !== "all" && !f.errorId ? { kind } : {}),
       ...(f.from ? { since: isoTime(f.from) } : {}),
       ...(f.to ? { until: isoTime(f.to) } : {}),
-      ...(before ? { before: { time: before[0], seq: before[1] } } : {}),
+      ...(older ? { before: { time: older[0], seq: older[1] } } : {}),
+      ...(newer ? { after: { time: newer[0], seq: newer[1] } } : {}),
       limit: PAGE_SIZE + 1,
     });
-    const items = rows.slice(0, PAGE_SIZE);
+    const more = rows.length > PAGE_SIZE;
+    // a newer page comes oldest first from the store: the PAGE_SIZE nearest the cursor, shown newest first
+    const items = (newer ? rows.slice(0, PAGE_SIZE).reverse() : rows.slice(0, PAGE_SIZE)).map(explained);
+    const first = items[0];
     const last = items[items.length - 1];
-    return rows.length > PAGE_SIZE && last ? { items, next: encodeCursor([last.time, last.seq]) } : { items };
+    const page: ActivityPage = { items };
+    // older: past a newer page there is at least the cursor's own entry; else only when the store had more
+    if (last && (newer || more)) page.next = encodeCursor([last.time, last.seq]);
+    if (first && (older || (newer && more))) page.prev = encodeCursor([first.time, first.seq]);
+    return page;
   }
+
 }

@@ -1,22 +1,38 @@
 import type { AppraisalStatus, BlobFormatName } from "../../src/attestation/types.ts";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
-import { isoTime, type ActivityView, type VerdictFilter } from "../../src/portal/history.ts";
-import type { StoredActivityEntry } from "../../src/store/types.ts";
+import { ACTIVITY_KINDS, type ActivityKind } from "../../src/domain/activity.ts";
+import { isoTime, type ActivityItem, type ActivityPage, type ActivityView, type VerdictFilter } from "../../src/portal/history.ts";
+import type { ApiKeySummary } from "../../src/services/apiKeyAdmin.ts";
 import { html, type Html } from "../html.ts";
 import { hiddenTenant, layout, table, withQuery, type PageContext } from "../layout.ts";
 import { when } from "../time.ts";
 
-function activityRows(items: StoredActivityEntry[], ctx: PageContext): Html[] {
+/** A request's outcome as a badge whose words carry it (colour only repeats them): OK, or Error with its status. */
+function outcomeBadge(status: number): Html {
+  return status >= 400
+    ? html`<span class="badge badge-error">Error</span>`
+    : html`<span class="badge badge-ok">OK</span>`;
+}
+
+function activityRows(items: ActivityItem[], ctx: PageContext, keyLabels: ReadonlyMap<string, string>): Html[] {
   return items.map(
-    (e) => html`<tr>
-  <td class="nowrap">${when(e.time)}</td><td>${e.method}</td><td>${e.route}</td><td>${e.status}</td><td>${e.code ?? ""}</td>
-  <td>${e.errorId ? html`<a href="${withQuery("/portal/activity", { errorId: e.errorId, tenant: ctx.tenant })}">${e.errorId}</a>` : ""}</td>
+    (e) => html`<tr class="${e.status >= 400 ? "row-error" : ""}">
+  <td class="nowrap">${when(e.time)}</td>
+  <td>${outcomeBadge(e.status)}</td>
+  <td>${e.method} <span class="wrap">${e.route}</span></td>
+  <td>${e.status}</td>
+  <td>${e.code ? html`<code>${e.code}</code>${e.message ? html` <strong>${e.message}</strong>` : ""}${e.meaning ? html`<br><small class="muted">${e.meaning}</small>` : ""}` : html`<span class="muted">—</span>`}</td>
+  <td>${e.errorId ? html`<a class="id" href="${withQuery("/portal/activity", { errorId: e.errorId, tenant: ctx.tenant })}">${e.errorId}</a>` : ""}</td>
+  <td>${e.clientId ? html`<a href="${withQuery("/portal/activity", { key: e.clientId, tenant: ctx.tenant })}" title="${e.clientId}">${keyLabels.get(e.clientId) ?? e.clientId}</a>` : html`<span class="muted">—</span>`}</td>
   <td>${e.latencyMs}</td><td>${e.remoteAddress}</td>
 </tr>`,
   );
 }
 
-const ACTIVITY_HEAD = ["Time (UTC)", "Method", "Route", "Status", "Code", "Error id", "Latency (ms)", "Address"];
+const ACTIVITY_HEAD = ["Time (UTC)", "Result", "Request", "Status", "Code and message", "Error id", "API key or client", "Latency (ms)", "Address"];
+
+/** The kinds of request the Activity page lists, as its menu says them. */
+const KIND_LABELS: Record<ActivityKind, string> = { api: "API requests", portal: "Portal page views", all: "Both" };
 
 /** Every status and format a verdict can have (the compiler checks none is missing), for the filters' menus. */
 const STATUSES = ["Success", "DeviceError", "CertificateInvalid", "SignatureInvalid", "NonceMismatch", "Revoked"] as const;
@@ -114,23 +130,44 @@ export function verdictDetailPage(ctx: PageContext, v: StoredVerdict): string {
   );
 }
 
-export function activityPage(ctx: PageContext, f: ActivityView, items: StoredActivityEntry[], next: string | undefined): string {
-  const filtered = Object.values(f).some((x) => x !== undefined && x !== "");
+/** Links to the newer and the older page, when there are any; the filters stay in them. */
+function pager(path: string, q: Record<string, string | number | undefined>, page: { next?: string; prev?: string }, what: string): Html | string {
+  if (!page.next && !page.prev) return "";
+  return html`<nav class="pager" aria-label="Pages of ${what}"><ul>
+  <li>${page.prev ? html`<a href="${withQuery(path, { ...q, before: page.prev })}" rel="prev">← Newer ${what}</a>` : html`<span class="muted">Newest ${what} shown</span>`}</li>
+  <li>${page.next ? html`<a href="${withQuery(path, { ...q, after: page.next })}" rel="next">Older ${what} →</a>` : html`<span class="muted">Oldest ${what} shown</span>`}</li>
+</ul></nav>`;
+}
+
+export function activityPage(ctx: PageContext, f: ActivityView, page: ActivityPage, keys: readonly ApiKeySummary[]): string {
+  const filtered = Object.entries(f).some(([k, x]) => x !== undefined && x !== "" && !(k === "kind" && x === "api"));
+  const keyLabels = new Map(keys.map((k) => [k.keyId, k.label ? `${k.label} (${k.keyId})` : k.keyId]));
+  const kind = f.kind ?? "api";
+  const q = { ...f, tenant: ctx.tenant };
   return layout(
     "Activity log",
     ctx,
-    html`<form method="get" action="/portal/activity" class="filters" aria-label="Filter the activity log">
+    html`<p class="lead">Every request made to the APIs with this tenant's keys and clients, newest first. An error answer carries an
+<strong>error id</strong> (the <code>X-Error-Id</code> header, and <code>errorId</code> in enrollment and admin API bodies): paste it below to find the request.</p>
+<form method="get" action="/portal/activity" class="filters" aria-label="Filter the activity log">
   ${hiddenTenant(ctx)}
-  <label>Error id <input name="errorId" value="${f.errorId ?? ""}" maxlength="64" spellcheck="false"></label>
-  <label>Status <input name="status" inputmode="numeric" pattern="[1-5][0-9][0-9]" value="${f.status ?? ""}" maxlength="3"></label>
-  <label>Code <input name="code" value="${f.code ?? ""}" maxlength="64"></label>
+  <label>Error id <input name="errorId" value="${f.errorId ?? ""}" maxlength="64" spellcheck="false" autocomplete="off"></label>
+  <label>Show <select name="kind">${ACTIVITY_KINDS.map((k) => html`<option value="${k}" ${kind === k ? html`selected` : ""}>${KIND_LABELS[k]}</option>`)}</select></label>
+  <label>Status <input name="status" inputmode="numeric" pattern="[1-5][0-9][0-9]" value="${f.status ?? ""}" maxlength="3" placeholder="400" title="an HTTP status, 100 to 599"></label>
+  <label>Code <input name="code" value="${f.code ?? ""}" maxlength="64" placeholder="4000006"></label>
   <label>Route <input name="route" value="${f.route ?? ""}" maxlength="200" placeholder="/v2/blobs"></label>
+  ${keys.length
+    ? html`<label>API key <select name="key"><option value="">any</option>${keys.map((k) => html`<option value="${k.keyId}" ${f.key === k.keyId ? html`selected` : ""}>${keyLabels.get(k.keyId)}${k.revokedAt ? " — revoked" : ""}</option>`)}${f.key && !keyLabels.has(f.key) ? html`<option value="${f.key}" selected>${f.key}</option>` : ""}</select></label>`
+    : html`<label>API key or client id <input name="key" value="${f.key ?? ""}" maxlength="64" spellcheck="false"></label>`}
   ${timeFields(f)}
   <div class="filter-actions"><button type="submit">Filter</button>${filtered ? html` <a href="${withQuery("/portal/activity", { tenant: ctx.tenant })}">Clear filters</a>` : ""}</div>
 </form>
-${f.errorId && items.length === 0 ? html`<p>No request of this tenant answered with error id <code>${f.errorId}</code>. The log is written within a second of the answer; an id from another tenant's request is not shown.</p>` : ""}
-${table("Requests, newest first", ACTIVITY_HEAD, activityRows(items, ctx))}
-${next ? html`<p><a href="${withQuery("/portal/activity", { ...f, tenant: ctx.tenant, after: next })}">Older requests</a></p>` : ""}`,
+${f.errorId && page.items.length === 0
+  ? html`<p class="notice" role="status">No request of this tenant answered with error id <code>${f.errorId}</code>. The log is written within a second of the answer.
+A request that named no valid API key belongs to no tenant, and an id from another tenant's request is not shown: the operator finds both (<code>attestd activity --error-id ${f.errorId}</code>).</p>`
+  : ""}
+${table(`${KIND_LABELS[kind]}, newest first`, ACTIVITY_HEAD, activityRows(page.items, ctx, keyLabels))}
+${pager("/portal/activity", q, page, "requests")}`,
     "/portal/activity",
   );
 }
