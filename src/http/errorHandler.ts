@@ -5,6 +5,7 @@ import { AppError, isAppError } from "../errors/AppError.ts";
 import { isStoreUnavailable } from "../errors/storeUnavailable.ts";
 import { CONTENT_TYPES } from "./negotiate.ts";
 import { pathOf, routeOf } from "./requestTarget.ts";
+import { readableValidation } from "./validationMessage.ts";
 import { partAErrorBody, partBErrorBody, renderXml, type PartAErrorBody, type PartBErrorBody } from "./render.ts";
 import type { AppInstance } from "./types.ts";
 
@@ -105,6 +106,12 @@ function toAppError(err: unknown, request: FastifyRequest): AppError | undefined
   if (e.validation) {
     const field = invalidField(e.validation);
     const entry = (field !== undefined ? request.routeOptions.config?.fieldEntries?.[field] : undefined) ?? invalid;
+    if (isPortal(routeOf(request))) {
+      // people read the portal's refusals: the field and what it may be, not the validator's keywords
+      const context = (err as { validationContext?: string }).validationContext;
+      const schema = context ? (request.routeOptions.schema as Record<string, unknown> | undefined)?.[context] : undefined;
+      return new AppError(entry, readableValidation(e.validation, context, schema));
+    }
     return new AppError(entry, e.message ?? "Invalid request");
   }
   if (typeof e.statusCode === "number" && e.statusCode >= 400 && e.statusCode < 500) {

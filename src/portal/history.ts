@@ -17,10 +17,10 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?)?(?
  * A time filter as the stores compare it (a full ISO 8601 UTC time): a date, or a date and time with or without a
  * zone; without one it is UTC, as the portal shows every time (a browser's datetime-local field sends none).
  */
-export function isoTime(s: string): string {
+export function isoTime(s: string, field = "time"): string {
   const zoned = /T.*(?:Z|[+-]\d{2}:\d{2})$/.test(s) || !s.includes("T") ? s : `${s}Z`;
   const ms = ISO_TIME.test(s) ? Date.parse(zoned) : NaN;
-  if (Number.isNaN(ms)) throw new AppError(catalog.PORTAL_INVALID_REQUEST, `"${s}" is not a date or an ISO 8601 time`);
+  if (Number.isNaN(ms)) throw new AppError(catalog.PORTAL_INVALID_REQUEST, `${field}: "${s}" is not a date or time; write YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)`);
   return new Date(ms).toISOString();
 }
 
@@ -84,14 +84,14 @@ export function decodeCursor(cursor: string | undefined, shape: ["string", "stri
   } catch {
     // falls through to the refusal
   }
-  throw new AppError(catalog.PORTAL_INVALID_REQUEST, "the page cursor is not one this service made");
+  throw new AppError(catalog.PORTAL_INVALID_REQUEST, "after / before: the page link is not one this service made; open the list again from its first page");
 }
 
 /** the store's query for a filter: times made exact ISO (isoTime), an empty filter left out */
 function verdictQuery(tenantId: string | undefined, f: VerdictFilter): Omit<VerdictQuery, "limit"> {
   const q: Omit<VerdictQuery, "limit"> = { ...f, ...(tenantId !== undefined ? { tenantId } : {}) };
-  if (f.from) q.from = isoTime(f.from);
-  if (f.to) q.to = isoTime(f.to);
+  if (f.from) q.from = isoTime(f.from, "from");
+  if (f.to) q.to = isoTime(f.to, "to");
   return q;
 }
 
@@ -158,8 +158,8 @@ export class PortalHistory {
       ...(f.key ? { clientId: f.key } : {}),
       // an exact errorId is found whatever its kind: support pastes it without knowing where it came from
       ...(kind !== "all" && !f.errorId ? { kind } : {}),
-      ...(f.from ? { since: isoTime(f.from) } : {}),
-      ...(f.to ? { until: isoTime(f.to) } : {}),
+      ...(f.from ? { since: isoTime(f.from, "from") } : {}),
+      ...(f.to ? { until: isoTime(f.to, "to") } : {}),
       ...(older ? { before: { time: older[0], seq: older[1] } } : {}),
       ...(newer ? { after: { time: newer[0], seq: newer[1] } } : {}),
       limit: PAGE_SIZE + 1,

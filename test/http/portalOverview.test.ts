@@ -205,7 +205,7 @@ describe("portal overview, history, keys and operator pages over HTTP", () => {
       const [v] = (await as("vic@acme.example", { url: "/portal/api/verdicts?device=chip-bad" })).json().items as StoredVerdict[];
       const page = await as("vic@acme.example", { url: `/portal/verdicts/${v!.objectId}` });
       assert.equal(page.statusCode, 200);
-      assert.match(page.body, /The rule that decided<\/h2>\s*<p class="wrap">rule 3: the signature does not verify<\/p>/);
+      assert.match(page.body, /<h2>Why<\/h2>\s*<p>rule 3: the signature does not verify<\/p>/, "a reason the portal has no words for is shown as it is");
       assert.match(page.body, /<dt>chain<\/dt><dd><ol><li><dl class="tree"><dt>subject<\/dt><dd><span class="wrap">CN=leaf<\/span>/);
       assert.equal((await as("gus@globex.example", { url: `/portal/verdicts/${v!.objectId}` })).statusCode, 404);
     });

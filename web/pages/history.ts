@@ -3,6 +3,7 @@ import type { StoredVerdict } from "../../src/domain/verdicts.ts";
 import { ACTIVITY_KINDS, type ActivityKind } from "../../src/domain/activity.ts";
 import { isoTime, type ActivityItem, type ActivityPage, type ActivityView, type VerdictFilter } from "../../src/portal/history.ts";
 import type { ApiKeySummary } from "../../src/services/apiKeyAdmin.ts";
+import { explainVerdict, verdictDeviceId } from "../../src/portal/verdictReasons.ts";
 import { html, type Html } from "../html.ts";
 import { hiddenTenant, layout, table, withQuery, type PageContext } from "../layout.ts";
 import { when } from "../time.ts";
@@ -53,14 +54,31 @@ function timeFields(f: { from?: string | undefined; to?: string | undefined }): 
   <label>To (UTC, not included) <input type="datetime-local" name="to" value="${localValue(f.to)}"></label>`;
 }
 
+/** A verdict as a badge: its word (and a sign) says it, the colour only repeats it. */
+export function verdictBadge(verdict: string): Html {
+  const sign = verdict === "Yes" ? "✓" : verdict === "No" ? "✗" : "?";
+  return html`<span class="badge badge-${verdict === "Yes" || verdict === "No" ? verdict.toLowerCase() : "unknown"}"><span aria-hidden="true">${sign}</span> ${verdict}</span>`;
+}
+
+/** The device a verdict is about: the relying party's deviceId (a link to its page) and the hardware ids. */
+function deviceCell(ctx: PageContext, v: StoredVerdict): Html {
+  const deviceId = verdictDeviceId(v);
+  const hw = v.record.chipId ? html`chipId <code>${v.record.chipId}</code>` : v.record.IMEI ? html`IMEI <code>${v.record.IMEI}</code>` : "";
+  return html`${deviceId ? html`<a href="${withQuery(`/portal/devices/${encodeURIComponent(deviceId)}`, { tenant: ctx.tenant })}"><code>${deviceId}</code></a>${hw ? html`<br>` : ""}` : ""}${hw ? html`<small class="wrap">${hw}</small>` : ""}${!deviceId && !hw ? html`<span class="muted">—</span>` : ""}`;
+}
+
 export function verdictsPage(ctx: PageContext, f: VerdictFilter, items: StoredVerdict[], next: string | undefined): string {
-  const rows = items.map(
-    (v) => html`<tr>
-  <td class="nowrap">${when(v.createdAt)}</td><td>${v.record.verdict}</td><td>${v.record.status}</td><td class="nowrap">${v.format}</td>
-  <td>${v.record.chipId || v.record.IMEI}</td>
-  <td><a href="${withQuery(`/portal/verdicts/${encodeURIComponent(v.objectId)}`, { tenant: ctx.tenant })}">${v.objectId}</a></td>
-</tr>`,
-  );
+  const rows = items.map((v) => {
+    const why = explainVerdict(v);
+    return html`<tr>
+  <td class="nowrap">${when(v.createdAt)}</td>
+  <td>${verdictBadge(v.record.verdict)}<br><small>${v.record.status}</small></td>
+  <td>${why.sentence}<br><small class="muted rule-ref">${why.rule}</small></td>
+  <td class="nowrap">${v.format}</td>
+  <td>${deviceCell(ctx, v)}</td>
+  <td><a class="id" href="${withQuery(`/portal/verdicts/${encodeURIComponent(v.objectId)}`, { tenant: ctx.tenant })}">${v.objectId}</a></td>
+</tr>`;
+  });
   const filtered = Object.values(f).some((x) => x !== undefined && x !== "");
   const csv = withQuery("/portal/api/verdicts.csv", { ...f, tenant: ctx.tenant });
   return layout(
@@ -77,7 +95,7 @@ export function verdictsPage(ctx: PageContext, f: VerdictFilter, items: StoredVe
 </form>
 <p class="export"><a href="${csv}" download data-export="export-status" role="button" class="secondary outline">Export ${filtered ? "these verdicts" : "all verdicts"} as CSV</a>
   <span id="export-status" role="status" aria-live="polite"></span></p>
-${table("Verdicts, newest first", ["Time (UTC)", "Verdict", "Status", "Format", "Device", "Object id"], rows)}
+${table("Verdicts, newest first", ["Time (UTC)", "Verdict", "Why", "Format", "Device", "Object id"], rows)}
 ${next ? html`<p><a href="${withQuery("/portal/verdicts", { ...f, tenant: ctx.tenant, after: next })}">Older verdicts</a></p>` : ""}`,
     "/portal/verdicts",
   );
@@ -102,25 +120,29 @@ function readable(value: unknown, depth = 0): Html {
 
 export function verdictDetailPage(ctx: PageContext, v: StoredVerdict): string {
   const r = v.record;
+  const why = explainVerdict(v);
+  const deviceId = verdictDeviceId(v);
+  const hwDevice = r.chipId || r.IMEI || undefined;
   return layout(
     `Verdict ${v.objectId}`,
     ctx,
     html`<article class="verdict verdict-${r.verdict}">
-  <p class="big"><strong>${r.verdict}</strong> · ${r.status}</p>
-  <h2>The rule that decided</h2>
-  <p class="wrap">${v.reason}</p>
+  <p class="big">${verdictBadge(r.verdict)} <span>${r.status}</span></p>
+  <h2>Why</h2>
+  <p>${why.sentence}</p>
+  <p class="rule-ref"><small>Rule: <code>${why.rule}</code>${why.sentence !== v.reason ? html` · as the API says it: <span class="wrap">${v.reason}</span>` : ""}</small></p>
 </article>
 <h2>The verdict record</h2>
 <dl class="facts">
   <dt>Time (UTC)</dt><dd>${when(v.createdAt)}</dd>
   <dt>Format</dt><dd>${v.format}</dd>
-  <dt>Device</dt><dd>${r.chipId ? html`chipId <code>${r.chipId}</code>` : ""} ${r.IMEI ? html`IMEI <code>${r.IMEI}</code>` : ""} ${r.MAC ? html`MAC <code>${r.MAC}</code>` : ""}</dd>
+  <dt>Device</dt><dd>${deviceId ? html`deviceId <a href="${withQuery(`/portal/devices/${encodeURIComponent(deviceId)}`, { tenant: ctx.tenant })}"><code>${deviceId}</code></a> ` : ""}${r.chipId ? html`chipId <code>${r.chipId}</code>` : ""} ${r.IMEI ? html`IMEI <code>${r.IMEI}</code>` : ""} ${r.MAC ? html`MAC <code>${r.MAC}</code>` : ""}${!deviceId && !r.chipId && !r.IMEI && !r.MAC ? "—" : ""}</dd>
   <dt>Tamper bit</dt><dd>${r.tamperBit || "—"}</dd>
   <dt>Version</dt><dd>${r.version || "—"}</dd>
   <dt>Measurements</dt><dd><code class="wrap">${r.measurements || "—"}</code></dd>
   <dt>Nonce</dt><dd><code class="wrap">${r.nonce}</code></dd>
 </dl>
-<p><a href="${withQuery("/portal/verdicts", { device: r.chipId || r.IMEI || undefined, tenant: ctx.tenant })}">${r.chipId || r.IMEI ? "Every verdict of this device" : "Every verdict"}</a></p>
+<p>${deviceId ? html`<a href="${withQuery(`/portal/devices/${encodeURIComponent(deviceId)}`, { tenant: ctx.tenant })}">The attested device ${deviceId}: its history and pin</a> · ` : ""}<a href="${withQuery("/portal/verdicts", { device: hwDevice, tenant: ctx.tenant })}">${hwDevice ? "Every verdict of this chipId or IMEI" : "Every verdict"}</a></p>
 <h2>What the attestation said</h2>
 <div class="attestation">${readable(v.detail)}</div>
 <details><summary>As JSON</summary>

@@ -1,0 +1,89 @@
+/**
+ * A request that fails its schema, said for a person: which field, and what it may be. The portal shows this
+ * instead of the validator's own text ("querystring/status must be >= 100, querystring/status must be equal to
+ * constant, querystring/status must match a schema in anyOf"), which names schema keywords and none of the
+ * allowed values. The API's error codes are unchanged; only the `data` text of the portal's answers reads so.
+ */
+
+interface AjvError {
+  instancePath?: string;
+  keyword?: string;
+  params?: { missingProperty?: string; additionalProperty?: string };
+}
+
+type Schema = {
+  type?: string | string[];
+  const?: unknown;
+  anyOf?: Schema[];
+  properties?: Record<string, Schema>;
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  pattern?: string;
+  format?: string;
+};
+
+/** What a schema allows, in words: "one of Yes, No, Unknown", "a whole number from 100 to 599", ... */
+export function allowedBy(schema: Schema | undefined): string {
+  if (!schema) return "a valid value";
+  if (schema.anyOf) {
+    const consts = schema.anyOf.filter((s) => "const" in s).map((s) => s.const);
+    const others = schema.anyOf.filter((s) => !("const" in s)).map(allowedBy);
+    const named = consts.filter((c) => c !== "").map((c) => String(c));
+    const parts = [...others, ...(named.length === 1 ? [`"${named[0]}"`] : named.length ? [`one of ${named.join(", ")}`] : [])];
+    return parts.join(", or ") + (consts.includes("") ? " (or empty)" : "");
+  }
+  if ("const" in schema) return `"${String(schema.const)}"`;
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  if (type === "integer" || type === "number") {
+    const what = type === "integer" ? "a whole number" : "a number";
+    const low = schema.minimum !== undefined ? `at least ${schema.minimum}` : schema.exclusiveMinimum !== undefined ? `more than ${schema.exclusiveMinimum}` : undefined;
+    const high = schema.maximum !== undefined ? `at most ${schema.maximum}` : schema.exclusiveMaximum !== undefined ? `less than ${schema.exclusiveMaximum}` : undefined;
+    if (schema.minimum !== undefined && schema.maximum !== undefined) return `${what} from ${schema.minimum} to ${schema.maximum}`;
+    return [what, [low, high].filter(Boolean).join(" and ")].filter(Boolean).join(", ");
+  }
+  if (type === "boolean") return "true or false";
+  if (type === "string") {
+    const length =
+      schema.minLength && schema.maxLength ? `${schema.minLength} to ${schema.maxLength} characters`
+      : schema.maxLength !== undefined ? `at most ${schema.maxLength} characters`
+      : schema.minLength ? `at least ${schema.minLength} characters`
+      : "text";
+    return schema.pattern || schema.format ? `${length} of the expected form` : length;
+  }
+  if (type === "object") return "an object";
+  if (type === "array") return "a list";
+  return "a valid value";
+}
+
+const PARTS: Record<string, string> = { querystring: "filter or query parameter", body: "field", params: "part of the address", headers: "header" };
+
+/**
+ * The first validation error as a sentence: `status: must be a whole number from 100 to 599 (or empty for any)`.
+ * `schema` is the failed part's schema (the route's querystring, body, ... schema); `context` says which part.
+ */
+export function readableValidation(validation: unknown, context: string | undefined, schema: unknown): string {
+  const errors = (Array.isArray(validation) ? validation : []) as AjvError[];
+  const first = errors[0];
+  const root = schema as Schema | undefined;
+  const what = PARTS[context ?? ""] ?? "field";
+  if (!first) return `A ${what} is not valid.`;
+  if (first.keyword === "additionalProperties" && first.params?.additionalProperty) {
+    const known = Object.keys(root?.properties ?? {});
+    return `"${first.params.additionalProperty}" is not a ${what} here${known.length ? `; the ones there are: ${known.join(", ")}` : ""}.`;
+  }
+  if (first.keyword === "required" && first.params?.missingProperty) {
+    const name = first.params.missingProperty;
+    return `${name}: missing; it must be ${allowedBy(root?.properties?.[name])}.`;
+  }
+  // the top-level field the error is about; an anyOf reports every branch, all under the same field
+  const path = (first.instancePath ?? "").split("/").filter(Boolean);
+  const name = path[0];
+  if (!name) return `The ${what}s are not valid.`;
+  const field = root?.properties?.[name];
+  const shown = path.length > 1 ? path.join(".") : name;
+  return `${shown}: must be ${path.length > 1 ? "valid" : allowedBy(field)}.`;
+}
