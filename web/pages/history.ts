@@ -20,7 +20,7 @@ function activityRows(items: ActivityItem[], ctx: PageContext, keyLabels: Readon
     (e) => html`<tr class="${e.status >= 400 ? "row-error" : ""}">
   <td class="nowrap">${when(e.time)}</td>
   <td>${outcomeBadge(e.status)}</td>
-  <td>${e.method} <span class="wrap">${e.route}</span></td>
+  <td>${e.method} ${e.route}</td>
   <td>${e.status}</td>
   <td>${e.code ? html`<code>${e.code}</code>${e.message ? html` <strong>${e.message}</strong>` : ""}${e.meaning ? html`<br><small class="muted">${e.meaning}</small>` : ""}` : html`<span class="muted">—</span>`}</td>
   <td>${e.errorId ? html`<a class="id" href="${withQuery("/portal/activity", { errorId: e.errorId, tenant: ctx.tenant })}">${e.errorId}</a>` : ""}</td>
