@@ -5,6 +5,10 @@
  * allowed values. The API's error codes are unchanged; only the `data` text of the portal's answers reads so.
  */
 
+import { DEVICE_ID_PATTERN } from "../domain/devices.ts";
+import { SAFE_TEXT_PATTERN } from "../domain/text.ts";
+import { NONCE_PATTERN } from "../nonces/nonce.ts";
+
 interface AjvError {
   instancePath?: string;
   keyword?: string;
@@ -24,6 +28,13 @@ type Schema = {
   maxLength?: number;
   pattern?: string;
   format?: string;
+};
+
+/** The shared patterns, in words: what a person may type there. */
+const PATTERN_WORDS: Record<string, string> = {
+  [SAFE_TEXT_PATTERN]: "without control or bidi formatting characters",
+  [DEVICE_ID_PATTERN]: "of A-Z a-z 0-9 . _ : - only",
+  [NONCE_PATTERN]: "a nonce from POST /v2/nonces (43 characters of A-Z a-z 0-9 _ -)",
 };
 
 /** What a schema allows, in words: "one of Yes, No, Unknown", "a whole number from 100 to 599", ... */
@@ -46,12 +57,17 @@ export function allowedBy(schema: Schema | undefined): string {
     return [what, [low, high].filter(Boolean).join(" and ")].filter(Boolean).join(", ");
   }
   if (type === "boolean") return "true or false";
+  if (type === "null") return "null";
   if (type === "string") {
     const length =
       schema.minLength && schema.maxLength ? `${schema.minLength} to ${schema.maxLength} characters`
       : schema.maxLength !== undefined ? `at most ${schema.maxLength} characters`
       : schema.minLength ? `at least ${schema.minLength} characters`
       : "text";
+    if (schema.pattern && PATTERN_WORDS[schema.pattern]) {
+      const words = PATTERN_WORDS[schema.pattern]!;
+      return schema.pattern === NONCE_PATTERN ? words : `${length} ${words}`;
+    }
     return schema.pattern || schema.format ? `${length} of the expected form` : length;
   }
   if (type === "object") return "an object";

@@ -59,6 +59,7 @@ describe("the Verdicts pages in words", () => {
     t = await startTestRuntime({ vendorRoots: path.join(dir, "roots.pem"), referenceValues: path.join(dir, "refs.json"), revocations: path.join(dir, "revocations.json") });
     portal = portalPeople(t);
     await portal.add("vic@acme.example", "viewer", "acme");
+    await portal.add("ada@acme.example", "admin", "acme");
   });
   after(() => t.close());
 
@@ -120,6 +121,16 @@ describe("the Verdicts pages in words", () => {
       assert.match(res.body, want, url);
       assert.ok(!/querystring\/|anyOf|must be equal to constant|must match/.test(res.body), `${url}: no validator keywords`);
     }
+    // a form's fields, the same way: the key form's label, limits and an unknown field
+    const form = async (payload: object) => {
+      const res = await portal.as("ada@acme.example", { method: "POST", url: "/portal/api/keys", payload });
+      assert.equal(res.statusCode, 400, res.body);
+      assert.equal(res.json().code, "4008000");
+      return res.json().data as string;
+    };
+    assert.equal(await form({ label: "shop\u202Eevil" }), "label: must be at most 100 characters without control or bidi formatting characters.");
+    assert.equal(await form({ label: "x".repeat(101) }), "label: must be at most 100 characters without control or bidi formatting characters.");
+    assert.match(await form({ colour: "red" }), /^"colour" is not a field here; the ones there are: label, /);
     // the admin API says it the same way in `data`, under its unchanged code
     const api = await portal.as("vic@acme.example", { url: "/portal/api/activity?status=abc" });
     assert.deepEqual([api.json().code, api.json().data], ["4008000", "status: must be a whole number from 100 to 599 (or empty)."]);
