@@ -115,6 +115,26 @@ export const settings = {
     min: 0,
     max: 5,
   }),
+  playThreads: s("string", "threads that open Play Integrity tokens with apps' response keys (decrypt + verify) off the event loop: a number from 0 (on the event loop) to 16, or auto (of each process's share of the cores, one per core beyond the first, at most 4)", {
+    default: "auto",
+  }),
+  // App Attest receipt refresh (src/services/appAttestReceiptRefresher.ts, docs/app-attest-receipts.md)
+  appAttestReceiptUrl: s("string", "base URL of Apple's App Attest receipt service for keys attested in production (POST {base}/v1/attestationData), where a key's receipt is refreshed to read the fraud-risk metric; https, or http to a loopback address only (a local stand-in)", {
+    default: "https://data.appattest.apple.com",
+  }),
+  appAttestReceiptDevelopmentUrl: s("string", "base URL of Apple's App Attest receipt service for keys attested in development; https, or http to a loopback address only (a local stand-in)", {
+    default: "https://data-development.appattest.apple.com",
+  }),
+  appAttestReceiptTimeoutMs: s("int", "ms one request to Apple's App Attest receipt service may take, answer and body together, before it counts as a failed attempt", {
+    default: 5000,
+    min: 100,
+    max: 60_000,
+  }),
+  appAttestReceiptRetries: s("int", "further attempts after a receipt refresh fails for the network, a timeout, 429 or 5xx (never for another 4xx), with a pause doubling from 200 ms; then the receipt is not refreshed (no verdict depends on it)", {
+    default: 2,
+    min: 0,
+    max: 5,
+  }),
   earAlg: s("string", "signature algorithm of new result-signing keys (EAR), made on first start and by `attestd keys rotate`", {
     default: "ES256",
     choices: EAR_ALGORITHMS,
@@ -291,10 +311,18 @@ export function loadConfig(
     }
     if (!url || !["https:", "http:"].includes(url.protocol)) throw new ConfigError(`--public-url ${c.publicUrl} is not an http(s) URL`);
   }
-  for (const [name, value] of [["--play-oauth-url", c.playOauthUrl], ["--play-api-url", c.playApiUrl]] as const) {
+  for (const [name, value] of [
+    ["--play-oauth-url", c.playOauthUrl],
+    ["--play-api-url", c.playApiUrl],
+    ["--app-attest-receipt-url", c.appAttestReceiptUrl],
+    ["--app-attest-receipt-development-url", c.appAttestReceiptDevelopmentUrl],
+  ] as const) {
     const why = outboundUrlProblem(value);
     // a URL with a password is not repeated into a log or a terminal
     if (why) throw new ConfigError(`${name} ${why.startsWith("must not carry") ? "" : `${value} `}${why}`);
+  }
+  if (c.playThreads !== "auto" && !(/^\d{1,2}$/.test(c.playThreads) && Number(c.playThreads) <= 16)) {
+    throw new ConfigError(`--play-threads ${c.playThreads}: expected auto or a number from 0 to 16`);
   }
   if (c.portalIdleTimeout > c.portalSessionLifetime) {
     throw new ConfigError("--portal-idle-timeout cannot be longer than --portal-session-lifetime");

@@ -121,7 +121,13 @@ export async function serve(config: Config, installSignalHandlers = true, runtim
   // --workers N: this process becomes the cluster primary (src/cluster.ts) and never returns; its workers come
   // back through here and serve, with the primary's shared rate-limit buckets
   if (config.workers > 1 && cluster.isPrimary) return runPrimary(config, log);
-  const runtime = await createRuntime(config, { ...runtimeOptions, logger: log, ...(https ? { https } : {}), ...(await workerRuntimeOptions(config, log)) });
+  const runtime = await createRuntime(config, {
+    ...runtimeOptions,
+    logger: log,
+    ...(https ? { https } : {}),
+    ...(tls?.devCaFile ? { caFile: tls.devCaFile } : {}),
+    ...(await workerRuntimeOptions(config, log)),
+  });
   // one service, one set of warnings (not one per cluster worker)
   if (!cluster.isWorker || cluster.worker?.id === 1) {
     for (const loose of looseModes(privatePaths(config, tls))) {

@@ -13,6 +13,7 @@ import { registerPartB } from "./http/routes/svc/index.ts";
 import { startNoncePurge } from "./nonces/nonceService.ts";
 import { AttestationService } from "./services/attestationService.ts";
 import { GooglePlayIntegrityDecoder } from "./services/playIntegrityDecoder.ts";
+import { AppleReceiptRefresher } from "./services/appAttestReceiptRefresher.ts";
 import { DeviceService } from "./services/deviceService.ts";
 import { RateLimiter } from "./services/rateLimiter.ts";
 import { openStores, walCheckpointFailed } from "./store/openStores.ts";
@@ -30,6 +31,7 @@ import { ApiKeyAdmin } from "./services/apiKeyAdmin.ts";
 import { ReferenceValueAdmin } from "./services/referenceValueAdmin.ts";
 import { PlayAppRegistry } from "./services/playApps.ts";
 import { PlayIntegrityOpener } from "./services/playIntegrityOpener.ts";
+import { autoPlayThreads, PlayTokenThreads } from "./services/playTokenThreads.ts";
 import { TenantDirectory } from "./services/tenantDirectory.ts";
 import { EarIssuer } from "./results/earIssuer.ts";
 import { EarKeyRing } from "./results/signingKeys.ts";
@@ -51,6 +53,11 @@ export interface Runtime {
    * service account; built here so the attestation service can be handed it (issue 23)
    */
   playDecoder: GooglePlayIntegrityDecoder;
+  /**
+   * App Attest receipt refresh with Apple (--app-attest-receipt-url, --app-attest-receipt-development-url), for
+   * the fraud-risk metric kept with an attested key (issue 25); no verdict depends on it
+   */
+  receiptRefresher: AppleReceiptRefresher;
   /** the portal's account services its routes use, for tests that drive them directly */
   portal: { accounts: PortalAccounts; sessions: PortalSessions; passkeys: PortalPasskeys };
   /** stops accepting, lets in-flight requests finish, flushes the activity log, closes the stores */
@@ -79,6 +86,8 @@ export interface RuntimeOptions {
    * asks for cheaper ones. Not a flag: an operator has no business lowering it.
    */
   passwordCost?: ScryptCost;
+  /** the dev TLS's CA file (`serve` with --dev-tls): the portal's curl commands name it, as the start-up banner does */
+  caFile?: string;
 }
 
 /** The composition root: config → stores → trust → services → app. `main` only listens and handles signals. */
@@ -122,6 +131,16 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     onDropped: (reason, count) => metrics.activityDropped.inc({ reason }, count),
   });
   metrics.trackActivityBacklog(() => activity.pending);
+  // every source the appraisal trusts, as the portal shows them; the decoder reports its calls to Google here
+  const trustSources = new TrustSources(trust, {
+    oauthUrl: config.playOauthUrl,
+    apiUrl: config.playApiUrl,
+    appsWithServiceAccount: async () => {
+      let count = 0;
+      for (const t of await stores.durable.listTenants()) count += (await stores.durable.listPlayApps(t.tenantId)).filter((a) => a.opensWith === "service-account").length;
+      return count;
+    },
+  });
   const playDecoder = new GooglePlayIntegrityDecoder({
     oauthUrl: config.playOauthUrl,
     apiUrl: config.playApiUrl,
@@ -131,12 +150,28 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     timeoutMs: config.playDecodeTimeoutMs,
     retries: config.playDecodeRetries,
     rng,
-    onOutcome: (result) => metrics.playDecodes.inc({ result }),
+    onOutcome: (result) => {
+      metrics.playDecodes.inc({ result });
+      trustSources.notePlayDecode(result);
+    },
+  });
+  const receiptRefresher = new AppleReceiptRefresher({
+    productionUrl: config.appAttestReceiptUrl,
+    developmentUrl: config.appAttestReceiptDevelopmentUrl,
+    fetch: opts.fetch ?? globalThis.fetch,
+    clock,
+    log,
+    timeoutMs: config.appAttestReceiptTimeoutMs,
+    retries: config.appAttestReceiptRetries,
+    rng,
+    onOutcome: (result) => metrics.appAttestReceiptRefreshes.inc({ result }),
   });
   const rateLimiter = new RateLimiter(stores.rateLimits, clock, { rps: config.rps, burst: config.burst });
   // a tenant's Play apps, one registry per process: the portal's changes drop its cache at once, and the attestation
   // service opens the tenant's Play Integrity tokens with appsForAppraisal (issue 23)
   const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
+  // started on the first token: a deployment with no Play app pays nothing for them
+  const playThreads = new PlayTokenThreads(config.playThreads === "auto" ? autoPlayThreads(undefined, config.workers) : Number(config.playThreads));
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,
@@ -146,7 +181,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     rng,
     limits: { nonceTtlMs: config.nonceTtl * 1000, maxOutstandingNonces: config.maxOutstandingNonces },
     onAppraisal: (r, s) => metrics.recordAppraisal(r, s),
-    playIntegrity: new PlayIntegrityOpener(playApps, playDecoder),
+    playIntegrity: new PlayIntegrityOpener(playApps, playDecoder, playThreads.open),
   });
   const enrollment = createEnrollment({
     tenants: stores.durable,
@@ -168,7 +203,6 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     sessions: new PortalSessions(stores.durable, clock, rng, { idleMs: config.portalIdleTimeout * 1000, absoluteMs: config.portalSessionLifetime * 1000 }),
     passkeys: new PortalPasskeys(stores.durable, clock, rng, rateLimiter, { origin: new URL(publicUrl).origin, name: "attestd" }),
   };
-  const trustSources = new TrustSources(trust);
   const devices = new DeviceService(stores.durable, clock);
 
   const readiness = async (): Promise<ReadinessReport> => {
@@ -247,6 +281,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       overview: new PortalOverview(stores.durable, trustSources, clock),
       tenantAdmin: new TenantAdmin(stores.durable, clock, rng),
       trust: trustSources,
+      api: { baseUrl: publicUrl, ...(opts.caFile ? { caFile: opts.caFile } : {}) },
     }),
     https: opts.https,
   });
@@ -271,11 +306,13 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       // after the requests in flight finished: their decodes are let finish too
       await app.close();
       playDecoder.stop();
+      await playThreads.close();
+      receiptRefresher.stop();
       await auth.flushLastUsed().catch((err: unknown) => log.warn({ err }, "recording API keys' last use failed"));
       await enrollment.stop();
       await activity.close();
       await stores.close();
     })());
 
-  return { app, stores, log, enrollment, activity, playDecoder, portal, close };
+  return { app, stores, log, enrollment, activity, playDecoder, receiptRefresher, portal, close };
 }

@@ -40,7 +40,9 @@ export function appraise(input: AppraisalInput): AppraisalResult {
 }
 
 function appraiseAsDetected(input: AppraisalInput): AppraisalResult {
-  const format = detectFormat(input.blob);
+  // a body that opened as a token (its keys decrypted it, or Google decoded it) is one: detection would only say so
+  // again, at the cost of reading the token's structure once more
+  const format = input.playIntegrity?.opened ? playIntegrityFormat : detectFormat(input.blob);
   if (format !== vendorContainerFormat) return format.appraise(input);
   try {
     return format.appraise(input);

@@ -84,7 +84,7 @@ export class PortalOverview {
         last30d: totals(statuses.map((s) => ({ status: s.status, n: s.total }))),
       },
       errors,
-      trust: this.trust.view(forOperator),
+      trust: await this.trust.view(forOperator),
     };
     if (tenantId === undefined) this.cached = { atMs: nowMs, forOperator, overview };
     return overview;

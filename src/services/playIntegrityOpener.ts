@@ -1,6 +1,7 @@
-import { looksLikePlayIntegrityToken, openWithApps } from "../attestation/encoding/playIntegrityToken.ts";
+import { looksLikePlayIntegrityToken, openWithApps, openWithResponseKeys } from "../attestation/encoding/playIntegrityToken.ts";
 import type { PlayIntegrityEvidence } from "../attestation/types.ts";
 import type { RegisteredPlayApp } from "../domain/playApps.ts";
+import type { OpenWithKeys } from "./playTokenThreads.ts";
 
 /** The apps a tenant registered, with their secrets (PlayAppRegistry.appsForAppraisal). */
 export interface PlayAppSource {
@@ -29,13 +30,15 @@ export class PlayIntegrityOpener {
   constructor(
     private readonly apps: PlayAppSource,
     private readonly google: PlayTokenDecoder,
+    /** opens with one app's response keys: inline by default, or on PlayTokenThreads' threads */
+    private readonly openWithKeys: OpenWithKeys = openWithResponseKeys,
   ) {}
 
   async open(tenantId: string, blob: Uint8Array): Promise<PlayIntegrityEvidence | undefined> {
     if (!looksLikePlayIntegrityToken(blob)) return undefined;
     const token = Buffer.from(blob).toString("latin1").trim();
     const apps = await this.apps.appsForAppraisal(tenantId);
-    const local = await openWithApps(token, apps);
+    const local = await openWithApps(token, apps, this.openWithKeys);
     if (local.opened || local.why === "no-app") return local;
     const byGoogle = apps.filter((a) => a.serviceAccount && !a.responseKeys).slice(0, MAX_GOOGLE_APPS_ASKED);
     if (byGoogle.length === 0) return local;

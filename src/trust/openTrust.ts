@@ -89,8 +89,20 @@ export interface Trust {
   vendorProblems: readonly string[];
   /** no --vendor-roots: every vendor blob will be CertificateInvalid, for the start-up log */
   noVendorRoots: boolean;
+  /** the vendor half as the portal's trust page shows it: the files named, what they hold (read once, at start-up) */
+  vendorFacts: VendorTrustFacts;
   /** stops the refresh timers and aborts a fetch under way (nothing to stop when not serving) */
   stop(): void;
+}
+
+export interface VendorTrustFacts {
+  /** --vendor-roots, when given; `roots` certificates were read from it, `problems` of them cannot anchor a chain */
+  rootsFile?: string;
+  roots: number;
+  problems: readonly string[];
+  /** --revocations, when given, with its entries */
+  revocationsFile?: string;
+  revocations: number;
 }
 
 /** How long `serve` waits for Google at start-up before going on with the disk cache (the fetch continues). */
@@ -152,6 +164,13 @@ export async function openTrust(c: TrustSettings, opts: OpenTrustOptions): Promi
     refreshAndroid: () => android.refresh(),
     vendorProblems: vendorTrustProblems(vendor.get()),
     noVendorRoots: vendor.get().rootsDer.length === 0,
+    vendorFacts: {
+      ...(c.vendorRoots ? { rootsFile: c.vendorRoots } : {}),
+      roots: vendor.get().rootsDer.length,
+      problems: vendorTrustProblems(vendor.get()),
+      ...(c.revocations ? { revocationsFile: c.revocations } : {}),
+      revocations: vendor.get().revocations.size,
+    },
     stop() {
       vendor.stop();
       android.stop();

@@ -3,6 +3,7 @@ import { KEY_CACHE_MS } from "../../src/services/apiKeyAuth.ts";
 import { html, type Html } from "../html.ts";
 import { layout, table, withQuery, type PageContext } from "../layout.ts";
 import { when } from "../time.ts";
+import { curlCommands, type ApiAccess } from "./quickStart.ts";
 
 /** how soon a change reaches the other instances (their key cache), as people read it: "0.5 seconds" */
 const BOUND = `${KEY_CACHE_MS / 1000} seconds`;
@@ -31,7 +32,7 @@ function editForm(ctx: PageContext, k: ApiKeySummary): Html {
 </details>`;
 }
 
-export function keysPage(ctx: PageContext, keys: ApiKeySummary[], canWrite: boolean): string {
+export function keysPage(ctx: PageContext, keys: ApiKeySummary[], canWrite: boolean, api: ApiAccess): string {
   const rows = keys.map(
     (k) => html`<tr>
   <td><code>${k.keyId}</code></td><td>${k.label ?? ""}</td><td class="nowrap">${when(k.createdAt)}</td><td class="nowrap">${k.lastUsedAt ? when(k.lastUsedAt) : "never"}</td>
@@ -57,6 +58,9 @@ export function keysPage(ctx: PageContext, keys: ApiKeySummary[], canWrite: bool
 <div id="new-key" hidden>
   <p><strong>The new key, shown once.</strong> Store it now: attestd keeps only its hash.</p>
   <p><code id="new-key-value"></code> <button type="button" class="secondary" data-copy="new-key-value">Copy</button></p>
+  <p>Try it now: a nonce, then the device's blob with it (<a href="/docs">API reference</a>):</p>
+  <pre class="commands" tabindex="0" role="region" aria-label="The commands"><code id="new-key-curl">${curlCommands(api, html`<span data-fill-key></span>`)}</code></pre>
+  <p><button type="button" class="secondary auto" data-copy="new-key-curl">Copy the commands</button></p>
 </div>`
     : "";
   const active = keys.filter((k) => !k.revokedAt);

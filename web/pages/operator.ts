@@ -3,7 +3,8 @@ import type { TrustSourcesView } from "../../src/services/trustSources.ts";
 import { html } from "../html.ts";
 import { layout, table, withQuery, type PageContext } from "../layout.ts";
 import { when } from "../time.ts";
-import { age, trustTable, whenever } from "./overview.ts";
+import { TRUST_STATES } from "../../src/domain/trustStates.ts";
+import { age, obtained, stateWord, trustStateLegend, trustTable, whenever } from "./overview.ts";
 
 const STATES = ["active", "inactive", "blocked"] as const;
 
@@ -49,19 +50,21 @@ ${table("Tenants", ["Name", "Kind", "Customer ID", "State", "Enrollment API", "C
   );
 }
 
-/** Operators' trust sources: each one's facts, and "refresh now". */
+/** Operators' trust sources: every source the appraisal uses, each with its one state word and its facts; "refresh now". */
 export function trustPage(ctx: PageContext, t: TrustSourcesView): string {
   const cards = t.sources.map(
-    (s) => html`<article aria-labelledby="src-${s.name}">
+    (s) => html`<article aria-labelledby="src-${s.name}" data-source="${s.name}">
   <h2 id="src-${s.name}">${s.label}</h2>
   <dl class="facts">
-    <dt>State</dt><dd><span class="state state-${s.state}">${s.state}</span></dd>
+    <dt>State</dt><dd>${stateWord(s.state)} <span class="muted">${TRUST_STATES[s.state]}</span></dd>
+    <dt>Used by</dt><dd>${s.usedBy}</dd>
     <dt>From</dt><dd class="wrap">${s.source ?? "—"}${s.origin ? ` (${s.origin === "built-in" ? "built in" : s.origin === "cache" ? "the disk cache: the source failed" : "the source"})` : ""}</dd>
-    <dt>Obtained (UTC)</dt><dd>${s.origin === "built-in" ? "shipped with attestd" : html`${whenever(s.fetchedAt)} (${age(s.ageSeconds)} ago)`}</dd>
-    <dt>Last read (UTC)</dt><dd>${whenever(s.lastAttempt)}${s.pending ? " · a read is under way" : ""}</dd>
+    ${s.name === "play-integrity" ? "" : html`<dt>Obtained (UTC)</dt><dd>${s.fetchedAt ? html`${whenever(s.fetchedAt)} (${age(s.ageSeconds)} ago)` : obtained(s)}</dd>`}
+    ${s.name.startsWith("vendor-") ? "" : html`<dt>${s.name === "play-integrity" ? "Last call to Google (UTC)" : "Last read (UTC)"}</dt><dd>${whenever(s.lastAttempt)}${s.pending ? " · a read is under way" : ""}</dd>`}
     <dt>Last error</dt><dd class="wrap">${s.lastError ?? "none"}</dd>
     ${s.heldBack ? html`<dt>Held back</dt><dd class="wrap">a copy read ${whenever(s.heldBack.at)} with ${s.heldBack.items} where ${s.heldBack.inForce} are in force (${s.heldBack.lostPercent}% fewer) was not used; the copy obtained ${whenever(s.fetchedAt)} stays in force. To accept it, see <code>--android-max-shrink</code> in the Android key documentation.</dd>` : ""}
-    <dt>${s.name === "android-roots" ? "Certificates" : "Entries"}</dt><dd>${s.items ?? "—"}</dd>
+    ${s.itemsAre ? html`<dt>${s.itemsAre[0]!.toUpperCase()}${s.itemsAre.slice(1)}</dt><dd>${s.items ?? "—"}</dd>` : ""}
+    ${s.reason ? html`<dt>Why</dt><dd class="wrap">${s.reason}</dd>` : ""}
     <dt>In one sentence</dt><dd class="wrap">${s.summary ?? ""}</dd>
   </dl>
 </article>`,
@@ -70,10 +73,13 @@ export function trustPage(ctx: PageContext, t: TrustSourcesView): string {
     "Trust sources",
     ctx,
     html`<p>${t.usable ? "Android key attestation can be trusted now." : html`<strong>Android key attestation fails closed now</strong> (every android-key verdict is <code>CertificateInvalid</code>).`}
-  A source is stale when older than ${age(t.maxAgeSeconds)} (<code>--android-max-age</code>); the server reads them again on its own (<code>--android-refresh</code>), and now with the button.</p>
+  Google's sources are stale when older than ${age(t.maxAgeSeconds)} (<code>--android-max-age</code>); the server reads them again on its own (<code>--android-refresh</code>), and now with the button.
+  The vendor files (<code>--vendor-roots</code>, <code>--revocations</code>) are read at start-up; a change needs a restart.</p>
 <p><button type="button" data-api="/portal/api/trust/refresh" data-method="POST" data-busy="Reading the sources…">Refresh now</button></p>
+${table("Every trust source and its state", ["Source", "State"], t.sources.map((s) => html`<tr><th scope="row"><a href="#src-${s.name}">${s.label}</a></th><td>${stateWord(s.state)}</td></tr>`))}
+${trustStateLegend()}
 ${cards}
-<details><summary>As a table</summary>${trustTable(t, true)}</details>`,
+<details><summary>As one table</summary>${trustTable(t, true)}</details>`,
     "/portal/trust",
   );
 }

@@ -1,8 +1,18 @@
 import type { Overview, RequestTotals, SeriesPoint } from "../../src/portal/overview.ts";
-import type { TrustSourcesView } from "../../src/services/trustSources.ts";
+import { TRUST_STATES, type TrustState } from "../../src/domain/trustStates.ts";
+import { stateWorks, type TrustSourcesView, type TrustSourceView } from "../../src/services/trustSources.ts";
 import { html, type Html } from "../html.ts";
 import { layout, table, withQuery, type PageContext } from "../layout.ts";
 import { when } from "../time.ts";
+import { operatorFirstRun, quickStart, type ApiAccess } from "./quickStart.ts";
+import type { ApiKeySummary } from "../../src/services/apiKeyAdmin.ts";
+
+/** an empty tenant's first steps (web/pages/quickStart.ts) */
+export interface QuickStart {
+  keys: ApiKeySummary[];
+  canWrite: boolean;
+  api: ApiAccess;
+}
 
 const count = new Intl.NumberFormat("en");
 export const n = (x: number) => count.format(x);
@@ -21,20 +31,39 @@ export function age(seconds: number | undefined): string {
   return `${Math.floor(s / 86400)} d${hours ? ` ${hours} h` : ""}`;
 }
 
-const STATE_TEXT = { ok: "fresh", stale: "stale", missing: "missing" } as const;
+/** a source's state as its one word (src/domain/trustStates.ts), coloured by what it means for the appraisal */
+export function stateWord(state: TrustState): Html {
+  const tone = state === "held" ? "warn" : state === "not set" ? "off" : stateWorks(state) ? "ok" : "bad";
+  return html`<span class="state state-${tone}" title="${TRUST_STATES[state]}">${state}</span>`;
+}
+
+/** Every state word and what it means: the legend under each list of sources. */
+export function trustStateLegend(): Html {
+  return html`<details class="legend"><summary>What the states mean</summary><dl class="facts">${(Object.keys(TRUST_STATES) as TrustState[]).map(
+    (w) => html`<dt>${stateWord(w)}</dt><dd>${TRUST_STATES[w]}</dd>`,
+  )}</dl></details>`;
+}
+
+/** when the data in use was obtained, as a cell says it */
+export function obtained(s: TrustSourceView): Html | string {
+  if (s.origin === "built-in") return "shipped with attestd";
+  if (s.name === "vendor-roots" || s.name === "vendor-revocations") return s.configured ? "read at start-up" : "—";
+  return whenever(s.fetchedAt);
+}
 
 /** The trust sources' table, on the overview (everyone) and the operators' trust page. */
 export function trustTable(t: TrustSourcesView, forOperator: boolean): Html {
-  const head = ["Source", "State", "Obtained (UTC)", "Age", "Last read (UTC)", forOperator ? "Last error" : "Why", ...(forOperator ? ["From"] : [])];
+  const head = ["Source", "State", "Used by", "Obtained (UTC)", "Age", "Last read (UTC)", forOperator ? "Last error" : "Why", ...(forOperator ? ["From"] : [])];
   return table(
     "Trust sources",
     head,
     t.sources.map(
       (s) => html`<tr>
   <th scope="row">${s.label}</th>
-  <td><span class="state state-${s.state}">${STATE_TEXT[s.state]}</span>${s.heldBack ? " · new copy held back" : ""}${s.origin === "built-in" ? " (built in)" : s.origin === "cache" ? " (disk cache)" : ""}${s.pending ? " · reading…" : ""}</td>
-  <td class="nowrap">${s.origin === "built-in" ? "shipped with attestd" : whenever(s.fetchedAt)}</td><td>${s.origin === "built-in" ? "—" : age(s.ageSeconds)}</td>
-  <td class="nowrap">${whenever(s.lastAttempt)}</td><td>${(forOperator ? s.lastError : s.reason) ?? "none"}</td>
+  <td class="nowrap">${stateWord(s.state)}${s.origin === "cache" ? " (disk cache)" : ""}${s.pending ? " · reading…" : ""}</td>
+  <td class="wrap">${s.usedBy}</td>
+  <td class="nowrap">${obtained(s)}</td><td>${s.fetchedAt ? age(s.ageSeconds) : "—"}</td>
+  <td class="nowrap">${whenever(s.lastAttempt)}</td><td class="wrap">${(forOperator ? (s.lastError ?? s.reason) : s.reason) ?? "none"}</td>
   ${forOperator ? html`<td class="wrap">${s.source ?? "—"}</td>` : ""}
 </tr>`,
     ),
@@ -58,7 +87,7 @@ function totalsRow(period: string, t: RequestTotals): Html {
  * same numbers as the tables under them, which are what a screen reader reads: each canvas is an image named
  * after its table).
  */
-export function overviewPage(ctx: PageContext, o: Overview, tenants: string[] | undefined): string {
+export function overviewPage(ctx: PageContext, o: Overview, tenants: string[] | undefined, start?: QuickStart): string {
   const api = withQuery("/portal/api/overview", { tenant: ctx.tenant });
   const sum = (points: SeriesPoint[], v: "Yes" | "No" | "Unknown") => points.reduce((a, p) => a + p[v], 0);
   const since = (points: SeriesPoint[]) => (points[0]!.bucket.length === 13 ? `${points[0]!.bucket}:00:00Z` : points[0]!.bucket);
@@ -108,10 +137,13 @@ export function overviewPage(ctx: PageContext, o: Overview, tenants: string[] | 
     ),
   );
   const forOperator = ctx.actor?.role === "operator";
+  const vendorRootsDown = o.trust.sources.find((s) => s.name === "vendor-roots" && !stateWorks(s.state));
   return layout(
     ctx.actor?.role === "operator" ? (ctx.tenant ? `Overview of ${ctx.tenant}` : "Overview of every tenant") : "Overview",
     ctx,
     html`${picker}
+${start ? quickStart(ctx, start) : ""}
+${tenants && tenants.length === 0 ? operatorFirstRun() : ""}
 <p class="muted">Times are UTC. Figures as of ${when(o.generatedAt)}.</p>
 <section aria-labelledby="day-h">
   <h2 id="day-h">Verdicts in the last 24 hours</h2>
@@ -133,8 +165,10 @@ export function overviewPage(ctx: PageContext, o: Overview, tenants: string[] | 
 <section aria-labelledby="trust-h">
   <h2 id="trust-h">Trust sources</h2>
   <p>${o.trust.usable ? "Android key attestation can be trusted now: Google's roots and status list are in hand and fresh." : html`<strong>Android key attestation fails closed now</strong>: a source below is missing or stale, so every android-key verdict is <code>CertificateInvalid</code>.`}
+  ${vendorRootsDown ? html`<strong>Vendor-format attestation fails closed now</strong> (vendor roots: ${stateWord(vendorRootsDown.state)}): every vendor-format verdict is <code>CertificateInvalid</code>.` : ""}
   ${forOperator ? html` <a href="/portal/trust">Trust sources</a>` : ""}</p>
   ${trustTable(o.trust, forOperator)}
+  ${trustStateLegend()}
 </section>`,
     "/portal/",
   );

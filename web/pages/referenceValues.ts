@@ -1,3 +1,4 @@
+import type { ReferenceValue } from "../../src/attestation/types.ts";
 import type { Tenant } from "../../src/domain/tenants.ts";
 import type { ReferenceSetPage } from "../../src/services/referenceValueAdmin.ts";
 import { html, type Html } from "../html.ts";
@@ -10,8 +11,9 @@ export interface ReferenceValuesView {
   model: string | undefined;
   own: ReferenceSetPage | undefined;
   global: ReferenceSetPage;
-  /** global sets of the server's --reference-values file */
+  /** global sets of the server's --reference-values file: how many, and those the page lists (the model's, bounded) */
   fileSets: number;
+  fileShown: readonly ReferenceValue[];
   canWrite: boolean;
   canWriteGlobal: boolean;
   maxBytes: number;
@@ -72,9 +74,18 @@ export function referenceValuesPage(ctx: PageContext, v: ReferenceValuesView): s
   const globalSection = html`<section aria-labelledby="global-h">
   <h2 id="global-h">Global sets</h2>
   <p>The operator's sets, for every tenant${v.tenant ? html`; where tenant ${v.tenant.name} has its own set for the same model and firmware, that one applies to its devices instead` : ""}.
-    ${v.fileSets ? html`The server's <code>--reference-values</code> file adds ${v.fileSets} more (a stored set of the same model and firmware replaces one of them).` : ""}</p>
+    ${v.fileSets ? html`The server's <code>--reference-values</code> file adds ${v.fileSets} more, <a href="#file-h">listed below</a> (a stored set of the same model and firmware replaces one of them).` : ""}</p>
   ${table("Global reference sets", head(globalWritable), rows(v.global, ctx, globalWritable, "the global"))}
   ${v.global.next ? html`<p><a href="${here({ globalAfter: v.global.next })}">More global sets</a></p>` : ""}
+</section>`;
+  const fileSection = html`<section aria-labelledby="file-h">
+  <h2 id="file-h">From the server's file</h2>
+  ${v.fileSets
+    ? html`<p>The ${v.fileSets} global set(s) the server loaded at start-up from its <code>--reference-values</code> file; they apply to
+    every tenant, unless a stored global set above (or a tenant's own) has the same model and firmware. The file changes with a restart.
+    ${v.model ? `Model ${v.model}: ${v.fileShown.length} of them.` : v.fileShown.length < v.fileSets ? `The first ${v.fileShown.length} are listed; filter by model for the others.` : ""}</p>
+  ${table("Reference sets of --reference-values", ["Model", "Firmware", "Measurements"], v.fileShown.map((s) => html`<tr><td>${s.model}</td><td>${s.firmwareVersion}</td><td>${s.measurements.length}</td></tr>`))}`
+    : html`<p>The server was started without <code>--reference-values</code>: the sets above are all there are.</p>`}
 </section>`;
   return layout(
     "Reference values",
@@ -86,7 +97,8 @@ export function referenceValuesPage(ctx: PageContext, v: ReferenceValuesView): s
 ${upload}
 ${filter}
 ${ownSection}
-${globalSection}`,
+${globalSection}
+${fileSection}`,
     "/portal/reference-values",
   );
 }

@@ -1,5 +1,5 @@
 import type { PeopleFilter, PersonSummary } from "../../src/portal/accounts.ts";
-import { html } from "../html.ts";
+import { html, type Html } from "../html.ts";
 import { layout, table, type PageContext } from "../layout.ts";
 import { minutes } from "./account.ts";
 
@@ -7,7 +7,14 @@ import { minutes } from "./account.ts";
  * Operators: everyone who signs in, filtered by tenant or to the operators; invite, reset link, change role, disable,
  * enable. A tenant admin: the people of their tenant, and a reset link for each.
  */
-export function usersPage(ctx: PageContext, people: PersonSummary[], f: PeopleFilter): string {
+/** a `<select>` of the tenants that exist (operators pick one rather than type a name) */
+function tenantPicker(name: string, tenants: string[], selected: string | undefined, none: string): Html {
+  return html`<select name="${name}"><option value="">${none}</option>${tenants.map(
+    (t) => html`<option value="${t}" ${t === selected ? html`selected` : ""}>${t}</option>`,
+  )}</select>`;
+}
+
+export function usersPage(ctx: PageContext, people: PersonSummary[], f: PeopleFilter, tenants: string[] = []): string {
   const self = ctx.actor!.userId;
   const operator = ctx.actor!.role === "operator";
   const rows = people.map((p) => {
@@ -63,7 +70,7 @@ ${linkShown}
     "Users",
     ctx,
     html`<form method="get" action="/portal/users" class="filters" aria-label="Filter people">
-  <label>Tenant <input name="tenant" value="${f.tenant ?? ""}" maxlength="100" placeholder="every tenant"></label>
+  <label>Tenant ${tenantPicker("tenant", tenants, f.tenant, "every tenant")}</label>
   <label class="check"><input type="checkbox" name="operators" value="true" ${f.operators ? html`checked` : ""}> Operators only</label>
   <button type="submit">Show</button>
   ${f.tenant || f.operators ? html`<a href="/portal/users">Everyone</a>` : ""}
@@ -82,7 +89,7 @@ ${linkShown}
           <option value="operator">operator (all tenants)</option>
         </select>
       </div>
-      <label>Tenant (not for operators) <input name="tenant" maxlength="100" value="${f.tenant ?? ""}"></label>
+      <label>Tenant (not for operators) ${tenantPicker("tenant", tenants, f.tenant, "— (an operator)")}</label>
     </div>
     <button type="submit" class="auto">Invite</button>
   </form>

@@ -168,6 +168,8 @@ for (const form of document.querySelectorAll("form[data-api]")) {
         await refreshLists();
       } else if (form.hasAttribute("data-show-key")) {
         document.getElementById("new-key-value").textContent = result.key;
+        // the key-created box's commands carry the key too (web/pages/quickStart.ts curlCommands)
+        for (const slot of document.querySelectorAll("[data-fill-key]")) slot.textContent = result.key;
         document.getElementById("new-key").hidden = false;
         say(`Key ${result.keyId} created.`);
         form.reset();
@@ -176,6 +178,8 @@ for (const form of document.querySelectorAll("form[data-api]")) {
         reveal(form.dataset.reveal, result);
         say(form.dataset.done ?? "Done.");
         form.reset();
+        // the invited person (or the changed row) shows in the list at once, beside the link shown once
+        await refreshLists();
       } else if (form.dataset.then) {
         location.assign(form.dataset.then);
       } else {

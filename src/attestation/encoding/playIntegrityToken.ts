@@ -265,22 +265,32 @@ export async function openWithResponseKeys(token: string, keys: PlayResponseKeys
  * The caller combines: when this answers `not-opened` and the tenant has apps decoded by Google, it asks Google's
  * decoder (another module) for those and uses its evidence instead; the appraisal judges whichever it gets.
  */
-export async function openWithApps(token: string, apps: readonly RegisteredPlayApp[]): Promise<PlayIntegrityEvidence> {
+export async function openWithApps(
+  token: string,
+  apps: readonly RegisteredPlayApp[],
+  open: (token: string, keys: PlayResponseKeys) => Promise<unknown> = openWithResponseKeys,
+): Promise<PlayIntegrityEvidence> {
   if (apps.length === 0) return { opened: false, why: "no-app", reason: "the tenant registered no Play app" };
-  try {
-    readPlayIntegrityToken(Buffer.from(token, "latin1"));
-  } catch (e) {
-    return { opened: false, why: "not-opened", reason: `not a well-formed token: ${(e as Error).message}` };
-  }
   const withKeys = apps.filter((a) => a.responseKeys);
   const byGoogle = apps.length - withKeys.length;
   const tried = withKeys.slice(0, MAX_APPS_TRIED);
+  // the structure is read once: by the first app's open (which throws PlayTokenError for it), or here when no app
+  // has keys to open with
+  const malformed = (e: unknown) => ({ opened: false as const, why: "not-opened" as const, reason: `not a well-formed token: ${(e as Error).message}` });
+  if (tried.length === 0) {
+    try {
+      readPlayIntegrityToken(Buffer.from(token, "latin1"));
+    } catch (e) {
+      return malformed(e);
+    }
+  }
   const findings: string[] = [];
   for (const app of tried) {
     try {
-      const payload = await openWithResponseKeys(token, app.responseKeys!);
+      const payload = await open(token, app.responseKeys!);
       return { opened: true, app: app.policy, payload, decodedBy: "local" };
     } catch (e) {
+      if (e instanceof PlayTokenError) return malformed(e);
       if (e instanceof PlayOpenError) {
         findings.push(`${app.policy.packageName}: ${e.message}`);
         continue;

@@ -74,15 +74,12 @@ function canonicalTrustJson(trust: TrustConfig): string {
  */
 export function appraisalPolicyId(trust: TrustConfig, playApp?: PlayAppPolicy): string {
   if (playApp) {
-    const play = JSON.stringify([
-      playApp.packageName,
-      playApp.certDigests.map((d) => d.toLowerCase()).sort(byString),
-      playApp.deviceFloor,
-      playApp.maxAgeSeconds,
-      [playApp.require.licensed, playApp.require.playProtect, playApp.require.appAccessRisk],
-    ]);
-    // the trust's canonical JSON is an array: the app's policy is one more element of it
-    return POLICY_URI_PREFIX + sha256Hex(`${canonicalTrustJson(trust).slice(0, -1)},{"playApp":${play}}]`);
+    // the registry hands out the same policy object while the app is unchanged: once per (trust, app), as above
+    let perApp = playCache.get(trust);
+    if (perApp === undefined) playCache.set(trust, (perApp = new WeakMap()));
+    let playId = perApp.get(playApp);
+    if (playId === undefined) perApp.set(playApp, (playId = playPolicyId(trust, playApp)));
+    return playId;
   }
   let id = cache.get(trust);
   if (id === undefined) {
@@ -90,4 +87,18 @@ export function appraisalPolicyId(trust: TrustConfig, playApp?: PlayAppPolicy): 
     cache.set(trust, id);
   }
   return id;
+}
+
+const playCache = new WeakMap<TrustConfig, WeakMap<PlayAppPolicy, string>>();
+
+function playPolicyId(trust: TrustConfig, playApp: PlayAppPolicy): string {
+  const play = JSON.stringify([
+    playApp.packageName,
+    playApp.certDigests.map((d) => d.toLowerCase()).sort(byString),
+    playApp.deviceFloor,
+    playApp.maxAgeSeconds,
+    [playApp.require.licensed, playApp.require.playProtect, playApp.require.appAccessRisk],
+  ]);
+  // the trust's canonical JSON is an array: the app's policy is one more element of it
+  return POLICY_URI_PREFIX + sha256Hex(`${canonicalTrustJson(trust).slice(0, -1)},{"playApp":${play}}]`);
 }

@@ -21,6 +21,7 @@ import type { TenantAdmin } from "../../services/tenantAdmin.ts";
 import type { TenantDirectory } from "../../services/tenantDirectory.ts";
 import type { TrustSources } from "../../services/trustSources.ts";
 import type { PageContext } from "../../../web/layout.ts";
+import type { ApiAccess } from "../../../web/pages/quickStart.ts";
 
 /** What the portal's route files share; index.ts builds it and registers them (they never import index.ts). */
 
@@ -45,6 +46,8 @@ export interface PortalDeps {
   /** operators: tenants (the same service as `attestd tenant ...`) and the trust sources */
   tenantAdmin: TenantAdmin;
   trust: TrustSources;
+  /** where tenants' programs reach the attestation API, for the commands the quick start and a new key show */
+  api: ApiAccess;
 }
 
 declare module "fastify" {

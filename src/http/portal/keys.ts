@@ -48,7 +48,7 @@ export function registerKeyRoutes(app: AppInstance, { deps, scope, ctxOf, html, 
       return html(reply, pickTenantPage(ctxOf(request), "API keys", "/portal/keys", (await deps.tenantAdmin.list()).map((t) => t.name)));
     }
     const { tenant } = await scope(request, false);
-    return html(reply, keysPage(ctxOf(request), await deps.keys.list(tenant!), allowed(request.actor!, "admin")));
+    return html(reply, keysPage(ctxOf(request), await deps.keys.list(tenant!), allowed(request.actor!, "admin"), deps.api));
   });
 
   app.get(

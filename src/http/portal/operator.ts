@@ -26,7 +26,7 @@ export function registerOperatorRoutes(app: AppInstance, { deps, ctxOf, html, ta
     html(reply, tenantsPage(ctxOf(request), await deps.tenantAdmin.list())),
   );
   app.get("/portal/trust", { schema: { hide: true }, config: { portal: "operator" } }, async (request, reply) =>
-    html(reply, trustPage(ctxOf(request), deps.trust.view(true))),
+    html(reply, trustPage(ctxOf(request), await deps.trust.view(true))),
   );
 
   app.get(
@@ -85,7 +85,7 @@ export function registerOperatorRoutes(app: AppInstance, { deps, ctxOf, html, ta
       schema: {
         tags,
         operationId: "portalGetTrustSources",
-        summary: "The state of the trust sources (Google's attestation roots and status list): age, last read, last error",
+        summary: "The state of every trust source (Google's attestation roots and status list, vendor roots and revocations, Play Integrity decoding): its state word, age, last read, last error",
         response: { 200: TrustSourcesView, ...partBErrors(401) },
       },
       config: { portal: "viewer" },

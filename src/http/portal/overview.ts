@@ -1,27 +1,38 @@
 import { Type } from "typebox";
+import { TRUST_STATES, type TrustState as TrustStateWord } from "../../domain/trustStates.ts";
+import { TRUST_SOURCE_NAMES, type TrustSourceName } from "../../services/trustSources.ts";
 import { overviewPage } from "../../../web/pages/overview.ts";
 import { partBErrors } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
-import { TenantQuery, type PortalRoutes } from "./context.ts";
+import { allowed, TenantQuery, type PortalRoutes } from "./context.ts";
 
 const Count = Type.Integer({ minimum: 0 });
 const SeriesPoint = Type.Object({ bucket: Type.String({ description: "UTC hour (2026-11-22T10) or day (2026-11-22)" }), Yes: Count, No: Count, Unknown: Count });
 const Totals = Type.Object({ total: Count, succeeded: Count, refused: Count, failed: Count });
 const Verdict = Type.Union([Type.Literal("Yes"), Type.Literal("No"), Type.Literal("Unknown")]);
 
+// built from the one vocabulary (src/domain/trustStates.ts), so the schema can never list another word
+const TrustState = Type.Unsafe<TrustStateWord>(
+  Type.Union(
+    (Object.keys(TRUST_STATES) as TrustStateWord[]).map((w) => Type.Literal(w)),
+    { description: Object.entries(TRUST_STATES).map(([w, meaning]) => `${w}: ${meaning}`).join("; ") },
+  ),
+);
+
 export const TrustSourcesView = Type.Object({
   usable: Type.Boolean({ description: "android-key can answer Success now: both sources present and fresh" }),
   maxAgeSeconds: Type.Number(),
   sources: Type.Array(
     Type.Object({
-      name: Type.Union([Type.Literal("android-roots"), Type.Literal("android-status")]),
+      name: Type.Unsafe<TrustSourceName>(Type.Union(TRUST_SOURCE_NAMES.map((n) => Type.Literal(n)))),
       label: Type.String(),
-      state: Type.Union([Type.Literal("ok"), Type.Literal("stale"), Type.Literal("missing")]),
+      state: TrustState,
+      usedBy: Type.String({ description: "what depends on the source" }),
       configured: Type.Boolean(),
       origin: Type.Optional(Type.Union([Type.Literal("built-in"), Type.Literal("source"), Type.Literal("cache")])),
       fetchedAt: Type.Optional(Type.String()),
       ageSeconds: Type.Optional(Type.Number()),
-      lastAttempt: Type.Optional(Type.String()),
+      lastAttempt: Type.Optional(Type.String({ description: "the last read of the source; Play Integrity: the last call to Google" })),
       reason: Type.Optional(Type.String({ description: "why the source is not simply fine; names no URL, file or directory" })),
       heldBack: Type.Optional(
         Type.Object(
@@ -35,6 +46,7 @@ export const TrustSourcesView = Type.Object({
         ),
       ),
       items: Type.Optional(Type.Number()),
+      itemsAre: Type.Optional(Type.String({ description: "what items counts: certificates, entries, apps with a service account" })),
       pending: Type.Optional(Type.Boolean()),
       source: Type.Optional(Type.String({ description: "operators only" })),
       lastError: Type.Optional(Type.String({ description: "operators only: may name the URL or file" })),
@@ -62,11 +74,14 @@ export function registerOverviewRoutes(app: AppInstance, { deps, scope, ctxOf, h
   const forOperator = (role: string) => role === "operator";
 
   app.get("/portal/", { schema: { hide: true, querystring: Type.Object(TenantQuery) }, config: { portal: "viewer" } }, async (request, reply) => {
-    const { tenantId } = await scope(request, true);
+    const { tenant, tenantId } = await scope(request, true);
     const actor = request.actor!;
     const overview = await deps.overview.overview(tenantId, forOperator(actor.role));
     const tenants = forOperator(actor.role) ? (await deps.tenantAdmin.list()).map((t) => t.name) : undefined;
-    return html(reply, overviewPage(ctxOf(request), overview, tenants));
+    // one tenant without a verdict in 30 days: its first steps, with its keys (never their secrets)
+    const empty = tenant && overview.verdicts.daily.every((p) => p.Yes + p.No + p.Unknown === 0);
+    const start = empty ? { keys: await deps.keys.list(tenant), canWrite: allowed(actor, "admin"), api: deps.api } : undefined;
+    return html(reply, overviewPage(ctxOf(request), overview, tenants, start));
   });
 
   app.get(

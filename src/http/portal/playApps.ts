@@ -114,7 +114,11 @@ export function registerPlayAppRoutes(app: AppInstance, { deps, scope, ctxOf, ht
       },
       config: { portal: "admin" },
     },
-    async (request) => item(await deps.playApps.add((await scope(request, false)).tenant!, request.body)),
+    async (request) => {
+      const added = item(await deps.playApps.add((await scope(request, false)).tenant!, request.body));
+      deps.trust.forgetAppsCount(); // the trust page's count of apps decoded by Google
+      return added;
+    },
   );
 
   app.delete(
@@ -133,6 +137,7 @@ export function registerPlayAppRoutes(app: AppInstance, { deps, scope, ctxOf, ht
     async (request, reply) => {
       const { tenant } = await scope(request, false);
       if (!(await deps.playApps.remove(tenant!, request.params.id))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no Play app of that id for this tenant");
+      deps.trust.forgetAppsCount();
       return reply.code(204).send(null);
     },
   );

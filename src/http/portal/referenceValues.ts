@@ -11,6 +11,8 @@ import { allowed, TenantQuery, type PortalRoutes } from "./context.ts";
 /** As a blob carries them (the parser's bounds): printable ASCII, at most 64 characters. */
 const Name = SafeText({ minLength: 1, maxLength: 64 });
 const Cursor = Type.String({ maxLength: 400 });
+/** the --reference-values sets a page lists (the file is not paged: the model filter narrows it) */
+const FILE_SETS_SHOWN = 200;
 
 const SetItem = Type.Object({
   model: Type.String(),
@@ -59,6 +61,7 @@ export function registerReferenceValueRoutes(app: AppInstance, { deps, scope, ct
           own,
           global,
           fileSets: refvals.fileValues.length,
+          fileShown: refvals.fileValues.filter((s) => !model || s.model === model).slice(0, FILE_SETS_SHOWN),
           canWrite: allowed(request.actor!, "admin"),
           canWriteGlobal: allowed(request.actor!, "operator"),
           maxBytes: MAX_REFERENCE_FILE_BYTES,

@@ -33,7 +33,10 @@ export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags, 
   const accounts = deps.accounts;
 
   app.get("/portal/users", { schema: { hide: true, querystring: PeopleQuery }, config: { portal: "admin" } }, async (request, reply) => {
-    if (request.actor!.role === "operator") return html(reply, usersPage(ctxOf(request), await accounts.list(request.query), request.query));
+    if (request.actor!.role === "operator") {
+      const tenants = (await deps.tenantAdmin.list()).map((t) => t.name);
+      return html(reply, usersPage(ctxOf(request), await accounts.list(request.query), request.query, tenants));
+    }
     // whatever the query says, an admin's list is their own tenant's
     const { tenant } = await scope(request, false);
     const filter = { tenant: tenant!.name };

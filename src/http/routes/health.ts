@@ -13,6 +13,7 @@ const Readiness = Type.Object({
       state: Type.String({
         description:
           "ok; failing (a store); stale, missing or held (a trust source: held is a new copy held back, the copy in force stays). " +
+          "The portal's trust page uses the same words, and says ok as current (or built in, for Google's roots shipped with attestd). " +
           "Why is for operators: the service log and the portal's trust page",
       }),
     }),
