@@ -259,7 +259,7 @@ describe("portal overview, history, keys and operator pages over HTTP", () => {
       assert.equal(bad.json().code, "4008000");
       const page = await as("vic@acme.example", { url: "/portal/activity?errorId=e0000000000000000000000b" });
       assert.equal(page.statusCode, 200);
-      assert.match(page.body, /<td><a class="id" href="\/portal\/activity\?errorId=e0000000000000000000000b">e0000000000000000000000b<\/a><\/td>/);
+      assert.match(page.body, /<td data-label="Error id"><a class="id" href="\/portal\/activity\?errorId=e0000000000000000000000b">e0000000000000000000000b<\/a><\/td>/);
       const none = await as("gus@globex.example", { url: "/portal/activity?errorId=e0000000000000000000000b" });
       assert.match(none.body, /No request of this tenant answered with error id/);
     });

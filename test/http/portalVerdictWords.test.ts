@@ -99,7 +99,7 @@ describe("the Verdicts pages in words", () => {
     const { v } = await submit({}, "phone-7");
     const list = await portal.as("vic@acme.example", { url: "/portal/verdicts" });
     assert.ok(list.body.includes(`<a href="/portal/devices/phone-7"><code>phone-7</code></a>`), "deviceId in the list, a link");
-    assert.match(list.body, /<td class="nowrap">vendor<\/td>/, "the format");
+    assert.match(list.body, /<td class="nowrap" data-label="Format">vendor<\/td>/, "the format");
     const detail = await portal.as("vic@acme.example", { url: `/portal/verdicts/${v.objectId}` });
     assert.ok(detail.body.includes(`<a href="/portal/devices/phone-7">The attested device phone-7: its history and pin</a>`));
     assert.equal((await portal.as("vic@acme.example", { url: "/portal/devices/phone-7" })).statusCode, 200, "and the link leads to it");

@@ -18,14 +18,14 @@ function outcomeBadge(status: number): Html {
 function activityRows(items: ActivityItem[], ctx: PageContext, keyLabels: ReadonlyMap<string, string>): Html[] {
   return items.map(
     (e) => html`<tr class="${e.status >= 400 ? "row-error" : ""}">
-  <td class="nowrap">${when(e.time)}</td>
-  <td>${outcomeBadge(e.status)}</td>
-  <td>${e.method} ${e.route}</td>
-  <td>${e.status}</td>
-  <td>${e.code ? html`<code>${e.code}</code>${e.message ? html` <strong>${e.message}</strong>` : ""}${e.meaning ? html`<br><small class="muted">${e.meaning}</small>` : ""}` : html`<span class="muted">—</span>`}</td>
-  <td>${e.errorId ? html`<a class="id" href="${withQuery("/portal/activity", { errorId: e.errorId, tenant: ctx.tenant })}">${e.errorId}</a>` : ""}</td>
-  <td>${e.clientId ? html`<a href="${withQuery("/portal/activity", { key: e.clientId, tenant: ctx.tenant })}" title="${e.clientId}">${keyLabels.get(e.clientId) ?? e.clientId}</a>` : html`<span class="muted">—</span>`}</td>
-  <td>${e.latencyMs}</td><td>${e.remoteAddress}</td>
+  <td class="nowrap" data-label="Time (UTC)">${when(e.time)}</td>
+  <td data-label="Result">${outcomeBadge(e.status)}</td>
+  <td data-label="Request">${e.method} ${e.route}</td>
+  <td data-label="Status">${e.status}</td>
+  <td data-label="Code">${e.code ? html`<code>${e.code}</code>${e.message ? html` <strong>${e.message}</strong>` : ""}${e.meaning ? html`<br><small class="muted">${e.meaning}</small>` : ""}` : html`<span class="muted">—</span>`}</td>
+  <td data-label="Error id">${e.errorId ? html`<a class="id" href="${withQuery("/portal/activity", { errorId: e.errorId, tenant: ctx.tenant })}">${e.errorId}</a>` : ""}</td>
+  <td data-label="Key or client">${e.clientId ? html`<a href="${withQuery("/portal/activity", { key: e.clientId, tenant: ctx.tenant })}" title="${e.clientId}">${keyLabels.get(e.clientId) ?? e.clientId}</a>` : html`<span class="muted">—</span>`}</td>
+  <td data-label="Latency (ms)">${e.latencyMs}</td><td data-label="Address">${e.remoteAddress}</td>
 </tr>`,
   );
 }
@@ -71,12 +71,12 @@ export function verdictsPage(ctx: PageContext, f: VerdictFilter, items: StoredVe
   const rows = items.map((v) => {
     const why = explainVerdict(v);
     return html`<tr>
-  <td class="nowrap">${when(v.createdAt)}</td>
-  <td>${verdictBadge(v.record.verdict)}<br><small>${v.record.status}</small></td>
-  <td>${why.sentence}<br><small class="muted rule-ref">${why.rule}</small></td>
-  <td class="nowrap">${v.format}</td>
-  <td>${deviceCell(ctx, v)}</td>
-  <td><a class="id" href="${withQuery(`/portal/verdicts/${encodeURIComponent(v.objectId)}`, { tenant: ctx.tenant })}">${v.objectId}</a></td>
+  <td class="nowrap" data-label="Time (UTC)">${when(v.createdAt)}</td>
+  <td data-label="Verdict">${verdictBadge(v.record.verdict)}<br><small>${v.record.status}</small></td>
+  <td data-label="Why">${why.sentence}<br><small class="muted rule-ref">${why.rule}</small></td>
+  <td class="nowrap" data-label="Format">${v.format}</td>
+  <td data-label="Device">${deviceCell(ctx, v)}</td>
+  <td data-label="Object id"><a class="id" href="${withQuery(`/portal/verdicts/${encodeURIComponent(v.objectId)}`, { tenant: ctx.tenant })}">${v.objectId}</a></td>
 </tr>`;
   });
   const filtered = Object.values(f).some((x) => x !== undefined && x !== "");
@@ -95,7 +95,7 @@ export function verdictsPage(ctx: PageContext, f: VerdictFilter, items: StoredVe
 </form>
 <p class="export"><a href="${csv}" download data-export="export-status" role="button" class="secondary outline">Export ${filtered ? "these verdicts" : "all verdicts"} as CSV</a>
   <span id="export-status" role="status" aria-live="polite"></span></p>
-${table("Verdicts, newest first", ["Time (UTC)", "Verdict", "Why", "Format", "Device", "Object id"], rows)}
+<div class="stack">${table("Verdicts, newest first", ["Time (UTC)", "Verdict", "Why", "Format", "Device", "Object id"], rows)}</div>
 ${next ? html`<p><a href="${withQuery("/portal/verdicts", { ...f, tenant: ctx.tenant, after: next })}">Older verdicts</a></p>` : ""}`,
     "/portal/verdicts",
   );
@@ -188,7 +188,7 @@ ${f.errorId && page.items.length === 0
   ? html`<p class="notice" role="status">No request of this tenant answered with error id <code>${f.errorId}</code>. The log is written within a second of the answer.
 A request that named no valid API key belongs to no tenant, and an id from another tenant's request is not shown: the operator finds both (<code>attestd activity --error-id ${f.errorId}</code>).</p>`
   : ""}
-${table(`${KIND_LABELS[kind]}, newest first`, ACTIVITY_HEAD, activityRows(page.items, ctx, keyLabels))}
+<div class="stack">${table(`${KIND_LABELS[kind]}, newest first`, ACTIVITY_HEAD, activityRows(page.items, ctx, keyLabels))}</div>
 ${pager("/portal/activity", q, page, "requests")}`,
     "/portal/activity",
   );
