@@ -49,10 +49,17 @@ export interface ActivityView {
 /** An activity entry as the portal shows it: the catalog's message and meaning beside the code. */
 export type ActivityItem = StoredActivityEntry & { message: string | null; meaning: string | null };
 
-/** Which way a page of the activity log goes from its cursor: `after` older entries, `before` newer ones. */
-export interface ActivityCursor {
+/** Which way a page of a list goes from its cursor: `after` older entries, `before` newer ones. */
+export interface PageCursor {
   after?: string | undefined;
   before?: string | undefined;
+}
+
+/** A page of verdicts: `next` the cursor of the older page, `prev` of the newer one, each when there is one. */
+export interface VerdictPage {
+  items: StoredVerdict[];
+  next?: string;
+  prev?: string;
 }
 
 export interface ActivityPage {
@@ -102,14 +109,26 @@ function verdictQuery(tenantId: string | undefined, f: VerdictFilter): Omit<Verd
 export class PortalHistory {
   constructor(private readonly store: VerdictStore & ActivityStore) {}
 
-  async verdicts(tenantId: string | undefined, f: VerdictFilter, after?: string): Promise<{ items: StoredVerdict[]; next?: string }> {
-    const before = decodeCursor(after, ["string", "string"]) as [string, string] | undefined;
+  /**
+   * One page of the tenant's verdicts, newest first; paged both ways by key like the activity log: `after` (a
+   * `next`) the page of older verdicts, `before` (a `prev`) the page of newer ones.
+   */
+  async verdicts(tenantId: string | undefined, f: VerdictFilter, cursor: PageCursor = {}): Promise<VerdictPage> {
+    if (cursor.after && cursor.before) throw new AppError(catalog.PORTAL_INVALID_REQUEST, "a page goes one way: after (older) or before (newer), not both");
+    const older = decodeCursor(cursor.after, ["string", "string"]) as [string, string] | undefined;
+    const newer = decodeCursor(cursor.before, ["string", "string"]) as [string, string] | undefined;
     const q: VerdictQuery = { ...verdictQuery(tenantId, f), limit: PAGE_SIZE + 1 };
-    if (before) q.before = { createdAt: before[0], objectId: before[1] };
+    if (older) q.before = { createdAt: older[0], objectId: older[1] };
+    if (newer) q.after = { createdAt: newer[0], objectId: newer[1] };
     const rows = await this.store.listVerdicts(q);
-    const items = rows.slice(0, PAGE_SIZE);
+    const more = rows.length > PAGE_SIZE;
+    const items = newer ? rows.slice(0, PAGE_SIZE).reverse() : rows.slice(0, PAGE_SIZE);
+    const first = items[0];
     const last = items[items.length - 1];
-    return rows.length > PAGE_SIZE && last ? { items, next: encodeCursor([last.createdAt, last.objectId]) } : { items };
+    const page: VerdictPage = { items };
+    if (last && (newer || more)) page.next = encodeCursor([last.createdAt, last.objectId]);
+    if (first && (older || (newer && more))) page.prev = encodeCursor([first.createdAt, first.objectId]);
+    return page;
   }
 
   /**
@@ -144,7 +163,7 @@ export class PortalHistory {
    * paging both ways: `after` (a `next`) reads the page of older entries, `before` (a `prev`) the page of newer
    * ones, each one index range read, so the tenth page back costs what the first does.
    */
-  async activity(tenantId: string | undefined, f: ActivityView, cursor: ActivityCursor = {}): Promise<ActivityPage> {
+  async activity(tenantId: string | undefined, f: ActivityView, cursor: PageCursor = {}): Promise<ActivityPage> {
     if (cursor.after && cursor.before) throw new AppError(catalog.PORTAL_INVALID_REQUEST, "a page goes one way: after (older) or before (newer), not both");
     const older = decodeCursor(cursor.after, ["string", "number"]) as [string, number] | undefined;
     const newer = decodeCursor(cursor.before, ["string", "number"]) as [string, number] | undefined;

@@ -29,7 +29,8 @@ export function builder(ph: Placeholder) {
 
 export function verdictHistorySql(q: VerdictQuery, ph: Placeholder, columns: string): { sql: string; args: SqlArg[] } {
   const { args, arg } = builder(ph);
-  const order = "ORDER BY created_at DESC, object_id DESC";
+  // `after` reads the other way (oldest first from the cursor), so a page of newer verdicts is one range read too
+  const order = q.after ? "ORDER BY created_at ASC, object_id ASC" : "ORDER BY created_at DESC, object_id DESC";
   const limit = Math.min(Math.max(Math.trunc(q.limit), 1), MAX_HISTORY_PAGE);
   const filters = (extra: string[]) => {
     const w = [...extra];
@@ -40,6 +41,7 @@ export function verdictHistorySql(q: VerdictQuery, ph: Placeholder, columns: str
     if (q.from !== undefined) w.push(`created_at >= ${arg(q.from)}`);
     if (q.to !== undefined) w.push(`created_at < ${arg(q.to)}`);
     if (q.before) w.push(`(created_at, object_id) < (${arg(q.before.createdAt)}, ${arg(q.before.objectId)})`);
+    if (q.after) w.push(`(created_at, object_id) > (${arg(q.after.createdAt)}, ${arg(q.after.objectId)})`);
     return w.length ? `WHERE ${w.join(" AND ")}` : "";
   };
   if (q.device === undefined || q.device === "") {

@@ -160,6 +160,11 @@ export interface VerdictQuery {
   device?: string;
   /** keyset cursor: rows strictly after this one in the newest-first order */
   before?: { createdAt: string; objectId: string };
+  /**
+   * keyset cursor the other way: rows strictly newer than this one, returned OLDEST first (the ones nearest the
+   * cursor), for a page of newer verdicts. Not with `before`.
+   */
+  after?: { createdAt: string; objectId: string };
   /** 1..500 */
   limit: number;
 }

@@ -105,6 +105,28 @@ describe("the Verdicts pages in words", () => {
     assert.equal((await portal.as("vic@acme.example", { url: "/portal/devices/phone-7" })).statusCode, 200, "and the link leads to it");
   });
 
+  it("verdicts page older and back newer by key, in the page and the admin API", async () => {
+    for (let i = 0; i < 45; i++) await submit({ tamper: i % 2 === 0 });
+    type Page = { items: StoredVerdict[]; next?: string; prev?: string };
+    const list = async (q: string) => (await portal.as("vic@acme.example", { url: `/portal/api/verdicts${q}` })).json() as Page;
+    const first = await list("");
+    assert.equal(first.items.length, 50);
+    assert.equal(first.prev, undefined);
+    const older = await list(`?after=${first.next}`);
+    assert.ok(older.items.length > 0 && older.prev);
+    const back = await list(`?before=${older.prev}`);
+    assert.deepEqual(back.items.map((v) => v.objectId), first.items.map((v) => v.objectId), "newer from page 2 is page 1");
+    assert.equal(back.prev, undefined);
+    const filtered = await list("?verdict=No");
+    const filteredOlder = await list(`?verdict=No&after=${filtered.next ?? ""}`);
+    assert.ok(filteredOlder.items.every((v) => v.record.verdict === "No"), "the filter holds on every page");
+    const page = await portal.as("vic@acme.example", { url: `/portal/verdicts?after=${first.next}` });
+    assert.match(page.body, /rel="prev">← Newer verdicts</);
+    const top = await portal.as("vic@acme.example", { url: "/portal/verdicts" });
+    assert.match(top.body, /Newest verdicts shown/);
+    assert.match(top.body, /rel="next">Older verdicts →</);
+  });
+
   it("a bad filter names the field and what it may be, not the validator's words", async () => {
     const cases: [string, RegExp][] = [
       ["/portal/verdicts?verdict=Maybe", /verdict: must be one of Yes, No, Unknown \(or empty\)\./],

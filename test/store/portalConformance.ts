@@ -368,6 +368,17 @@ export function portalConformance(name: string, withPartB: boolean, factory: () 
         cursor = { createdAt: page[page.length - 1]!.createdAt, objectId: page[page.length - 1]!.objectId };
       }
       assert.deepEqual(devicePages, deviceNewestFirst);
+      // and the other way: `after` reads the verdicts just newer than the cursor, oldest first, by device too
+      const third = newestFirst[3]!;
+      assert.deepEqual(
+        ids(await b.durable.listVerdicts({ tenantId: t.tenantId, limit: 2, after: { createdAt: third.createdAt, objectId: third.objectId } })),
+        ids([newestFirst[2]!, newestFirst[1]!]),
+      );
+      const devOldest = [...mine][1]!;
+      assert.deepEqual(
+        ids(await b.durable.listVerdicts({ tenantId: dev.tenantId, device: "351234567890124", limit: 3, after: { createdAt: devOldest.createdAt, objectId: devOldest.objectId } })),
+        ids(mine.slice(2, 5)),
+      );
       // the stored record comes back whole
       assert.deepEqual((await b.durable.listVerdicts({ tenantId: t.tenantId, limit: 1 }))[0], newestFirst[0]);
     });

@@ -1,7 +1,7 @@
 import type { AppraisalStatus, BlobFormatName } from "../../src/attestation/types.ts";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
 import { ACTIVITY_KINDS, type ActivityKind } from "../../src/domain/activity.ts";
-import { isoTime, type ActivityItem, type ActivityPage, type ActivityView, type VerdictFilter } from "../../src/portal/history.ts";
+import { isoTime, type ActivityItem, type ActivityPage, type ActivityView, type VerdictFilter, type VerdictPage } from "../../src/portal/history.ts";
 import type { ApiKeySummary } from "../../src/services/apiKeyAdmin.ts";
 import { explainVerdict, verdictDeviceId } from "../../src/portal/verdictReasons.ts";
 import { html, type Html } from "../html.ts";
@@ -67,8 +67,8 @@ function deviceCell(ctx: PageContext, v: StoredVerdict): Html {
   return html`${deviceId ? html`<a href="${withQuery(`/portal/devices/${encodeURIComponent(deviceId)}`, { tenant: ctx.tenant })}"><code>${deviceId}</code></a>${hw ? html`<br>` : ""}` : ""}${hw ? html`<small class="wrap">${hw}</small>` : ""}${!deviceId && !hw ? html`<span class="muted">—</span>` : ""}`;
 }
 
-export function verdictsPage(ctx: PageContext, f: VerdictFilter, items: StoredVerdict[], next: string | undefined): string {
-  const rows = items.map((v) => {
+export function verdictsPage(ctx: PageContext, f: VerdictFilter, page: VerdictPage): string {
+  const rows = page.items.map((v) => {
     const why = explainVerdict(v);
     return html`<tr>
   <td class="nowrap" data-label="Time (UTC)">${when(v.createdAt)}</td>
@@ -96,7 +96,7 @@ export function verdictsPage(ctx: PageContext, f: VerdictFilter, items: StoredVe
 <p class="export"><a href="${csv}" download data-export="export-status" role="button" class="secondary outline">Export ${filtered ? "these verdicts" : "all verdicts"} as CSV</a>
   <span id="export-status" role="status" aria-live="polite"></span></p>
 <div class="stack">${table("Verdicts, newest first", ["Time (UTC)", "Verdict", "Why", "Format", "Device", "Object id"], rows)}</div>
-${next ? html`<p><a href="${withQuery("/portal/verdicts", { ...f, tenant: ctx.tenant, after: next })}">Older verdicts</a></p>` : ""}`,
+${pager("/portal/verdicts", { ...f, tenant: ctx.tenant }, page, "verdicts")}`,
     "/portal/verdicts",
   );
 }

@@ -18,7 +18,8 @@ const VerdictQuery = Type.Object(
     device: Type.Optional(Type.String({ maxLength: 128 })),
     from: Type.Optional(Type.String({ maxLength: 40 })),
     to: Type.Optional(Type.String({ maxLength: 40 })),
-    after: Type.Optional(Type.String({ maxLength: 400 })),
+    after: Type.Optional(Type.String({ maxLength: 400, description: "the `next` cursor of a page: the page of older verdicts (the CSV export ignores it)" })),
+    before: Type.Optional(Type.String({ maxLength: 400, description: "the `prev` cursor of a page: the page of newer verdicts (the CSV export ignores it)" })),
   },
   { additionalProperties: false },
 );
@@ -60,8 +61,8 @@ export function registerHistoryRoutes(app: AppInstance, { deps, scope, ctxOf, ht
   app.get("/portal/verdicts", { schema: { hide: true, querystring: VerdictQuery }, config: { portal: "viewer" } }, async (request, reply) => {
     const { tenantId } = await scope(request, true);
     const f = verdictFilter(request.query);
-    const page = await deps.history.verdicts(tenantId, f, request.query.after);
-    return html(reply, verdictsPage(ctxOf(request), f, page.items, page.next));
+    const page = await deps.history.verdicts(tenantId, f, { after: request.query.after, before: request.query.before });
+    return html(reply, verdictsPage(ctxOf(request), f, page));
   });
   app.get(
     "/portal/api/verdicts.csv",
@@ -124,15 +125,18 @@ export function registerHistoryRoutes(app: AppInstance, { deps, scope, ctxOf, ht
       schema: {
         tags,
         operationId: "portalListVerdicts",
-        summary: "Verdict history, newest first; filters and an opaque `after` cursor",
+        summary: "Verdict history, newest first; filters, opaque `after` (older) and `before` (newer) cursors",
         querystring: VerdictQuery,
-        response: { 200: Type.Object({ items: Type.Array(VerdictItem), next: Type.Optional(Type.String()) }), ...partBErrors(400, 401, 404) },
+        response: {
+          200: Type.Object({ items: Type.Array(VerdictItem), next: Type.Optional(Type.String()), prev: Type.Optional(Type.String()) }),
+          ...partBErrors(400, 401, 404),
+        },
       },
       config: { portal: "viewer" },
     },
     async (request) => {
       const { tenantId } = await scope(request, true);
-      return deps.history.verdicts(tenantId, verdictFilter(request.query), request.query.after);
+      return deps.history.verdicts(tenantId, verdictFilter(request.query), { after: request.query.after, before: request.query.before });
     },
   );
   app.get(

@@ -234,6 +234,7 @@ export class MemoryDurableStore implements DurableStore {
   async listVerdicts(q: VerdictQuery): Promise<StoredVerdict[]> {
     const newestFirst = (a: StoredVerdict, b: StoredVerdict) => cmp(b.createdAt, a.createdAt) || cmp(b.objectId, a.objectId);
     const after = q.before;
+    const newer = q.after;
     return [...this.verdicts.values()]
       .filter(
         (v) =>
@@ -244,9 +245,10 @@ export class MemoryDurableStore implements DurableStore {
           (q.from === undefined || v.createdAt >= q.from) &&
           (q.to === undefined || v.createdAt < q.to) &&
           (!q.device || v.record.chipId === q.device || v.record.IMEI === q.device) &&
-          (!after || cmp(v.createdAt, after.createdAt) < 0 || (v.createdAt === after.createdAt && cmp(v.objectId, after.objectId) < 0)),
+          (!after || cmp(v.createdAt, after.createdAt) < 0 || (v.createdAt === after.createdAt && cmp(v.objectId, after.objectId) < 0)) &&
+          (!newer || cmp(v.createdAt, newer.createdAt) > 0 || (v.createdAt === newer.createdAt && cmp(v.objectId, newer.objectId) > 0)),
       )
-      .sort(newestFirst)
+      .sort(newer ? (a, b) => newestFirst(b, a) : newestFirst)
       .slice(0, Math.min(Math.max(Math.trunc(q.limit), 1), MAX_HISTORY_PAGE))
       .map((v) => structuredClone(v));
   }
