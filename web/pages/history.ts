@@ -19,10 +19,10 @@ function activityRows(items: ActivityItem[], ctx: PageContext, keyLabels: Readon
   return items.map(
     (e) => html`<tr class="${e.status >= 400 ? "row-error" : ""}">
   <td class="nowrap" data-label="Time (UTC)">${when(e.time)}</td>
-  <td data-label="Result">${outcomeBadge(e.status)}</td>
+  <td data-label="Result"><div>${outcomeBadge(e.status)}</div></td>
   <td data-label="Request">${e.method} ${e.route}</td>
   <td data-label="Status">${e.status}</td>
-  <td data-label="Code">${e.code ? html`<code>${e.code}</code>${e.message ? html` <strong>${e.message}</strong>` : ""}${e.meaning ? html`<br><small class="muted">${e.meaning}</small>` : ""}` : html`<span class="muted">—</span>`}</td>
+  <td data-label="Code"><div>${e.code ? html`<code>${e.code}</code>${e.message ? html` <strong>${e.message}</strong>` : ""}${e.meaning ? html`<br><small class="muted">${e.meaning}</small>` : ""}` : html`<span class="muted">—</span>`}</div></td>
   <td data-label="Error id">${e.errorId ? html`<a class="id" href="${withQuery("/portal/activity", { errorId: e.errorId, tenant: ctx.tenant })}">${e.errorId}</a>` : ""}</td>
   <td data-label="Key or client">${e.clientId ? html`<a href="${withQuery("/portal/activity", { key: e.clientId, tenant: ctx.tenant })}" title="${e.clientId}">${keyLabels.get(e.clientId) ?? e.clientId}</a>` : html`<span class="muted">—</span>`}</td>
   <td data-label="Latency (ms)">${e.latencyMs}</td><td data-label="Address">${e.remoteAddress}</td>
@@ -72,10 +72,10 @@ export function verdictsPage(ctx: PageContext, f: VerdictFilter, page: VerdictPa
     const why = explainVerdict(v);
     return html`<tr>
   <td class="nowrap" data-label="Time (UTC)">${when(v.createdAt)}</td>
-  <td data-label="Verdict">${verdictBadge(v.record.verdict)}<br><small>${v.record.status}</small></td>
-  <td data-label="Why">${why.sentence}<br><small class="muted rule-ref">${why.rule}</small></td>
+  <td data-label="Verdict"><div>${verdictBadge(v.record.verdict)}<br><small>${v.record.status}</small></div></td>
+  <td data-label="Why"><div>${why.sentence}<br><small class="muted rule-ref">${why.rule}</small></div></td>
   <td class="nowrap" data-label="Format">${v.format}</td>
-  <td data-label="Device">${deviceCell(ctx, v)}</td>
+  <td data-label="Device"><div>${deviceCell(ctx, v)}</div></td>
   <td data-label="Object id"><a class="id" href="${withQuery(`/portal/verdicts/${encodeURIComponent(v.objectId)}`, { tenant: ctx.tenant })}">${v.objectId}</a></td>
 </tr>`;
   });
