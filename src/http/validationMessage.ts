@@ -39,10 +39,11 @@ const PATTERN_WORDS: Record<string, string> = {
 
 /** What a schema allows, in words: "one of Yes, No, Unknown", "a whole number from 100 to 599", ... */
 export function allowedBy(schema: Schema | undefined): string {
-  if (!schema) return "a valid value";
-  if (schema.anyOf) {
-    const consts = schema.anyOf.filter((s) => "const" in s).map((s) => s.const);
-    const others = schema.anyOf.filter((s) => !("const" in s)).map(allowedBy);
+  if (!schema || typeof schema !== "object") return "a valid value";
+  if (Array.isArray(schema.anyOf)) {
+    const branches = schema.anyOf.filter((s): s is Schema => typeof s === "object" && s !== null);
+    const consts = branches.filter((s) => "const" in s).map((s) => s.const);
+    const others = branches.filter((s) => !("const" in s)).map(allowedBy);
     const named = consts.filter((c) => c !== "").map((c) => String(c));
     const parts = [...others, ...(named.length === 1 ? [`"${named[0]}"`] : named.length ? [`one of ${named.join(", ")}`] : [])];
     return parts.join(", or ") + (consts.includes("") ? " (or empty)" : "");
@@ -84,11 +85,11 @@ const PARTS: Record<string, string> = { querystring: "filter or query parameter"
 export function readableValidation(validation: unknown, context: string | undefined, schema: unknown): string {
   const errors = (Array.isArray(validation) ? validation : []) as AjvError[];
   const first = errors[0];
-  const root = schema as Schema | undefined;
+  const root = (typeof schema === "object" && schema !== null ? schema : undefined) as Schema | undefined;
   const what = PARTS[context ?? ""] ?? "field";
   if (!first) return `A ${what} is not valid.`;
   if (first.keyword === "additionalProperties" && first.params?.additionalProperty) {
-    const known = Object.keys(root?.properties ?? {});
+    const known = root?.properties && typeof root.properties === "object" ? Object.keys(root.properties) : [];
     return `"${first.params.additionalProperty}" is not a ${what} here${known.length ? `; the ones there are: ${known.join(", ")}` : ""}.`;
   }
   if (first.keyword === "required" && first.params?.missingProperty) {
