@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { OperatorError } from "./errors/operatorError.ts";
+import { fileProblem, OperatorError, pathMessage } from "./errors/operatorError.ts";
 import { AUDIENCE } from "./domain/enrollment.ts";
 import { LOG_FORMATS } from "./logging.ts";
 import { EAR_ALGORITHMS } from "./domain/signingKeys.ts";
@@ -79,6 +79,7 @@ export const settings = {
   referenceValues: s("string", "JSON file of reference values (model, firmwareVersion, measurements)"),
   revocations: s("string", "vendor revocation list (Google status-list JSON shape)"),
   androidRoots: s("string", "Google attestation roots: file or URL, roots JSON or PEM bundle; replaces the roots built into attestd"),
+  appAttestRoots: s("string", "PEM bundle of App Attestation root certificates (a local file); replaces Apple's App Attestation Root CA built into attestd"),
   androidStatus: s("string", "Google attestation status list: file or URL; fetched, cached in the data dir and refreshed", {
     default: "https://android.googleapis.com/attestation/status",
   }),
@@ -268,10 +269,19 @@ export function loadConfig(
 ): Config {
   let file: Record<string, unknown> = {};
   if (configFile) {
+    const where = flags.config !== undefined ? "--config FILE" : "ATTESTD_CONFIG";
+    const expected = "a JSON object of settings, keys as in docs/configuration.md";
+    let text: string;
     try {
-      file = JSON.parse(readFileSync(configFile, "utf8")) as Record<string, unknown>;
+      text = readFileSync(configFile, "utf8");
     } catch (e) {
-      throw new ConfigError(`config file ${configFile}: ${(e as Error).message}`);
+      throw new ConfigError(pathMessage(where, configFile, fileProblem(e), expected));
+    }
+    try {
+      file = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      // not the parser's words: they quote the file, which may hold secrets (a database URL)
+      throw new ConfigError(pathMessage(where, configFile, "not JSON", expected));
     }
     if (typeof file !== "object" || file === null || Array.isArray(file)) {
       throw new ConfigError(`config file ${configFile}: expected a JSON object`);

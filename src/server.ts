@@ -30,6 +30,8 @@ import { PortalSessions } from "./portal/sessions.ts";
 import { ApiKeyAdmin } from "./services/apiKeyAdmin.ts";
 import { ReferenceValueAdmin } from "./services/referenceValueAdmin.ts";
 import { PlayAppRegistry } from "./services/playApps.ts";
+import { IosAppRegistry } from "./services/iosApps.ts";
+import { AppAttestKeys } from "./services/appAttestKeys.ts";
 import { PlayIntegrityOpener } from "./services/playIntegrityOpener.ts";
 import { autoPlayThreads, PlayTokenThreads } from "./services/playTokenThreads.ts";
 import { TenantDirectory } from "./services/tenantDirectory.ts";
@@ -172,6 +174,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
   // started on the first token: a deployment with no Play app pays nothing for them
   const playThreads = new PlayTokenThreads(config.playThreads === "auto" ? autoPlayThreads(undefined, config.workers) : Number(config.playThreads));
+  // a tenant's iOS apps and the App Attest keys its devices attested (issue 25). The receipt seam: AppAttestKeys'
+  // fourth parameter takes the receipt check (encoding/appAttestReceipt.ts) when it is wired
+  const iosApps = new IosAppRegistry(stores.durable, clock, rng);
+  const appAttestKeys = new AppAttestKeys(stores.durable, iosApps, clock);
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,
@@ -182,6 +188,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     limits: { nonceTtlMs: config.nonceTtl * 1000, maxOutstandingNonces: config.maxOutstandingNonces },
     onAppraisal: (r, s) => metrics.recordAppraisal(r, s),
     playIntegrity: new PlayIntegrityOpener(playApps, playDecoder, playThreads.open),
+    appAttest: { keys: appAttestKeys, store: stores.durable },
   });
   const enrollment = createEnrollment({
     tenants: stores.durable,
@@ -275,6 +282,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         changed: () => trust.refreshReferenceValues(),
       }),
       playApps,
+      iosApps,
+      appAttestKeys,
       profiles: enrollment.profiles,
       devices: enrollment.devices,
       pinnedDevices: devices,

@@ -1,3 +1,4 @@
+import type { AppAttestRuleId } from "../attestation/formats/appAttest.ts";
 import type { PlayRuleId } from "../attestation/formats/playIntegrity.ts";
 import type { AppraisalChecks } from "../attestation/types.ts";
 import type { PinOutcome, VerdictDeviceDetail } from "../domain/devices.ts";
@@ -13,8 +14,9 @@ import type { StoredVerdict } from "../domain/verdicts.ts";
  * Each format's rules are listed in full (the compiler holds the play-integrity list to PlayRuleId; the tests hold
  * every vendor and android-key outcome to a sentence): vendor container rules 1–7 (blob-format.md,
  * src/attestation/formats/vendorContainer.ts), android-key's checks in the order androidKey.ts and
- * policy/androidPolicy.ts make them, play-integrity's rule ids (formats/playIntegrity.ts), and the device pin that
- * can turn any of them into a No (src/services/devicePinning.ts).
+ * policy/androidPolicy.ts make them, play-integrity's rule ids (formats/playIntegrity.ts), app-attest's rule ids
+ * for an attestation and for an assertion (formats/appAttest.ts), and the device pin that can turn any of them
+ * into a No (src/services/devicePinning.ts).
  */
 
 /** A verdict's reason for a person, and the rule that decided as a short reference ("vendor rule 6"). */
@@ -88,6 +90,32 @@ export const PLAY_SENTENCES: Record<PlayRuleId, string> = {
   pass: "Google Play vouches for the app, and the device reaches the integrity the app requires.",
 };
 
+/** app-attest's rules of an attestation (the first appraisal of a key) */
+type AppAttestAttestationRule = Exclude<AppAttestRuleId, "unknown-key" | "revoked-key" | "signature">;
+/** app-attest's rules of an assertion (a later request signed with an attested key) */
+type AppAttestAssertionRule = Extract<AppAttestRuleId, "unknown-key" | "revoked-key" | "signature" | "app-id" | "counter" | "pass">;
+
+export const APP_ATTEST_ATTESTATION_SENTENCES: Record<AppAttestAttestationRule, string> = {
+  "no-app": "No iOS app is registered for this tenant, so the App Attest key could not be checked.",
+  chain: "The key's certificate does not lead to Apple's App Attestation root.",
+  nonce: "The attestation answers another request: it does not carry the nonce issued for this check.",
+  "key-id": "The key does not match its certificate, or it was attested before (a key is attested once).",
+  "app-id": "The key was made for another app than the tenant's registered iOS apps.",
+  counter: "The key has been used before: a new key's counter must be 0.",
+  environment: "The key comes from an App Attest environment (development or production) the app does not allow.",
+  receipt: "Apple's receipt for the key does not check out.",
+  pass: "A genuine App Attest key of the tenant's app, made on a real Apple device.",
+};
+
+export const APP_ATTEST_ASSERTION_SENTENCES: Record<AppAttestAssertionRule, string> = {
+  "unknown-key": "The assertion is signed by a key the tenant's devices never attested.",
+  "revoked-key": "The assertion is signed by a key the tenant revoked.",
+  signature: "The assertion's signature does not verify for its key and this nonce: forged, or made for another request.",
+  "app-id": "The assertion was made for another app than the one its key belongs to.",
+  counter: "The assertion was replayed: its counter is not above the last one seen for the key.",
+  pass: "Signed by a key the tenant's device attested, with a fresh counter.",
+};
+
 type PinRule = Extract<PinOutcome, "changed" | "downgrade">;
 
 export const PIN_SENTENCES: Record<PinRule, string> = {
@@ -136,6 +164,17 @@ function appraisalExplanation(v: Pick<StoredVerdict, "format" | "record" | "deta
   if (v.format === "android-key" && v.detail.checks && typeof v.detail.checks === "object") {
     const rule = androidRule(v.record.status, v.record.verdict, checks);
     return { sentence: ANDROID_SENTENCES[rule], rule: `android-key ${rule}` };
+  }
+  if (v.format === "app-attest") {
+    const rule = v.detail.rule;
+    if (typeof rule !== "string") return undefined;
+    if (v.detail.kind === "assertion" && rule in APP_ATTEST_ASSERTION_SENTENCES) {
+      return { sentence: APP_ATTEST_ASSERTION_SENTENCES[rule as AppAttestAssertionRule], rule: `app-attest assertion rule ${rule}` };
+    }
+    if (v.detail.kind === "attestation" && rule in APP_ATTEST_ATTESTATION_SENTENCES) {
+      return { sentence: APP_ATTEST_ATTESTATION_SENTENCES[rule as AppAttestAttestationRule], rule: `app-attest rule ${rule}` };
+    }
+    return undefined;
   }
   if (v.format === "play-integrity") {
     const rule = v.detail.rule;

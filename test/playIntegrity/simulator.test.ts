@@ -159,7 +159,10 @@ describe("dev-ca --play-integrity", () => {
     const before = readFileSync(caFile(F.decryptionKey));
     const again = attestdCli(["dev-ca", "--play-integrity", "--out", caDir()]);
     assert.equal(again.status, 1);
-    assert.equal(again.stderr, `attestd: ${caFile(F.decryptionKey)} exists; refusing to replace a CA\n`);
+    assert.equal(
+      again.stderr,
+      `attestd: --out DIR: ${caDir()}: already holds a demo CA (${F.decryptionKey}); give each CA its own directory, or --force to replace this one\n`,
+    );
     assert.deepEqual(readFileSync(caFile(F.decryptionKey)), before);
 
     const other = path.join(dir, "forced");
@@ -402,7 +405,7 @@ describe("device-sim --format play-integrity (compiled CLI)", () => {
     assert.equal(vendorGetsPlayFlag.stderr, "attestd: --classic applies to --format play-integrity\n");
     const wrongCa = attestdCli(["device-sim", "--format", "play-integrity", "--ca", dir, "--nonce", nonce]);
     assert.equal(wrongCa.status, 1);
-    assert.match(wrongCa.stderr, /^attestd: --ca .*: no play-app\.json: not a directory written by `attestd dev-ca --play-integrity`\n$/);
+    assert.match(wrongCa.stderr, /^attestd: --ca DIR: .*: no play-app\.json \(expected the output of attestd dev-ca --play-integrity --out DIR\)\n$/);
     const noOut = attestdCli(["device-sim", "--ca", caDir(), "--nonce", nonce]);
     assert.equal(noOut.stderr, "attestd: --format vendor writes a binary blob: give --out FILE\n");
   });

@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { AppAttestRuleId } from "../../src/attestation/formats/appAttest.ts";
 import type { PlayRuleId } from "../../src/attestation/formats/playIntegrity.ts";
 import type { AppraisalResult, AppraisalChecks } from "../../src/attestation/types.ts";
 import {
   ANDROID_SENTENCES,
+  APP_ATTEST_ASSERTION_SENTENCES,
+  APP_ATTEST_ATTESTATION_SENTENCES,
   explainVerdict,
   PIN_SENTENCES,
   PLAY_SENTENCES,
@@ -28,7 +31,7 @@ const ofResult = (r: AppraisalResult) => ({ format: r.format, record: r.record, 
  */
 describe("verdict reasons in words", () => {
   it("every sentence is a sentence, and none repeats another of its format", () => {
-    for (const table of [VENDOR_SENTENCES, ANDROID_SENTENCES, PLAY_SENTENCES, PIN_SENTENCES]) {
+    for (const table of [VENDOR_SENTENCES, ANDROID_SENTENCES, PLAY_SENTENCES, APP_ATTEST_ATTESTATION_SENTENCES, APP_ATTEST_ASSERTION_SENTENCES, PIN_SENTENCES]) {
       const sentences = Object.values(table);
       assert.equal(new Set(sentences).size, sentences.length);
       for (const s of sentences) assert.match(s, /^[A-Z].{20,}\.$/, s);
@@ -43,6 +46,20 @@ describe("verdict reasons in words", () => {
       assert.deepEqual(why, { sentence: PLAY_SENTENCES[id], rule: `play-integrity rule ${id}` });
     }
     assert.deepEqual(explainVerdict(verdict("play-integrity", "Success", "No", { rule: "later-rule" })), { sentence: "the appraisal's own words", rule: "play-integrity" });
+  });
+
+  it("app-attest: each rule of an attestation and of an assertion its own sentence; a rule of the other kind keeps the stored reason", () => {
+    const ruleIds: AppAttestRuleId[] = ["no-app", "chain", "nonce", "key-id", "app-id", "counter", "environment", "receipt", "unknown-key", "revoked-key", "signature", "pass"];
+    const covered = new Set([...Object.keys(APP_ATTEST_ATTESTATION_SENTENCES), ...Object.keys(APP_ATTEST_ASSERTION_SENTENCES)]);
+    assert.deepEqual([...covered].sort(), [...ruleIds].sort(), "every rule id has a sentence in one kind or both");
+    for (const [kind, table, prefix] of [["attestation", APP_ATTEST_ATTESTATION_SENTENCES, "app-attest rule"], ["assertion", APP_ATTEST_ASSERTION_SENTENCES, "app-attest assertion rule"]] as const) {
+      for (const [id, sentence] of Object.entries(table)) {
+        assert.deepEqual(explainVerdict(verdict("app-attest", "Success", "No", { kind, rule: id })), { sentence, rule: `${prefix} ${id}` });
+      }
+    }
+    assert.notEqual(APP_ATTEST_ATTESTATION_SENTENCES.counter, APP_ATTEST_ASSERTION_SENTENCES.counter, "the same id says what it means for its kind");
+    assert.equal(explainVerdict(verdict("app-attest", "Revoked", "No", { kind: "attestation", rule: "revoked-key" })).sentence, "the appraisal's own words");
+    assert.equal(explainVerdict(verdict("app-attest", "Success", "No", { rule: "pass" })).sentence, "the appraisal's own words");
   });
 
   it("vendor: rules 1 to 6 by number, rule 7 by what the measurements did; anything else keeps the stored reason", () => {
