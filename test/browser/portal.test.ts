@@ -132,7 +132,7 @@ describe("the portal in a real browser", { timeout: 240_000 }, () => {
     await row.getByText("DeviceError").waitFor();
     await visit("5-verdicts");
     await row.getByRole("link").click();
-    await page.getByText("The rule that decided").waitFor();
+    await page.getByRole("heading", { name: "Why" }).waitFor();
     await visit("6-verdict-detail");
 
     // and on the overview's chart: this hour's Unknown bar holds it

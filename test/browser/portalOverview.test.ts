@@ -146,7 +146,7 @@ describe("overview, history, keys and operator pages in a real browser", { timeo
     await page.locator('select[name="status"]').selectOption("SignatureInvalid");
     await page.getByRole("button", { name: "Filter" }).click();
     await page.waitForURL(/verdict=No&status=SignatureInvalid/);
-    const statuses = await page.locator("tbody tr td:nth-child(3)").allTextContents();
+    const statuses = await page.locator("tbody tr td:nth-child(2) small").allTextContents();
     assert.ok(statuses.length >= 3 && statuses.every((s) => s === "SignatureInvalid"), statuses.join());
     await visit(page, "2-verdicts-filtered", page.url());
 
@@ -160,8 +160,8 @@ describe("overview, history, keys and operator pages in a real browser", { timeo
     await screenshot(page, "portal-overview-3-verdicts-exported-1280px");
 
     // a verdict's detail: the deciding rule and the parsed attestation
-    await page.locator("tbody tr a").first().click();
-    await page.getByRole("heading", { name: "The rule that decided" }).waitFor();
+    await page.locator("tbody tr a.id").first().click();
+    await page.getByRole("heading", { name: "Why" }).waitFor();
     await visit(page, "4-verdict-detail", page.url());
 
     // time filters: the last two hours only
