@@ -133,7 +133,7 @@ describe("the Verdicts pages in words", () => {
       ["/portal/activity?status=abc", /status: must be a whole number from 100 to 599 \(or empty\)\./],
       ["/portal/activity?status=99", /status: must be a whole number from 100 to 599/],
       ["/portal/activity?kind=everything", /kind: must be one of api, portal, all/],
-      ["/portal/verdicts?from=later", /from: &quot;later&quot; is not a date or time; write YYYY-MM-DD or YYYY-MM-DDTHH:MM \(UTC\)/],
+      ["/portal/verdicts?from=later", /from: &quot;later&quot; is not a date or time; write YYYY-MM-DD or YYYY-MM-DD HH:MM\[:SS\] \(UTC\)/],
       ["/portal/verdicts?colour=red", /&quot;colour&quot; is not a filter or query parameter here; the ones there are: tenant, verdict, status/],
       ["/portal/verdicts?device=" + "x".repeat(200), /device: must be at most 128 characters\./],
     ];
