@@ -1,12 +1,12 @@
-import type { Context, Span } from "@opentelemetry/api";
+import type { Span } from "@opentelemetry/api";
 import type { FastifyRequest } from "fastify";
 import { context, incomingContext, SpanKind, SpanStatusCode, trace } from "../tracing/spans.ts";
 import type { AppInstance } from "./types.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
-    /** the request's server span and the context it is active in (traceRequests; only while tracing is on) */
-    traceSpan: { span: Span; context: Context } | undefined;
+    /** the request's server span (traceRequests; only while tracing is on) */
+    traceSpan: Span | undefined;
   }
 }
 
@@ -17,9 +17,9 @@ declare module "fastify" {
  * the query (the nonce is). No `traceparent` goes back in the answer: the caller knows its own trace, and a trace id
  * handed to anyone who asks would let strangers correlate requests in our collector.
  *
- * The context is entered twice: in onRequest, for the hooks before the body, and again in preHandler, because the
- * body arrives on the socket's own async context, not the hook's; the handler, and the service spans it opens, run
- * inside the second.
+ * The span's context is entered once, in onRequest, the first hook: everything after it runs inside, the body
+ * parser included (Fastify binds it to an AsyncResource made there, so a body that arrives in later packets keeps
+ * the context; traces.test.ts sends one so), then the handler and the service spans it opens.
  */
 export function traceRequests(app: AppInstance): void {
   app.decorateRequest("traceSpan", undefined);
@@ -40,26 +40,21 @@ export function traceRequests(app: AppInstance): void {
       },
       parent,
     );
-    const active = trace.setSpan(parent, span);
-    request.traceSpan = { span, context: active };
-    context.with(active, done);
-  });
-  app.addHook("preHandler", (request, _reply, done) => {
-    if (request.traceSpan) context.with(request.traceSpan.context, done);
-    else done();
+    request.traceSpan = span;
+    context.with(trace.setSpan(parent, span), done);
   });
   const end = (request: FastifyRequest, status: number | undefined) => {
-    const traced = request.traceSpan;
-    if (!traced) return;
+    const span = request.traceSpan;
+    if (!span) return;
     request.traceSpan = undefined;
-    if (status !== undefined) traced.span.setAttribute("http.response.status_code", status);
-    if (request.errorCode) traced.span.setAttribute("attestd.error.code", request.errorCode);
+    if (status !== undefined) span.setAttribute("http.response.status_code", status);
+    if (request.errorCode) span.setAttribute("attestd.error.code", request.errorCode);
     // a 4xx is the caller's mistake and the server worked (OpenTelemetry's HTTP conventions): only 5xx mark an error
     if (status === undefined || status >= 500) {
-      traced.span.setAttribute("error.type", status === undefined ? "aborted" : String(status));
-      traced.span.setStatus({ code: SpanStatusCode.ERROR });
+      span.setAttribute("error.type", status === undefined ? "aborted" : String(status));
+      span.setStatus({ code: SpanStatusCode.ERROR });
     }
-    traced.span.end();
+    span.end();
   };
   app.addHook("onResponse", (request, reply, done) => {
     end(request, reply.statusCode);

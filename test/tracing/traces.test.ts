@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -26,6 +27,7 @@ const CLIENT = 3;
 const ERROR = 2;
 const TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN = "00f067aa0ba902b7";
+const TCP_TRACE_ID = "5bf92f3577b34da6a3ce929d0e0e4737";
 const traceparent = (trace = TRACE_ID, parent = CALLER_SPAN) => `00-${trace}-${parent}-01`;
 
 interface Fixture {
@@ -111,6 +113,25 @@ describe("traces over OTLP/HTTP", () => {
       t = await startTestRuntime({ ...fx.trustFlags, otlpEndpoint: receiver.url, otlpHeaders: "x-collector-key=s3cr%3Dt", serviceName: "attestd-test" }, { fetch });
       ({ nonce, res: answer } = await submit(t, { traceparent: traceparent(), tracestate: "vendor=abc" }));
       await t.runtime.app.inject({ method: "GET", url: "/api/v1/verdicts/AAAAAAAAAAAAAAAAAAAAAA", headers: { [KEY_HEADER]: t.key } });
+      // over a real connection too: there the body arrives on the socket's own async context, not the request's
+      const origin = await t.runtime.app.listen({ host: "127.0.0.1", port: 0 });
+      const overTcpNonce = (await t.runtime.app.inject({ method: "POST", url: "/v2/nonces", headers: { [KEY_HEADER]: t.key } })).json().nonce as string;
+      const body = Buffer.from(encodeVendorBlob({ ca: fx.ca, leaf: fx.leaf, now: new Date(T0), nonce: overTcpNonce }));
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest(`${origin}/v2/blobs?nonce=${overTcpNonce}`, {
+          method: "POST",
+          headers: { [KEY_HEADER]: t.key, ...OCTET, "content-length": body.length, traceparent: traceparent(TCP_TRACE_ID) },
+        });
+        req.on("response", (res) => {
+          res.resume();
+          res.on("end", () => resolve(res.statusCode ?? 0));
+        });
+        req.on("error", reject);
+        // the body's second half a little later, as a slow network delivers it: it is read in a later event
+        req.write(body.subarray(0, 100));
+        setTimeout(() => req.end(body.subarray(100)), 100);
+      });
+      assert.equal(status, 200);
       await t.runtime.tracing!.flush();
       spans = receiver.spans;
     });
@@ -157,6 +178,17 @@ describe("traces over OTLP/HTTP", () => {
       assert.ok(write, `spans: ${spans.map((s) => s.name).join(", ")}`);
       assert.equal(write.parentSpanId, server.spanId);
       assert.equal(write.attributes["db.operation.name"], "consume_nonce_save_device_verdict");
+    });
+
+    it("over a real connection, the appraisal and the store write are children of the request's span", () => {
+      const server = spans.find((s) => s.name === "POST /v2/blobs" && s.traceId === TCP_TRACE_ID);
+      assert.ok(server, `spans: ${spans.map((s) => `${s.name}/${s.traceId}`).join(", ")}`);
+      assert.equal(server.attributes["http.response.status_code"], 200);
+      for (const name of ["appraise", "store consume_nonce_save_verdict"]) {
+        const child = spans.find((s) => s.name === name && s.traceId === TCP_TRACE_ID);
+        assert.ok(child, `${name} in the trace: ${spans.map((s) => `${s.name}/${s.traceId}`).join(", ")}`);
+        assert.equal(child.parentSpanId, server.spanId, name);
+      }
     });
 
     it("starts a new trace for a request without traceparent, with its store span inside it", () => {
