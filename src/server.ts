@@ -129,6 +129,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   metrics.trackAndroidTrust(() => trust.androidUsable());
   metrics.trackTrustHeldBack(() => trust.heldBackCounts());
   metrics.trackLogDrops(droppedLogLines);
+  if (tracing) metrics.trackTraceDrops(tracing.dropped);
   const activity = new ActivityRecorder(stores.durable, log, {
     onDropped: (reason, count) => metrics.activityDropped.inc({ reason }, count),
   });

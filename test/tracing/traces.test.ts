@@ -243,6 +243,9 @@ describe("traces over OTLP/HTTP", () => {
       await until("the drop to be counted", () => t.runtime.tracing!.dropped() > 0);
       const warnings = lines.filter((l) => String(l.msg).startsWith("traces: spans are being dropped"));
       assert.equal(warnings.length, 1, JSON.stringify(lines));
+      const metrics = (await t.runtime.app.inject({ method: "GET", url: "/metrics" })).body;
+      const counted = /^attestd_trace_spans_dropped_total (\d+)$/m.exec(metrics);
+      assert.ok(counted && Number(counted[1]) > 0, "the drops are counted in /metrics");
     } finally {
       await t.close();
     }
@@ -274,6 +277,7 @@ describe("traces over OTLP/HTTP", () => {
       assert.equal(res.statusCode, 200);
       await new Promise((r) => setTimeout(r, 1200));
       assert.equal(receiver.exports.length, 0);
+      assert.doesNotMatch((await t.runtime.app.inject({ method: "GET", url: "/metrics" })).body, /attestd_trace_spans_dropped_total/);
     } finally {
       delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
       await t.close();
