@@ -1,6 +1,7 @@
 import type { Span } from "@opentelemetry/api";
 import type { FastifyRequest } from "fastify";
 import { context, incomingContext, SpanKind, SpanStatusCode, trace } from "../tracing/spans.ts";
+import { UNLOGGED } from "./recordResponses.ts";
 import type { AppInstance } from "./types.ts";
 
 declare module "fastify" {
@@ -14,7 +15,7 @@ declare module "fastify" {
  * One server span per request (docs/traces.md), registered only when tracing is on: with it off no hook is added
  * and a request pays nothing. The span continues the caller's trace when it sends a W3C `traceparent` (and
  * `tracestate`); it is named by the route template (`POST /v2/blobs`), never the path (a device id may be in it) or
- * the query (the nonce is). No `traceparent` goes back in the answer: the caller knows its own trace, and a trace id
+ * the query (the nonce is). The polled routes (/healthz, /readyz, /metrics) are not traced. No `traceparent` goes back in the answer: the caller knows its own trace, and a trace id
  * handed to anyone who asks would let strangers correlate requests in our collector.
  *
  * The span's context is entered once, in onRequest, the first hook: everything after it runs inside, the body
@@ -26,6 +27,8 @@ export function traceRequests(app: AppInstance): void {
   const tracer = trace.getTracer("attestd");
   app.addHook("onRequest", (request, _reply, done) => {
     const route = request.routeOptions.url;
+    // a load balancer's and Prometheus's polls: a trace every few seconds that says nothing
+    if (route !== undefined && UNLOGGED.has(route)) return done();
     const parent = incomingContext(request.headers);
     const span = tracer.startSpan(
       route ? `${request.method} ${route}` : request.method,

@@ -113,6 +113,7 @@ describe("traces over OTLP/HTTP", () => {
       t = await startTestRuntime({ ...fx.trustFlags, otlpEndpoint: receiver.url, otlpHeaders: "x-collector-key=s3cr%3Dt", serviceName: "attestd-test" }, { fetch });
       ({ nonce, res: answer } = await submit(t, { traceparent: traceparent(), tracestate: "vendor=abc" }));
       await t.runtime.app.inject({ method: "GET", url: "/api/v1/verdicts/AAAAAAAAAAAAAAAAAAAAAA", headers: { [KEY_HEADER]: t.key } });
+      for (const url of ["/healthz", "/readyz", "/metrics"]) await t.runtime.app.inject({ method: "GET", url });
       // over a real connection too: there the body arrives on the socket's own async context, not the request's
       const origin = await t.runtime.app.listen({ host: "127.0.0.1", port: 0 });
       const overTcpNonce = (await t.runtime.app.inject({ method: "POST", url: "/v2/nonces", headers: { [KEY_HEADER]: t.key } })).json().nonce as string;
@@ -178,6 +179,12 @@ describe("traces over OTLP/HTTP", () => {
       assert.ok(write, `spans: ${spans.map((s) => s.name).join(", ")}`);
       assert.equal(write.parentSpanId, server.spanId);
       assert.equal(write.attributes["db.operation.name"], "consume_nonce_save_device_verdict");
+    });
+
+    it("leaves the polled routes untraced", () => {
+      const polled = spans.filter((s) => s.kind === SERVER && /^GET \/(healthz|readyz|metrics)$/.test(s.name));
+      assert.deepEqual(polled.map((s) => s.name), []);
+      assert.ok(spans.some((s) => s.name === "GET /api/v1/verdicts/:objectId"), "other GETs are");
     });
 
     it("over a real connection, the appraisal and the store write are children of the request's span", () => {
