@@ -239,6 +239,25 @@ describe("traces over OTLP/HTTP", () => {
     });
   });
 
+  it("sampling is parent-based: a caller's flag decides for its request, the ratio for requests without one", async () => {
+    const receiver = await startOtlpReceiver();
+    const t = await startTestRuntime({ ...fx.trustFlags, otlpEndpoint: receiver.url, traceSampleRatio: 0 });
+    try {
+      const SAMPLED = "6bf92f3577b34da6a3ce929d0e0e4738";
+      const UNSAMPLED = "7bf92f3577b34da6a3ce929d0e0e4739";
+      assert.equal((await submit(t, { traceparent: traceparent(SAMPLED) })).res.statusCode, 200);
+      assert.equal((await submit(t, { traceparent: `00-${UNSAMPLED}-${CALLER_SPAN}-00` })).res.statusCode, 200);
+      assert.equal((await submit(t)).res.statusCode, 200);
+      await t.runtime.tracing!.flush();
+      const traces = new Set(receiver.spans.map((s) => s.traceId));
+      assert.deepEqual([...traces], [SAMPLED], "only the trace whose caller sampled it, at ratio 0");
+      assert.ok(receiver.spans.some((s) => s.name === "appraise"));
+    } finally {
+      await t.close();
+      await receiver.close();
+    }
+  });
+
   it("a collector that refuses connections: requests answer as usual, the loss is counted and logged once", async () => {
     const { logger, lines } = capturedLogger();
     const t = await startTestRuntime({ ...fx.trustFlags, otlpEndpoint: `http://127.0.0.1:${await closedPort()}` }, { logger });
