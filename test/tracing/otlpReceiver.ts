@@ -6,6 +6,7 @@ export interface ReceivedSpan {
   traceId: string;
   spanId: string;
   parentSpanId?: string;
+  traceState?: string;
   name: string;
   kind: number;
   attributes: Record<string, string | number | boolean>;

@@ -160,6 +160,7 @@ describe("traces over OTLP/HTTP", () => {
       assert.equal(server.kind, SERVER);
       assert.equal(server.traceId, TRACE_ID);
       assert.equal(server.parentSpanId, CALLER_SPAN);
+      assert.equal(server.traceState, "vendor=abc", "the caller's tracestate goes on with its trace");
       assert.equal(server.attributes["http.route"], "/v2/blobs");
       assert.equal(server.attributes["http.request.method"], "POST");
       assert.equal(server.attributes["http.response.status_code"], 200);
