@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { OperatorError } from "./errors/operatorError.ts";
+import { fileProblem, OperatorError, pathMessage } from "./errors/operatorError.ts";
 import { AUDIENCE } from "./domain/enrollment.ts";
 import { LOG_FORMATS } from "./logging.ts";
 import { EAR_ALGORITHMS } from "./domain/signingKeys.ts";
@@ -80,6 +80,7 @@ export const settings = {
   referenceValues: s("string", "JSON file of reference values (model, firmwareVersion, measurements)"),
   revocations: s("string", "vendor revocation list (Google status-list JSON shape)"),
   androidRoots: s("string", "Google attestation roots: file or URL, roots JSON or PEM bundle; replaces the roots built into attestd"),
+  appAttestRoots: s("string", "PEM bundle of App Attestation root certificates (a local file); replaces Apple's App Attestation Root CA built into attestd"),
   androidStatus: s("string", "Google attestation status list: file or URL; fetched, cached in the data dir and refreshed", {
     default: "https://android.googleapis.com/attestation/status",
   }),
@@ -118,6 +119,23 @@ export const settings = {
   }),
   playThreads: s("string", "threads that open Play Integrity tokens with apps' response keys (decrypt + verify) off the event loop: a number from 0 (on the event loop) to 16, or auto (of each process's share of the cores, one per core beyond the first, at most 4)", {
     default: "auto",
+  }),
+  // App Attest receipt refresh (src/services/appAttestReceiptRefresher.ts, docs/app-attest.md#receipts-and-the-fraud-risk-metric)
+  appAttestReceiptUrl: s("string", "base URL of Apple's App Attest receipt service for keys attested in production (POST {base}/v1/attestationData), where a key's receipt is refreshed to read the fraud-risk metric; https, or http to a loopback address only (a local stand-in)", {
+    default: "https://data.appattest.apple.com",
+  }),
+  appAttestReceiptDevelopmentUrl: s("string", "base URL of Apple's App Attest receipt service for keys attested in development; https, or http to a loopback address only (a local stand-in)", {
+    default: "https://data-development.appattest.apple.com",
+  }),
+  appAttestReceiptTimeoutMs: s("int", "ms one request to Apple's App Attest receipt service may take, answer and body together, before it counts as a failed attempt", {
+    default: 5000,
+    min: 100,
+    max: 60_000,
+  }),
+  appAttestReceiptRetries: s("int", "further attempts after a receipt refresh fails for the network, a timeout, 429 or 5xx (never for another 4xx), with a pause doubling from 200 ms; then the receipt is not refreshed (no verdict depends on it)", {
+    default: 2,
+    min: 0,
+    max: 5,
   }),
   earAlg: s("string", "signature algorithm of new result-signing keys (EAR), made on first start and by `attestd keys rotate`", {
     default: "ES256",
@@ -257,10 +275,19 @@ export function loadConfig(
 ): Config {
   let file: Record<string, unknown> = {};
   if (configFile) {
+    const where = flags.config !== undefined ? "--config FILE" : "ATTESTD_CONFIG";
+    const expected = "a JSON object of settings, keys as in docs/configuration.md";
+    let text: string;
     try {
-      file = JSON.parse(readFileSync(configFile, "utf8")) as Record<string, unknown>;
+      text = readFileSync(configFile, "utf8");
     } catch (e) {
-      throw new ConfigError(`config file ${configFile}: ${(e as Error).message}`);
+      throw new ConfigError(pathMessage(where, configFile, fileProblem(e), expected));
+    }
+    try {
+      file = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      // not the parser's words: they quote the file, which may hold secrets (a database URL)
+      throw new ConfigError(pathMessage(where, configFile, "not JSON", expected));
     }
     if (typeof file !== "object" || file === null || Array.isArray(file)) {
       throw new ConfigError(`config file ${configFile}: expected a JSON object`);
@@ -300,7 +327,12 @@ export function loadConfig(
     }
     if (!url || !["https:", "http:"].includes(url.protocol)) throw new ConfigError(`--public-url ${c.publicUrl} is not an http(s) URL`);
   }
-  for (const [name, value] of [["--play-oauth-url", c.playOauthUrl], ["--play-api-url", c.playApiUrl]] as const) {
+  for (const [name, value] of [
+    ["--play-oauth-url", c.playOauthUrl],
+    ["--play-api-url", c.playApiUrl],
+    ["--app-attest-receipt-url", c.appAttestReceiptUrl],
+    ["--app-attest-receipt-development-url", c.appAttestReceiptDevelopmentUrl],
+  ] as const) {
     const why = outboundUrlProblem(value);
     // a URL with a password is not repeated into a log or a terminal
     if (why) throw new ConfigError(`${name} ${why.startsWith("must not carry") ? "" : `${value} `}${why}`);

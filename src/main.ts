@@ -5,7 +5,7 @@ import { runPrimary, workerRuntimeOptions } from "./cluster.ts";
 import type { FastifyBaseLogger } from "fastify";
 import { loadConfig, publicBaseUrl, type Config } from "./config.ts";
 import { createLogger, logDestination, logsArePretty, type LogFormat } from "./logging.ts";
-import { OperatorError } from "./errors/operatorError.ts";
+import { fileProblem, OperatorError, pathMessage } from "./errors/operatorError.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./server.ts";
 import { secretsKeyFileOf } from "./secrets/keyFile.ts";
 import { ensurePrivateDir, looseModes, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./secrets/privateFiles.ts";
@@ -32,7 +32,7 @@ async function resolveTls(config: Config, log: FastifyBaseLogger): Promise<Serve
       try {
         return readFileSync(f, "utf8");
       } catch (e) {
-        throw new StartupError(`${what} ${f}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+        throw new StartupError(pathMessage(`${what} FILE`, f, fileProblem(e), what === "--tls-cert" ? "a PEM chain: the leaf, then its intermediates" : "the leaf's private key, PEM"));
       }
     };
     const cert = read(config.tlsCert, "--tls-cert");
@@ -66,19 +66,40 @@ function privatePaths(config: Config, tls: ServerTls | undefined): { path: strin
 }
 
 /**
+ * The listening address as people should type it: a loopback address as `localhost`, the name the dev certificate,
+ * the portal's passkeys (WebAuthn takes no IP address), the README and the docs all use, so a newcomer meets one
+ * host name. Any other address is shown as it is.
+ */
+export function addressForPeople(address: string): string {
+  const url = new URL(address);
+  if (!["127.0.0.1", "[::1]"].includes(url.hostname)) return address;
+  url.hostname = "localhost";
+  return url.origin;
+}
+
+/**
  * What a person who just ran `npm start` needs next: where the service is, which CA to trust, where the portal is
  * and how to make its first operator account, and what to run. The commands are the README's walk-through's, so
  * the two never disagree.
  */
-export function startupBanner(o: { address: string; caFile?: string | undefined; tenants: number; portal: string; operators: number }): string {
+export function startupBanner(o: {
+  address: string;
+  caFile?: string | undefined;
+  tenants: number;
+  portal: string;
+  operators: number;
+  /** /docs is served (not --api-docs false): the reference to browse and try; else the document alone */
+  apiDocs?: boolean;
+}): string {
   const trust = o.caFile ? `--cacert ${o.caFile} ` : "";
+  const address = addressForPeople(o.address);
   // the CLI builds the invitation link from its own settings: name the portal when it is not the CLI's default
   const where = o.portal === publicBaseUrl(loadConfig({}, {})) ? "" : ` --public-url ${o.portal}`;
   const lines = [
     "",
-    `  attestd is serving ${o.address}`,
+    `  attestd is serving ${address}`,
     ...(o.caFile ? [`  Its dev CA (trust it):  ${o.caFile}`] : []),
-    `  Check it:               curl ${trust}${o.address}/healthz`,
+    `  Check it:               curl ${trust}${address}/healthz`,
     `  The portal:             ${o.portal}/portal/`,
   ];
   if (o.operators === 0) {
@@ -95,8 +116,8 @@ export function startupBanner(o: { address: string; caFile?: string | undefined;
     );
   }
   lines.push(
-    "  Then:                   README.md, \"Walk-through, part 1\" (nonce, simulated device, verdict)",
-    `  API reference:          ${o.address}/openapi.json      Stop: Ctrl-C`,
+    "  Then:                   README.md, \"The walk-throughs\" (demo CAs, nonce, simulated device, verdict)",
+    `  API reference:          ${address}${o.apiDocs === false ? "/openapi.json" : "/docs"}      Stop: Ctrl-C`,
     "",
   );
   return lines.join("\n") + "\n";
@@ -142,7 +163,7 @@ export async function serve(config: Config, installSignalHandlers = true, runtim
     const operators = (await runtime.portal.accounts.list({ operators: true })).length;
     // the port actually bound (--port 0 picks one)
     const portal = publicBaseUrl({ ...config, port: Number(new URL(address).port) || config.port });
-    logDestination(1).write(startupBanner({ address, caFile: tls?.devCaFile, tenants, portal, operators }));
+    logDestination(1).write(startupBanner({ address, caFile: tls?.devCaFile, tenants, portal, operators, apiDocs: config.apiDocs }));
   }
   if (installSignalHandlers) {
     const stop = (signal: string) => {

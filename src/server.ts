@@ -13,6 +13,7 @@ import { registerPartB } from "./http/routes/svc/index.ts";
 import { startNoncePurge } from "./nonces/nonceService.ts";
 import { AttestationService } from "./services/attestationService.ts";
 import { GooglePlayIntegrityDecoder } from "./services/playIntegrityDecoder.ts";
+import { AppleReceiptRefresher } from "./services/appAttestReceiptRefresher.ts";
 import { DeviceService } from "./services/deviceService.ts";
 import { RateLimiter } from "./services/rateLimiter.ts";
 import { openStores, walCheckpointFailed } from "./store/openStores.ts";
@@ -29,6 +30,9 @@ import { PortalSessions } from "./portal/sessions.ts";
 import { ApiKeyAdmin } from "./services/apiKeyAdmin.ts";
 import { ReferenceValueAdmin } from "./services/referenceValueAdmin.ts";
 import { PlayAppRegistry } from "./services/playApps.ts";
+import { IosAppRegistry } from "./services/iosApps.ts";
+import { AppAttestKeys } from "./services/appAttestKeys.ts";
+import { appAttestReceiptCheck } from "./attestation/encoding/appAttestReceipt.ts";
 import { PlayIntegrityOpener } from "./services/playIntegrityOpener.ts";
 import { autoPlayThreads, PlayTokenThreads } from "./services/playTokenThreads.ts";
 import { TenantDirectory } from "./services/tenantDirectory.ts";
@@ -54,6 +58,11 @@ export interface Runtime {
    * service account; built here so the attestation service can be handed it (issue 23)
    */
   playDecoder: GooglePlayIntegrityDecoder;
+  /**
+   * App Attest receipt refresh with Apple (--app-attest-receipt-url, --app-attest-receipt-development-url), for
+   * the fraud-risk metric kept with an attested key (issue 25); no verdict depends on it
+   */
+  receiptRefresher: AppleReceiptRefresher;
   /** the portal's account services its routes use, for tests that drive them directly */
   portal: { accounts: PortalAccounts; sessions: PortalSessions; passkeys: PortalPasskeys };
   /** OpenTelemetry traces, when --otlp-endpoint turned them on (src/tracing/, docs/traces.md) */
@@ -158,12 +167,28 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       trustSources.notePlayDecode(result);
     },
   });
+  const receiptRefresher = new AppleReceiptRefresher({
+    productionUrl: config.appAttestReceiptUrl,
+    developmentUrl: config.appAttestReceiptDevelopmentUrl,
+    fetch: opts.fetch ?? globalThis.fetch,
+    clock,
+    log,
+    timeoutMs: config.appAttestReceiptTimeoutMs,
+    retries: config.appAttestReceiptRetries,
+    rng,
+    onOutcome: (result) => metrics.appAttestReceiptRefreshes.inc({ result }),
+  });
   const rateLimiter = new RateLimiter(stores.rateLimits, clock, { rps: config.rps, burst: config.burst });
   // a tenant's Play apps, one registry per process: the portal's changes drop its cache at once, and the attestation
   // service opens the tenant's Play Integrity tokens with appsForAppraisal (issue 23)
   const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
   // started on the first token: a deployment with no Play app pays nothing for them
   const playThreads = new PlayTokenThreads(config.playThreads === "auto" ? autoPlayThreads(undefined, config.workers) : Number(config.playThreads));
+  // a tenant's iOS apps and the App Attest keys its devices attested (issue 25)
+  const iosApps = new IosAppRegistry(stores.durable, clock, rng);
+  // Apple's receipts are signed under Apple Root CA - G3: judged while Apple's App Attestation root is the one in
+  // force; a demo or private root (--app-attest-roots) issues attestations whose receipts Apple never signed
+  const appAttestKeys = new AppAttestKeys(stores.durable, iosApps, clock, config.appAttestRoots === undefined ? appAttestReceiptCheck() : undefined);
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,
@@ -174,6 +199,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     limits: { nonceTtlMs: config.nonceTtl * 1000, maxOutstandingNonces: config.maxOutstandingNonces },
     onAppraisal: (r, s) => metrics.recordAppraisal(r, s),
     playIntegrity: new PlayIntegrityOpener(playApps, playDecoder, playThreads.open),
+    appAttest: { keys: appAttestKeys, store: stores.durable },
   });
   const enrollment = createEnrollment({
     tenants: stores.durable,
@@ -267,6 +293,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         changed: () => trust.refreshReferenceValues(),
       }),
       playApps,
+      iosApps,
+      appAttestKeys,
       profiles: enrollment.profiles,
       devices: enrollment.devices,
       pinnedDevices: devices,
@@ -300,6 +328,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await app.close();
       playDecoder.stop();
       await playThreads.close();
+      receiptRefresher.stop();
       await auth.flushLastUsed().catch((err: unknown) => log.warn({ err }, "recording API keys' last use failed"));
       await enrollment.stop();
       await activity.close();
@@ -308,5 +337,5 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await tracing?.shutdown();
     })());
 
-  return { app, stores, log, enrollment, activity, playDecoder, portal, tracing, close };
+  return { app, stores, log, enrollment, activity, playDecoder, receiptRefresher, portal, tracing, close };
 }

@@ -64,12 +64,16 @@ describe("logs a person can read, and logs a machine can read", () => {
 
   it("the banner names the URL, the CA to trust, the portal and the commands to run next", () => {
     const fresh = startupBanner({ address: "https://127.0.0.1:8443", caFile: "data/tls/ca.pem", tenants: 0, portal: "https://localhost:8443", operators: 0 });
-    assert.match(fresh, /attestd is serving https:\/\/127\.0\.0\.1:8443\n/);
-    assert.match(fresh, /curl --cacert data\/tls\/ca\.pem https:\/\/127\.0\.0\.1:8443\/healthz/);
+    // the loopback address as people type it: the host name of the dev certificate, the portal and the README
+    assert.match(fresh, /attestd is serving https:\/\/localhost:8443\n/);
+    assert.match(fresh, /curl --cacert data\/tls\/ca\.pem https:\/\/localhost:8443\/healthz/);
+    assert.match(fresh, /API reference: +https:\/\/localhost:8443\/docs /);
     assert.match(fresh, /attestd -- tenant create acme/);
     assert.match(fresh, /attestd -- key create --tenant acme/);
     assert.match(fresh, /The portal: +https:\/\/localhost:8443\/portal\/\n/);
     assert.match(fresh, /npm run --silent attestd -- user invite --operator --email you@example\.com\n/, "the CLI's default public URL is the portal's");
+    // with --api-docs false there is no /docs to point at: the document itself
+    assert.match(startupBanner({ address: "https://127.0.0.1:8443", tenants: 1, portal: "https://localhost:8443", operators: 1, apiDocs: false }), /API reference: +https:\/\/localhost:8443\/openapi\.json /);
     // with tenants and an operator in place the set-up commands are noise; an operator certificate has no dev CA
     const running = startupBanner({ address: "https://attest.example:443", tenants: 3, portal: "https://attest.example", operators: 1 });
     assert.doesNotMatch(running, /tenant create|--cacert|dev CA|user invite/);
@@ -84,11 +88,11 @@ describe("logs a person can read, and logs a machine can read", () => {
     const dir = tempDir();
     const out = await serveInTerminal(["--data-dir", dir, "--android-status", STATUS], (s) => s.includes("Stop: Ctrl-C"));
     assert.match(out, /INFO.*attestd listening/);
-    assert.match(out, /attestd is serving https:\/\/127\.0\.0\.1:\d+/);
+    assert.match(out, /attestd is serving https:\/\/localhost:\d+/);
     assert.ok(out.includes(`Its dev CA (trust it):  ${path.join(dir, "tls/ca.pem")}`), out);
     assert.match(out, /tenant create acme/);
     // a fresh data directory has no operator yet: how to make the first one, with this server's portal URL
-    const port = /attestd is serving https:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1];
+    const port = /attestd is serving https:\/\/localhost:(\d+)/.exec(out)![1];
     assert.ok(out.includes(`The portal:             https://localhost:${port}/portal/`), out);
     assert.ok(out.includes(`user invite --operator --email you@example.com --public-url https://localhost:${port}`), out);
     assert.ok(!out.split(/\r?\n/).some((l) => l.startsWith('{"level"')), "no JSON line on a terminal");
@@ -125,7 +129,7 @@ describe("logs a person can read, and logs a machine can read", () => {
     servers.push(server);
     const out = await eventually("the banner", server.output, (s) => s.includes("Stop: Ctrl-C"));
     assert.match(out, /INFO: attestd listening/);
-    assert.ok(out.includes(`attestd is serving ${server.url}`));
+    assert.ok(out.includes(`attestd is serving ${server.url.replace("127.0.0.1", "localhost")}`), out);
     assert.ok(!out.includes("\u001b["), "no colour codes when the output is not a terminal");
   });
 });

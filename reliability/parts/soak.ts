@@ -122,7 +122,10 @@ export async function soak(d: Deployment, o: SoakOptions): Promise<SoakResult> {
     // the heap's windows as the RSS's: the second tenth against the last tenth
     const windowMs = 0.1 * durationMs;
     const afterWarmUp = heap.filter((x) => x.atMs >= windowMs).map((x) => ({ atMs: x.atMs - windowMs, bytes: x.bytes }));
-    const floors = windowFloorsMb(afterWarmUp, windowMs / 1000);
+    // as the RSS's windows above: a window that got no reading (a short run on a busy machine, where /metrics
+    // answered late) falls back to the reading nearest it, rather than judging nothing
+    const nearest = afterWarmUp.length >= 2 ? { first: r1(afterWarmUp[0]!.bytes / 2 ** 20), last: r1(afterWarmUp.at(-1)!.bytes / 2 ** 20) } : undefined;
+    const floors = windowFloorsMb(afterWarmUp, windowMs / 1000) ?? nearest;
     const heapGrowth = floors ? (floors.last - floors.first) / floors.first : Infinity;
     const heapFlat = heapGrowth <= RSS_GROWTH_BOUND;
     return {

@@ -5,18 +5,22 @@ import { catalog } from "../errors/catalog.ts";
 import { whyNotChainInput } from "./encoding/chainInput.ts";
 import { androidKeyFormat } from "./formats/androidKey.ts";
 import { playIntegrityFormat } from "./formats/playIntegrity.ts";
+import { appAttestFormat } from "./formats/appAttest.ts";
+import { whyNotAppAttest } from "./encoding/appAttestObject.ts";
 import { whyNotPlayIntegrityToken } from "./encoding/playIntegrityToken.ts";
 import { vendorContainerFormat } from "./formats/vendorContainer.ts";
 import { appraisalPolicyId } from "./policy/policyId.ts";
 
 /**
- * Order matters: android-key is recognised by a strict structural test (the whole body is DER certificates, or
+ * Order matters: app-attest comes first because android-key claims every JSON object (x5c JSON) and an assertion
+ * is JSON: app-attest takes only a CBOR map holding `fmt: "apple-appattest"` or a JSON object with the members
+ * "keyId" and "assertion", which no chain encoding has. android-key is recognised by a strict structural test (the whole body is DER certificates, or
  * text that is a PEM bundle or x5c JSON), play-integrity by its shape (ASCII, five dot-separated parts, a protected
  * header saying A256KW / A256GCM: neither a chain's text nor a vendor container can look so), and the vendor
  * container is the fallback that answers BLOB_MALFORMED for anything it cannot read. A token-shaped body is always
  * play-integrity's, which refuses a broken one with its own reason: it never reaches the vendor reader.
  */
-const formats: readonly BlobFormat[] = [androidKeyFormat, playIntegrityFormat, vendorContainerFormat];
+const formats: readonly BlobFormat[] = [appAttestFormat, androidKeyFormat, playIntegrityFormat, vendorContainerFormat];
 
 export function detectFormat(blob: Uint8Array): BlobFormat {
   return formats.find((f) => f.matches(blob)) ?? vendorContainerFormat;
@@ -48,7 +52,7 @@ function appraiseAsDetected(input: AppraisalInput): AppraisalResult {
     return format.appraise(input);
   } catch (e) {
     if (!isAppError(e) || e.entry !== catalog.BLOB_MALFORMED) throw e;
-    const notOther = whyNotPlayIntegrityToken(input.blob) ?? whyNotChainInput(input.blob);
+    const notOther = whyNotPlayIntegrityToken(input.blob) ?? whyNotAppAttest(input.blob) ?? whyNotChainInput(input.blob);
     throw notOther ? new AppError(catalog.BLOB_MALFORMED, `${e.reason}; ${notOther}`) : e;
   }
 }

@@ -25,6 +25,8 @@ export const FACT = {
   chipId: "chipId",
   IMEI: "IMEI",
   sdkVersion: "sdkVersion",
+  appAttestKeyId: "appAttestKeyId",
+  appId: "appId",
 } as const;
 
 function level(list: AuthorizationListInfo, other: AuthorizationListInfo, name: "osVersion" | "osPatchLevel" | "vendorPatchLevel" | "bootPatchLevel") {
@@ -97,4 +99,12 @@ export function playIntegrityDeviceFacts(packageName: string, certDigestsHex: re
   const levels: Record<string, number> = {};
   if (sdkVersion !== undefined) levels[FACT.sdkVersion] = sdkVersion;
   return { format: "play-integrity", identity, levels };
+}
+
+/**
+ * app-attest: the key is the device (a key id names one Secure Enclave key of one install of the app), and the
+ * app it was attested for. No levels: the assertion counter is kept with the key itself, compare-and-set.
+ */
+export function appAttestDeviceFacts(keyIdB64: string, appId: string): DeviceFacts {
+  return { format: "app-attest", identity: { [FACT.appAttestKeyId]: keyIdB64, [FACT.appId]: appId }, levels: {} };
 }

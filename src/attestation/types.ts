@@ -41,7 +41,7 @@ export const VERDICT_FIELDS = [
   "updateDate",
 ] as const satisfies readonly (keyof VerdictRecord)[];
 
-export type BlobFormatName = "vendor" | "android-key" | "play-integrity";
+export type BlobFormatName = "vendor" | "android-key" | "play-integrity" | "app-attest";
 
 /** What an appraisal returns: the record, plus why (for logs and `attestd appraise`) and the parsed detail. */
 export interface AppraisalResult {
@@ -56,6 +56,11 @@ export interface AppraisalResult {
    * appraisal authenticated the attestation (status Success), since unauthenticated facts prove nothing.
    */
   facts?: DeviceFacts;
+  /**
+   * app-attest, on a Yes only: what the service must store with the verdict, atomically (the key an attestation
+   * made known; the counter an assertion moves forward). The verdict is not Yes unless this is stored.
+   */
+  appAttest?: AppAttestOutcome;
 }
 
 /**
@@ -119,6 +124,17 @@ export interface AppraisalChecks {
   appRecognition?: "recognized" | "unrecognized" | "unevaluated";
   /** play-integrity: the highest device label the token carries (MEETS_STRONG, _DEVICE, _BASIC_INTEGRITY, none) */
   deviceRecognition?: "strong" | "device" | "basic" | "none";
+  /** app-attest: the key id against the credential (attestation) or a key the tenant's devices attested (assertion) */
+  key?: "match" | "mismatch" | "known" | "unknown" | "revoked";
+  /** app-attest: the authenticator counter (attestation: 0; assertion: above the last one stored) */
+  counter?: "pass" | "fail";
+  /** app-attest: the AAGUID against the app's allowed environments */
+  environment?: "allowed" | "refused";
+  /**
+   * app-attest: Apple's receipt, judged when a receipt check is plugged in (AppAttestEvidence.receiptCheck: the
+   * server does so while Apple's App Attestation root is the one in force), else "not-checked"
+   */
+  receipt?: "pass" | "fail" | "not-checked";
 }
 
 /** Play Integrity's device recognition labels, cumulative (docs/android-key.md, "Integrity labels"). */
@@ -148,6 +164,13 @@ export type StatusList = ReadonlyMap<string, StatusEntry>;
 export interface TrustConfig {
   vendor: VendorTrust;
   android: AndroidTrust;
+  /** absent: no App Attestation root, and every app-attest attestation fails closed (CertificateInvalid) */
+  appAttest?: AppAttestTrust;
+}
+
+/** Apple's App Attestation Root CA (built in, src/trust/) or the operator's `--app-attest-roots`. */
+export interface AppAttestTrust {
+  rootsDer: readonly Uint8Array[];
 }
 
 export interface VendorTrust {
@@ -255,4 +278,60 @@ export interface AppraisalInput {
   now: Date;
   /** for a play-integrity blob: the token as opened before appraisal; absent is as `no-app` */
   playIntegrity?: PlayIntegrityEvidence;
+  /** for an app-attest blob: the tenant's apps (and, for an assertion, its key); absent is as no app registered */
+  appAttest?: AppAttestEvidence;
 }
+
+/** Which App Attest environments an iOS app accepts (its AAGUID: `appattestdevelop` or `appattest` + 7 NULs). */
+export type IosEnvironment = "production" | "development" | "both";
+
+/** A tenant's registered iOS app as the appraisal needs it (issue 25, mobile-attestation.md). */
+export interface IosAppPolicy {
+  /** TEAMID.BUNDLEID: the RP ID whose SHA-256 App Attest puts in authenticator data */
+  appId: string;
+  environment: IosEnvironment;
+}
+
+/** A key App Attest attested for a tenant, as an assertion's appraisal needs it. */
+export interface AppAttestKnownKey {
+  /** base64 (standard alphabet, padded) of the 32-byte key id */
+  keyId: string;
+  appId: string;
+  /** the EC P-256 public key, uncompressed point (65 bytes), base64 */
+  publicKey: string;
+  /** the last counter stored (0 after the attestation) */
+  counter: number;
+  revoked: boolean;
+}
+
+/**
+ * The receipt seam (issue 25): the receipt module (encoding/appAttestReceipt.ts) plugs in here. Pure and
+ * synchronous like the appraisal: given the receipt bytes the attestation carried and what the attestation proved,
+ * whether the receipt is Apple's for this key and app. Absent: the receipt is kept with the key, not judged.
+ */
+export type AppAttestReceiptCheck = (
+  receipt: Uint8Array,
+  attested: { appId: string; keyId: Uint8Array; publicKey: Uint8Array; credentialCertDer: Uint8Array; now: Date },
+) => { ok: true } | { ok: false; reason: string };
+
+/** What the service looked up before an app-attest appraisal (the appraisal reads no store). */
+export interface AppAttestEvidence {
+  /** the tenant's registered iOS apps (attestations are judged against them) */
+  apps: readonly IosAppPolicy[];
+  /** for an assertion: the tenant's key of that id; undefined when the tenant's devices never attested it */
+  key?: AppAttestKnownKey | undefined;
+  receiptCheck?: AppAttestReceiptCheck | undefined;
+}
+
+/** What an app-attest Yes asks the service to store (AppraisalResult.appAttest). */
+export type AppAttestOutcome =
+  | {
+      kind: "attested";
+      keyId: string;
+      appId: string;
+      publicKey: string;
+      environment: "production" | "development";
+      /** Apple's receipt, base64, for the receipt module's refreshes */
+      receipt: string;
+    }
+  | { kind: "asserted"; keyId: string; counter: number };

@@ -1,11 +1,14 @@
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 // the registry's defaults and bounds: an app given by flags offline is judged as the same app registered
 import { DEFAULT_DEVICE_FLOOR, DEFAULT_MAX_AGE_SECONDS, MAX_AGE_BOUNDS } from "../services/playApps.ts";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { appraise as appraiseBlob, detectFormat } from "../attestation/appraise.ts";
 import { openWithApps, parsePlayResponseKeys, PlayResponseKeyError } from "../attestation/encoding/playIntegrityToken.ts";
-import type { IntegrityLabel, PlayIntegrityEvidence } from "../attestation/types.ts";
+import type { AppraisalChecks, AppraisalResult, IntegrityLabel, IosEnvironment, PlayIntegrityEvidence } from "../attestation/types.ts";
+import { checkIosAppId, DEFAULT_IOS_ENVIRONMENT, IOS_ENVIRONMENTS } from "../services/iosApps.ts";
+import { appAttestReceiptCheck } from "../attestation/encoding/appAttestReceipt.ts";
+import { settings, type Config } from "../config.ts";
 import type { RegisteredPlayApp } from "../domain/playApps.ts";
 import { systemClock } from "../clock.ts";
 import { isAppError } from "../errors/AppError.ts";
@@ -86,8 +89,58 @@ async function playEvidence(blob: Uint8Array, f: PlayFlags): Promise<PlayIntegri
  * else the bytes as a latin1 string, which is what the appraisal compares for challenges apps pass as text
  * (and round-trips any byte string, e.g. the "challenge" or UUID challenges of Google's test chains).
  */
+/** A service's refusal (AppError) as the CLI's one line. */
+function refuseAsCli<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (isAppError(e)) throw new CliError(e.reason);
+    throw e;
+  }
+}
+
 export function nonceForChallenge(bytes: Buffer): string {
   return bytes.length === 32 ? bytes.toString("base64url") : bytes.toString("latin1");
+}
+
+/**
+ * Where an offline verdict may differ from the server's because appraise was not given the trust the server runs
+ * with: a failure the trust flags decide, with the flag unset here. A running server's flags cannot be read from
+ * outside it, so the note says which flag the server would use and asks for the same one.
+ */
+export function trustNotes(result: Pick<AppraisalResult, "format" | "detail">, config: Config, storeOpened: boolean): string[] {
+  const checks = (result.detail.checks ?? {}) as AppraisalChecks;
+  const notes: string[] = [];
+  if (result.format === "vendor") {
+    if (checks.chain === "fail" && config.vendorRoots === undefined) {
+      notes.push(
+        "no trust roots were given to appraise (--vendor-roots), so no vendor chain can pass; the server uses the " +
+          "--vendor-roots it was started with: give appraise the same flag (for attestd dev-ca's demo CA, --vendor-roots DIR/root.pem)",
+      );
+    }
+    if (checks.measurements === "no-reference" && config.referenceValues === undefined && !storeOpened) {
+      notes.push(
+        "no reference values were given to appraise (--reference-values, or a data dir whose store holds them); the server " +
+          "uses its --reference-values and the sets imported with attestd refvals import: give appraise the same",
+      );
+    }
+  }
+  if (result.format === "android-key") {
+    if (checks.chain === "fail" && config.androidRoots === undefined) {
+      notes.push(
+        "no trust roots were given to appraise (--android-roots), so only Google's built-in roots are trusted; a server " +
+          "started with --android-roots trusts that root instead: give appraise the same flag (for attestd dev-ca --android's " +
+          "demo PKI, --android-roots DIR/root.pem --android-status DIR/status.json)",
+      );
+    }
+    if (checks.trust === "unavailable" && config.androidStatus === settings.androidStatus.default) {
+      notes.push(
+        `no status list was given to appraise (--android-status), and Google's (${settings.androidStatus.default}) could not ` +
+          "be fetched nor found cached in the data dir; the server uses its --android-status: give appraise the same flag",
+      );
+    }
+  }
+  return notes;
 }
 
 function defineAppraise(appraise: Command): void {
@@ -106,9 +159,11 @@ function defineAppraise(appraise: Command): void {
       .option("--play-cert-digest <hex>", "play-integrity: a SHA-256 of the app's signing certificate (repeatable; none: any certificate)", (v: string, acc: string[] = []) => [...acc, v])
       .option("--play-device-floor <label>", `play-integrity: the lowest device verdict that passes (default ${DEFAULT_DEVICE_FLOOR})`)
       .option("--play-max-age-seconds <n>", `play-integrity: how old a token may be (default ${DEFAULT_MAX_AGE_SECONDS})`)
-      .option("--play-require <list>", `play-integrity: signals that must pass too, comma-separated: ${PLAY_REQUIRE.join(", ")}`),
+      .option("--play-require <list>", `play-integrity: signals that must pass too, comma-separated: ${PLAY_REQUIRE.join(", ")}`)
+      .option("--ios-app-id <id>", "app-attest: the app id TEAMID.BUNDLEID the attestation must be for (repeatable)", (v: string, acc: string[] = []) => [...acc, v])
+      .addOption(new Option("--ios-environment <env>", `app-attest: whose keys are accepted (default ${DEFAULT_IOS_ENVIRONMENT})`).choices(IOS_ENVIRONMENTS)),
     [...TRUST_SETTINGS, ...STORAGE_SETTINGS],
-  ).action(async (file: string, opts: { nonce?: string; challengeHex?: string; at?: string; detail?: boolean; tenant?: string } & PlayFlags, cmd: Command) => {
+  ).action(async (file: string, opts: { nonce?: string; challengeHex?: string; at?: string; detail?: boolean; tenant?: string; iosAppId?: string[]; iosEnvironment?: IosEnvironment } & PlayFlags, cmd: Command) => {
     if ((opts.nonce === undefined) === (opts.challengeHex === undefined)) {
       throw new CliError("give exactly one of --nonce or --challenge-hex");
     }
@@ -118,10 +173,15 @@ function defineAppraise(appraise: Command): void {
     const now = opts.at === undefined ? new Date() : new Date(opts.at);
     if (Number.isNaN(now.getTime())) throw new CliError(`--at ${opts.at}: not an ISO 8601 time`);
     const nonce = opts.nonce ?? nonceForChallenge(Buffer.from(opts.challengeHex!, "hex"));
-    const blob = readFileOrFail(file, "blob");
+    const blob = readFileOrFail(file, "FILE", "a blob, a certificate chain or a token, as a device sends it: attestd device-sim --out FILE writes one");
     // a token is opened before appraisal (async, keys needed), as the service does; other formats need nothing
     const playIntegrity = detectFormat(blob).name === "play-integrity" ? await playEvidence(blob, opts) : undefined;
+    // App Attest: the apps as flags; an assertion offline has no remembered key (rule unknown-key)
+    const environment = opts.iosEnvironment ?? DEFAULT_IOS_ENVIRONMENT;
+    const apps = (opts.iosAppId ?? []).map((appId) => ({ appId: refuseAsCli(() => checkIosAppId(appId)), environment }));
     const config = configFrom(cmd);
+    // the receipt judged as `serve` judges it: while Apple's App Attestation root is the one in force
+    const appAttest = { apps, ...(config.appAttestRoots === undefined ? { receiptCheck: appAttestReceiptCheck() } : {}) };
     const log = createLogger({ level: config.logLevel === "info" ? "warn" : config.logLevel, format: config.logFormat as LogFormat, fd: 2 });
     const useStore = config.store !== "sqlite" || existsSync(path.join(config.dataDir, "attestd.sqlite"));
     const stores = useStore ? await openStores(config) : undefined;
@@ -136,10 +196,15 @@ function defineAppraise(appraise: Command): void {
       }
       const trust = sources.forTenant({ name: opts.tenant ?? "", tenantId: tenant?.tenantId ?? "" });
       try {
-        const r = appraiseBlob({ blob, nonce, trust, now, ...(playIntegrity ? { playIntegrity } : {}) });
-        // with --detail also the facts a relying party's deviceId would pin (docs/devices.md), null when unauthenticated
-        const out = opts.detail ? { record: r.record, format: r.format, reason: r.reason, detail: r.detail, facts: r.facts ?? null } : r.record;
+        const r = appraiseBlob({ blob, nonce, trust, now, appAttest, ...(playIntegrity ? { playIntegrity } : {}) });
+        const notes = trustNotes(r, config, stores !== undefined);
+        // with --detail also the facts a relying party's deviceId would pin (docs/devices.md), null when unauthenticated,
+        // and why the verdict may not be the server's (trust flags not given here)
+        const out = opts.detail
+          ? { record: r.record, format: r.format, reason: r.reason, ...(notes.length ? { notes } : {}), detail: r.detail, facts: r.facts ?? null }
+          : r.record;
         process.stdout.write(JSON.stringify(out, null, 2) + "\n");
+        for (const note of notes) process.stderr.write(`note: ${note}\n`);
       } catch (e) {
         if (!isAppError(e)) throw e;
         process.stdout.write(JSON.stringify(partAErrorBody(e.entry, e.reason), null, 2) + "\n");

@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, openSync, unlinkSync, writeSync } from "node:fs";
 import { Argument, Command, Option } from "commander";
 import { cryptoRng, systemClock } from "../clock.ts";
 import { accessTokenRequest, apiToken, formatClientKeys, parseClientKeys, type ClientKeys } from "../enrollment/clientJwt.ts";
@@ -8,7 +8,8 @@ import { PortalAccounts } from "../portal/accounts.ts";
 import { RateLimiter } from "../services/rateLimiter.ts";
 import type { Stores } from "../store/types.ts";
 import { publicBaseUrl, type Config } from "../config.ts";
-import { addSettings, CliError, refusals, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
+import { fileProblem, pathMessage } from "../errors/operatorError.ts";
+import { addSettings, CliError, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
 import { openSecrets } from "../secrets/openSecrets.ts";
 
 function portalAccounts(stores: Stores, config: Config): PortalAccounts {
@@ -51,10 +52,13 @@ export function parseSince(s: string, nowMs: number): string {
 }
 
 function readKeys(file: string): ClientKeys {
+  const expected = "the keys.json attestd client create --out FILE wrote";
+  const text = readFileOrFail(file, "--keys FILE", expected).toString("utf8");
   try {
-    return parseClientKeys(readFileSync(file, "utf8"));
+    return parseClientKeys(text);
   } catch (e) {
-    throw new CliError(`${file}: ${(e as Error).message}`);
+    // not the parser's words: they quote the file, which may be anything (a key, a password file)
+    throw new CliError(pathMessage("--keys FILE", file, e instanceof SyntaxError ? "not JSON" : (e as Error).message, expected));
   }
 }
 
@@ -82,7 +86,9 @@ function defineClient(client: Command): void {
       try {
         fd = openSync(o.out, "wx", 0o600);
       } catch (e) {
-        throw new CliError(`${o.out}: ${(e as NodeJS.ErrnoException).code === "EEXIST" ? "already exists" : (e as Error).message}`);
+        const code = (e as NodeJS.ErrnoException).code;
+        const problem = code === "EEXIST" ? "already exists (keys are written once; give a new path)" : code === "ENOENT" ? "no such directory to write it in" : fileProblem(e);
+        throw new CliError(pathMessage("--out FILE", o.out, problem));
       }
       let written = false;
       try {

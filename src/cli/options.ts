@@ -1,10 +1,10 @@
 import { Command, Option } from "commander";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { flagName, envName, loadConfig, settings, type Config, type SettingName } from "../config.ts";
 import type { Stores } from "../store/types.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import { isAppError } from "../errors/AppError.ts";
-import { OperatorError } from "../errors/operatorError.ts";
+import { fileProblem, OperatorError, pathMessage } from "../errors/operatorError.ts";
 
 /**
  * What a command module gives main.ts: for each top-level command it owns (by name), the function that defines it
@@ -30,6 +30,7 @@ export const TRUST_SETTINGS: SettingName[] = [
   "referenceValues",
   "revocations",
   "androidRoots",
+  "appAttestRoots",
   "androidStatus",
   "allowedBootKeys",
   "androidMaxAge",
@@ -92,11 +93,26 @@ export async function refusals<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A file the command was given, or a CliError naming it and why it could not be read. */
-export function readFileOrFail(file: string, what: string): Buffer {
+/**
+ * A file the command was given, or a CliError naming where it was given (`--service-account FILE`, or `FILE` for an
+ * argument), the path, why it could not be read and what was expected there.
+ */
+export function readFileOrFail(file: string, what: string, expected?: string): Buffer {
   try {
     return readFileSync(file);
   } catch (e) {
-    throw new CliError(`${what} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new CliError(pathMessage(what, file, fileProblem(e), expected));
+  }
+}
+
+/** Writes a file the command was told to write, or a CliError naming the flag, the path and why it could not be. */
+export function writeFileOrFail(file: string, data: string | Uint8Array, what: string, options?: { mode?: number; flag?: string }): void {
+  try {
+    writeFileSync(file, data, options);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    // the file is new: a missing path is its directory's
+    const problem = code === "ENOENT" ? "no such directory to write it in" : code === "EEXIST" ? "already exists" : fileProblem(e);
+    throw new CliError(pathMessage(what, file, problem));
   }
 }

@@ -78,7 +78,7 @@ function definePlayApp(playApp: Command): void {
       require: { licensed: o.requireLicensed === true, playProtect: o.requirePlayProtect === true, appAccessRisk: o.requireAppAccessRisk === true },
       ...(keys
         ? { responseKeys: { decryptionKey: o.decryptionKey!, verificationKey: o.verificationKey! } }
-        : { serviceAccount: readFileOrFail(o.serviceAccount!, "--service-account").toString("utf8") }),
+        : { serviceAccount: readFileOrFail(o.serviceAccount!, "--service-account FILE", "the JSON key of a Google Cloud service account").toString("utf8") }),
     };
     await withRegistry(cmd, o.tenant, async (apps, tenant) => {
       const added = await refusals(() => apps.add(tenant, input));

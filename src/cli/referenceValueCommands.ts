@@ -20,7 +20,7 @@ function defineRefvals(refvals: Command): void {
       .option("--tenant <name>", "the tenant's own sets (default: the global sets)"),
     STORAGE_SETTINGS,
   ).action(async (file: string, opts: { tenant?: string }, cmd: Command) => {
-    const text = readFileOrFail(file, "reference values").toString("utf8");
+    const text = readFileOrFail(file, "FILE", "reference values as JSON, like the reference-values.json attestd dev-ca writes").toString("utf8");
     await withStores(cmd, async (stores) => {
       const tenant = await scoped(stores, opts.tenant);
       const n = await refusals(() => refvalAdmin(stores).import(text, file, tenant));
@@ -40,7 +40,7 @@ function defineRefvals(refvals: Command): void {
     const config = configFrom(cmd);
     let fileValues: ReferenceValue[] = [];
     if (opts.tenant === undefined && config.referenceValues) {
-      const text = readFileOrFail(config.referenceValues, "--reference-values").toString("utf8");
+      const text = readFileOrFail(config.referenceValues, "--reference-values FILE").toString("utf8");
       try {
         fileValues = parseReferenceValues(text, `--reference-values ${config.referenceValues}`);
       } catch (e) {

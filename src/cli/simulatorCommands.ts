@@ -1,5 +1,5 @@
 import { Option, type Command } from "commander";
-import { writeFileSync } from "node:fs";
+import { statSync } from "node:fs";
 import path from "node:path";
 import { CHAIN_ENCODINGS, type ChainEncoding } from "../attestation/encoding/chainInput.ts";
 import {
@@ -40,11 +40,24 @@ import {
   type PlayProtectVerdict,
 } from "../attestation/sim/playIntegrity.ts";
 import { androidDeviceFromFile, vendorDeviceFromFile } from "../attestation/sim/simulatedDevice.ts";
+import {
+  APP_ATTEST_CA_FILES,
+  DEMO_APP_ID,
+  loadAppAttestCa,
+  makeAppAttestAssertion,
+  makeAppAttestAttestation,
+  makeAppAttestCa,
+  saveAppAttestCa,
+  type SimAppAttestKey,
+} from "../attestation/sim/appAttest.ts";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { buildVendorBlob, demoReferenceValues, UNKNOWN_FIRMWARE } from "../attestation/sim/deviceSim.ts";
-import { CliError, type CommandDefinitions } from "./options.ts";
+import { fileProblem, pathMessage } from "../errors/operatorError.ts";
+import { decodeNonce } from "../nonces/nonce.ts";
+import { CliError, writeFileOrFail, type CommandDefinitions } from "./options.ts";
 
 const SIM_KEY_TYPES = ["ec", "rsa", "ed25519"] as const;
-const SIM_FORMATS = ["vendor", "android-key", "play-integrity"] as const;
+const SIM_FORMATS = ["vendor", "android-key", "play-integrity", "app-attest"] as const;
 type SimFormat = (typeof SIM_FORMATS)[number];
 export const DEMO_REFERENCE_VALUES_FILE = "reference-values.json";
 
@@ -68,9 +81,17 @@ function defineDevCa(devCa: Command): void {
         "Google's signing key, its package and signing-certificate digest, and the command lines that use them",
     )
     .addOption(new Option("--key-type <type>", "CA key algorithm (vendor CA)").choices(SIM_KEY_TYPES).default("ec"))
+    .option("--app-attest", "a demo App Attestation root and intermediate (trust the root with serve --app-attest-roots)")
     .option("--force", "replace an existing CA in that directory")
-    .action(async (opts: { out: string; android?: boolean; playIntegrity?: boolean; keyType: KeyType; force?: boolean }, cmd: Command) => {
-      if (opts.android && opts.playIntegrity) throw new CliError("--android and --play-integrity write different demo CAs; give one");
+    .action(async (opts: { out: string; android?: boolean; playIntegrity?: boolean; appAttest?: boolean; keyType: KeyType; force?: boolean }, cmd: Command) => {
+      if ([opts.android, opts.playIntegrity, opts.appAttest].filter(Boolean).length > 1) {
+        throw new CliError("--android, --play-integrity and --app-attest write different demo CAs; give one");
+      }
+      if (opts.appAttest) {
+        if (cmd.getOptionValueSource("keyType") === "cli") throw new CliError("--key-type applies to the vendor CA; the App Attest demo CA is EC P-384, as Apple's");
+        await writeAppAttestCaCommand(opts.out, Boolean(opts.force));
+        return;
+      }
       if (opts.playIntegrity) {
         if (cmd.getOptionValueSource("keyType") === "cli") {
           throw new CliError("--key-type applies to the vendor CA; Play Integrity's keys are AES-256 and EC P-256, as Google's are");
@@ -90,10 +111,10 @@ function defineDevCa(devCa: Command): void {
       try {
         written = await writeDevCa(ca, opts.out, { overwrite: Boolean(opts.force) });
       } catch (e) {
-        throw new CliError((e as Error).message);
+        throw devCaWriteError(e, opts.out);
       }
       const refFile = path.join(opts.out, DEMO_REFERENCE_VALUES_FILE);
-      writeFileSync(refFile, JSON.stringify(demoReferenceValues(), null, 2) + "\n");
+      writeFileOrFail(refFile, JSON.stringify(demoReferenceValues(), null, 2) + "\n", "--out DIR");
       written.push(refFile);
       process.stdout.write(written.join("\n") + "\n");
       process.stderr.write(
@@ -165,11 +186,25 @@ function defineDeviceSim(deviceSim: Command): void {
     ),
     new Option("--key-type <type>", "device key algorithm (android-key: ec or rsa)").choices(SIM_KEY_TYPES).default("ec"),
   ];
+  const appAttestOptions = [
+    new Option("--assertion", "an assertion (JSON {keyId, assertion}) by the key in --key-file, instead of an attestation"),
+    new Option("--key-file <file>", "app-attest: where the attested key is written (attestation), or read and its counter moved (--assertion)"),
+    new Option("--app-id <id>", `app-attest: the app id TEAMID.BUNDLEID (default ${DEMO_APP_ID})`),
+    new Option("--environment <env>", "app-attest: the key's environment (its AAGUID)").choices(["production", "development"]).default("production"),
+    new Option("--other-app-id <id>", "app-attest: the RP ID hash names this app instead"),
+    new Option("--counter <n>", "app-attest: the counter (attestation default 0; assertion default the key's last + 1)"),
+    new Option("--wrong-key-id", "app-attest: the credential id is not SHA-256 of the key"),
+    new Option("--unknown-aaguid", "app-attest: an AAGUID of neither environment"),
+    new Option("--expired", "app-attest: the credential certificate expired before --at"),
+    new Option("--other-ca", "app-attest: issued by a CA made afresh, not the demo one"),
+    new Option("--unknown-key-id", "app-attest --assertion: the body names a key id never attested"),
+  ];
   // Which formats each option shapes; one given with another format is refused rather than silently ignored.
   const appliesTo = new Map<Option, readonly SimFormat[]>([
     ...vendorOptions.map((o) => [o, ["vendor"]] as const),
     ...androidOptions.map((o) => [o, ["android-key"]] as const),
-    ...playOptions.map((o) => [o, ["play-integrity"]] as const),
+    ...playOptions.map((o) => [o, ["at", "tamperedSignature"].includes(o.attributeName()) ? (["play-integrity", "app-attest"] as const) : (["play-integrity"] as const)] as const),
+    ...appAttestOptions.map((o) => [o, ["app-attest"]] as const),
     ...deviceOptions.map((o) => [o, ["vendor", "android-key"]] as const),
   ]);
   deviceSim
@@ -193,14 +228,21 @@ function defineDeviceSim(deviceSim: Command): void {
   for (const o of androidOptions) deviceSim.addOption(o);
   deviceSim.optionsGroup("--format play-integrity:");
   for (const o of playOptions) deviceSim.addOption(o);
+  deviceSim.optionsGroup("--format app-attest (also --at, --tampered-signature):");
+  for (const o of appAttestOptions) deviceSim.addOption(o);
   deviceSim.action(async (opts: Record<string, string | boolean | undefined>, cmd: Command) => {
     const format = opts.format as SimFormat;
     const given = (name: string) => cmd.getOptionValueSource(name) === "cli";
     for (const [o, formats] of appliesTo) {
       if (given(o.attributeName()) && !formats.includes(format)) throw new CliError(`${o.long} applies to --format ${formats.join(" or ")}`);
     }
+    checkNonce(opts.nonce as string);
     if (format === "play-integrity") {
       await playDeviceSimCommand(opts, given);
+      return;
+    }
+    if (format === "app-attest") {
+      await appAttestDeviceSimCommand(opts);
       return;
     }
     if (opts.out === undefined) throw new CliError(`--format ${format} writes a binary blob: give --out FILE`);
@@ -208,12 +250,7 @@ function defineDeviceSim(deviceSim: Command): void {
       await androidDeviceSimCommand(opts, given);
       return;
     }
-    let ca;
-    try {
-      ca = await readDevCa(opts.ca as string);
-    } catch (e) {
-      throw new CliError(`--ca ${opts.ca as string}: ${(e as Error).message}`);
-    }
+    const ca = await readCaDir(opts.ca as string, "vendor", readDevCa);
     const deviceError =
       opts.deviceError === undefined
         ? undefined
@@ -229,7 +266,7 @@ function defineDeviceSim(deviceSim: Command): void {
         leaf = kept.leaf;
         process.stderr.write(kept.created ? `a new device, kept in ${file}\n` : `the device kept in ${file}\n`);
       } catch (e) {
-        throw new CliError((e as Error).message);
+        throw deviceKeyError(e, file);
       }
     }
     let blob: Uint8Array;
@@ -253,9 +290,72 @@ function defineDeviceSim(deviceSim: Command): void {
     } catch (e) {
       throw new CliError((e as Error).message);
     }
-    writeFileSync(opts.out as string, blob);
+    writeFileOrFail(opts.out as string, blob, "--out FILE");
     process.stderr.write(`${blob.length} bytes written to ${opts.out as string}\n`);
   });
+}
+
+/**
+ * Why dev-ca could not write `--out DIR`, as one line. A CA already there is kept (it may be the one a running server
+ * trusts): another directory for another CA, or --force to replace it.
+ */
+function devCaWriteError(e: unknown, dir: string): CliError {
+  const exists = /^(.*) exists; refusing to replace a CA$/.exec((e as Error).message);
+  if (exists) {
+    return new CliError(pathMessage("--out DIR", dir, `already holds a demo CA (${path.basename(exists[1]!)}); give each CA its own directory, or --force to replace this one`));
+  }
+  if ((e as NodeJS.ErrnoException).code !== undefined) return new CliError(pathMessage("--out DIR", dir, fileProblem(e, "directory")));
+  return new CliError((e as Error).message);
+}
+
+/** The dev-ca command line that writes the directory `--ca` needs for each format. */
+const DEV_CA_FOR: Record<SimFormat, string> = {
+  vendor: "attestd dev-ca --out DIR",
+  "android-key": "attestd dev-ca --android --out DIR",
+  "play-integrity": "attestd dev-ca --play-integrity --out DIR",
+  "app-attest": "attestd dev-ca --app-attest --out DIR",
+};
+
+/**
+ * The demo CA in `dir` for `format`, or one line saying what is wrong with `--ca` and which dev-ca writes the right
+ * directory: none there, a file, or a directory some other command (or another dev-ca) wrote.
+ */
+async function readCaDir<T>(dir: string, format: SimFormat, read: (dir: string) => Promise<T>): Promise<T> {
+  const expected = `the output of ${DEV_CA_FOR[format]}`;
+  let isDirectory: boolean;
+  try {
+    isDirectory = statSync(dir).isDirectory();
+  } catch (e) {
+    throw new CliError(pathMessage("--ca DIR", dir, fileProblem(e, "directory"), expected));
+  }
+  if (!isDirectory) throw new CliError(pathMessage("--ca DIR", dir, "not a directory", expected));
+  try {
+    return await read(dir);
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    // a file the CA should hold: name it; the readers' own words otherwise, without their "written by" (said below)
+    const problem =
+      err.code === "ENOENT" && err.path ? `no ${path.basename(err.path)}` : err.message.replace(/: not a directory written by `[^`]*`$/, "");
+    throw new CliError(pathMessage("--ca DIR", dir, problem, expected));
+  }
+}
+
+/** A --device-key file that could not be read or made, named with the flag; a simulator's refusal as it is. */
+function deviceKeyError(e: unknown, file: string): CliError {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === undefined) return new CliError((e as Error).message);
+  // made on first use: a missing path is the directory it should be kept in
+  return new CliError(pathMessage("--device-key FILE", file, code === "ENOENT" ? "no such directory to keep it in" : fileProblem(e)));
+}
+
+/** The longest part of a bad --nonce echoed back: enough to recognise what was pasted, never a screenful. */
+const NONCE_ECHO_MAX = 60;
+
+/** A simulated device signs the challenge a nonce decodes to, so anything else is refused, echoed as it came. */
+function checkNonce(nonce: string): void {
+  if (decodeNonce(nonce)) return;
+  const shown = nonce.length > NONCE_ECHO_MAX ? `${nonce.slice(0, NONCE_ECHO_MAX)}…` : nonce;
+  throw new CliError(`--nonce ${JSON.stringify(shown)}: not a nonce (expected 43 base64url characters from POST /v2/nonces)`);
 }
 
 /** `dev-ca --android`: writes the demo Android PKI and says which serve flags trust it. */
@@ -265,7 +365,7 @@ async function writeAndroidCaCommand(dir: string, force: boolean): Promise<void>
   try {
     written = await writeAndroidDevCa(ca, dir, { overwrite: force });
   } catch (e) {
-    throw new CliError((e as Error).message);
+    throw devCaWriteError(e, dir);
   }
   const file = (name: string) => path.join(dir, name);
   process.stdout.write(written.join("\n") + "\n");
@@ -281,12 +381,7 @@ async function androidDeviceSimCommand(opts: Record<string, string | boolean | u
   if (opts.keyType === "ed25519") throw new CliError("--key-type ed25519 applies to --format vendor; android-key keys are ec or rsa");
   const patchLevel = opts.patchLevel as string | undefined;
   if (patchLevel !== undefined && !/^\d{6}$/.test(patchLevel)) throw new CliError("--patch-level must be YYYYMM, e.g. 202501");
-  let ca;
-  try {
-    ca = await readAndroidDevCa(opts.ca as string);
-  } catch (e) {
-    throw new CliError(`--ca ${opts.ca as string}: ${(e as Error).message}`);
-  }
+  const ca = await readCaDir(opts.ca as string, "android-key", readAndroidDevCa);
   const keyOptions: AndroidKeyOptions = {
     nonce: opts.nonce as string,
     bootState: opts.bootState as AndroidBootState,
@@ -327,10 +422,10 @@ async function androidDeviceSimCommand(opts: Record<string, string | boolean | u
     }
     certs = await attestAndroidKey(device, keyOptions);
   } catch (e) {
-    throw new CliError((e as Error).message);
+    throw opts.deviceKey ? deviceKeyError(e, opts.deviceKey as string) : new CliError((e as Error).message);
   }
   const body = encodeAndroidChain(certs, opts.encoding as ChainEncoding);
-  writeFileSync(opts.out as string, body);
+  writeFileOrFail(opts.out as string, body, "--out FILE");
   process.stderr.write(`${body.length} bytes written to ${opts.out as string} (${certs.length} certificates, leaf first)\n`);
 }
 
@@ -341,7 +436,7 @@ async function writePlayCaCommand(dir: string, force: boolean): Promise<void> {
   try {
     written = await writePlayDevCa(ca, dir, { overwrite: force });
   } catch (e) {
-    throw new CliError((e as Error).message);
+    throw devCaWriteError(e, dir);
   }
   const { commands } = playDevCaManifest(ca, dir);
   process.stdout.write(written.join("\n") + "\n");
@@ -381,12 +476,7 @@ async function playDeviceSimCommand(opts: Record<string, string | boolean | unde
       accessRiskApps.push(app as PlayAccessRiskApp);
     }
   }
-  let ca;
-  try {
-    ca = await readPlayDevCa(opts.ca as string);
-  } catch (e) {
-    throw new CliError(`--ca ${opts.ca as string}: ${(e as Error).message}`);
-  }
+  const ca = await readCaDir(opts.ca as string, "play-integrity", readPlayDevCa);
   const token = await makePlayIntegrityToken(ca, {
     nonce: opts.nonce as string,
     ...(now ? { now } : {}),
@@ -409,6 +499,73 @@ async function playDeviceSimCommand(opts: Record<string, string | boolean | unde
     return;
   }
   // The file holds the token exactly as the app receives it, ready for POST /v2/blobs (--data-binary @FILE).
-  writeFileSync(opts.out as string, token);
+  writeFileOrFail(opts.out as string, token, "--out FILE");
   process.stderr.write(`${token.length} bytes written to ${opts.out as string}\n`);
+}
+
+/** `dev-ca --app-attest`: the demo App Attestation PKI, and the serve flag that trusts it. */
+async function writeAppAttestCaCommand(dir: string, force: boolean): Promise<void> {
+  if (!force && existsSync(path.join(dir, APP_ATTEST_CA_FILES.root))) throw new CliError(`${dir} holds an App Attest demo CA already; --force replaces it`);
+  const written = await saveAppAttestCa(await makeAppAttestCa(), dir);
+  process.stdout.write(written.join("\n") + "\n");
+  process.stderr.write(
+    `serve with: --app-attest-roots ${path.join(dir, APP_ATTEST_CA_FILES.root)}\n` +
+      `register the demo app with: attestd ios-app add --tenant TENANT --app-id ${DEMO_APP_ID} --environment both\n`,
+  );
+}
+
+/** `device-sim --format app-attest`: an attestation object (the key kept in --key-file), or an assertion by that key. */
+async function appAttestDeviceSimCommand(opts: Record<string, string | boolean | undefined>): Promise<void> {
+  if (opts.out === undefined) throw new CliError("--format app-attest: give --out FILE");
+  const at = opts.at === undefined ? new Date() : new Date(opts.at as string);
+  if (Number.isNaN(at.getTime())) throw new CliError(`--at ${opts.at as string}: not an ISO 8601 time`);
+  let counter: number | undefined;
+  if (opts.counter !== undefined) {
+    if (!/^\d{1,10}$/.test(opts.counter as string) || Number(opts.counter) > 0xffffffff) throw new CliError("--counter is 0..4294967295");
+    counter = Number(opts.counter);
+  }
+  const keyFile = opts.keyFile as string | undefined;
+  const nonce = opts.nonce as string;
+  if (opts.assertion) {
+    if (!keyFile) throw new CliError("--assertion signs with a key attested before: give --key-file FILE");
+    for (const attestationOnly of ["wrongKeyId", "unknownAaguid", "expired", "otherCa", "appId"]) {
+      if (opts[attestationOnly] !== undefined) throw new CliError(`--${attestationOnly.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase())} applies to an attestation, not --assertion`);
+    }
+    let key: SimAppAttestKey;
+    try {
+      key = JSON.parse(readFileSync(keyFile, "utf8")) as SimAppAttestKey;
+    } catch (e) {
+      throw new CliError(`--key-file ${keyFile}: ${(e as Error).message} (write it with an attestation first)`);
+    }
+    const made = makeAppAttestAssertion(key, {
+      nonce,
+      ...(counter !== undefined ? { counter } : {}),
+      ...(opts.otherAppId ? { otherAppId: opts.otherAppId as string } : {}),
+      wrongNonce: Boolean(opts.wrongNonce),
+      tamperedSignature: Boolean(opts.tamperedSignature),
+      unknownKeyId: Boolean(opts.unknownKeyId),
+    });
+    writeFileSync(opts.out as string, made.body);
+    writeFileSync(keyFile, JSON.stringify(made.key, null, 2) + "\n", { mode: 0o600 });
+    process.stderr.write(`assertion with counter ${made.key.counter} written to ${opts.out as string}\n`);
+    return;
+  }
+  if (opts.tamperedSignature || opts.unknownKeyId) throw new CliError("--tampered-signature and --unknown-key-id apply to --assertion");
+  const ca = await readCaDir(opts.ca as string, "app-attest", loadAppAttestCa);
+  const { blob, key } = await makeAppAttestAttestation(ca, {
+    nonce,
+    now: at,
+    environment: opts.environment as "production" | "development",
+    ...(opts.appId ? { appId: opts.appId as string } : {}),
+    ...(opts.otherAppId ? { otherAppId: opts.otherAppId as string } : {}),
+    ...(counter !== undefined ? { counter } : {}),
+    wrongNonce: Boolean(opts.wrongNonce),
+    wrongKeyId: Boolean(opts.wrongKeyId),
+    unknownAaguid: Boolean(opts.unknownAaguid),
+    expired: Boolean(opts.expired),
+    otherCa: Boolean(opts.otherCa),
+  });
+  writeFileSync(opts.out as string, blob);
+  if (keyFile) writeFileSync(keyFile, JSON.stringify(key, null, 2) + "\n", { mode: 0o600 });
+  process.stderr.write(`attestation of key ${key.keyId} (${blob.length} bytes) written to ${opts.out as string}${keyFile ? `; the key kept in ${keyFile}` : ""}\n`);
 }

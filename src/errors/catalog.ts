@@ -94,6 +94,7 @@ const table = {
   PORTAL_EMAIL_TAKEN: entry("P", 409, "4098000", "PORTAL_EMAIL_TAKEN", "Another portal user has this email"),
   PORTAL_PASSKEY_EXISTS: entry("P", 409, "4098001", "PORTAL_PASSKEY_EXISTS", "This passkey is registered already"),
   PORTAL_PLAY_APP_EXISTS: entry("P", 409, "4098002", "PORTAL_PLAY_APP_EXISTS", "The tenant has registered this Play package already"),
+  PORTAL_IOS_APP_EXISTS: entry("P", 409, "4098003", "PORTAL_IOS_APP_EXISTS", "The tenant has registered this iOS app id already"),
   PORTAL_TENANT_EXISTS: entry("P", 409, "4098050", "PORTAL_TENANT_EXISTS", "A tenant with this name or customer ID exists"),
   PORTAL_INVITE_INVALID: entry("P", 410, "4108000", "PORTAL_INVITE_INVALID", "The sign-in link is unknown, used, expired, or void (a newer link, a password set or a disable voids it)"),
   RSA_DECRYPTION_FAIL: entry("B", 500, "5000006", "RSA_DECRYPTION_FAIL", "Text could not be decrypted"),

@@ -48,6 +48,12 @@ export class Metrics {
     labelNames: ["result"] as const,
     registers: [this.registry],
   });
+  readonly appAttestReceiptRefreshes = new Counter({
+    name: "attestd_app_attest_receipt_refreshes_total",
+    help: "App Attest receipts sent to Apple's receipt service for a fresh fraud-risk metric, by result (refreshed, not-modified, unreachable, credentials-refused, receipt-refused, apple-error, bad-answer, no-credentials, shutdown); no verdict depends on them; each failure's detail is a warning in the service log",
+    labelNames: ["result"] as const,
+    registers: [this.registry],
+  });
 
   constructor(defaultMetrics = true) {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: "attestd_" });

@@ -67,7 +67,9 @@ export async function boundedFetch(url: string, init: RequestInit, opts: Bounded
       // calls answer in place, so any 3xx is refused, whatever the target.
       redirect: "manual",
     });
-    if (res.type === "opaqueredirect" || (res.status >= 300 && res.status < 400)) {
+    // 304 Not Modified is an answer, not a redirect: it points nowhere (Apple's receipt service says "nothing
+    // newer yet" with it)
+    if (res.type === "opaqueredirect" || (res.status >= 300 && res.status < 400 && res.status !== 304)) {
       await res.body?.cancel().catch(() => undefined);
       const to = res.headers.get("location");
       throw new FetchRefused("redirect", `redirect refused: HTTP ${res.status}${to ? ` to ${to}` : ""}`, `redirect refused: HTTP ${res.status}`);

@@ -97,14 +97,23 @@ export function trustVector(checks: AppraisalChecks, pin?: DevicePin): TrustVect
   // play-integrity: the token was for another app, or is not of now: it does not answer this request either
   if (checks.requestPackage === "mismatch") v.set("instance-identity", cryptoValidationFailed);
   if (checks.freshness === "stale" || checks.freshness === "future") v.set("instance-identity", cryptoValidationFailed);
+  // app-attest: a key id not its key's, a key never attested, a replayed counter; a key the tenant revoked
+  if (checks.key === "mismatch" || checks.key === "unknown" || checks.counter === "fail") v.set("instance-identity", cryptoValidationFailed);
+  if (checks.key === "revoked") v.set("instance-identity", contraindicated);
   // a chain to a root and its revocation (vendor, android-key), or, with no chain, a token whose signature Google's
   // key made (play-integrity); then the nonce, and for play-integrity its package and time
+  // app-attest: Apple's chain has no revocation list; an attestation is rooted once its key id is its key's, an
+  // assertion by the key attested before (no chain then: its signature by that key)
   const rooted = checks.chain === "pass"
-    ? checks.revocation === "pass"
+    ? checks.revocation === "pass" || (checks.revocation === undefined && checks.key === "match")
     : checks.chain === undefined && checks.revocation === undefined && checks.signature === "pass";
   const authenticated = rooted && checks.nonce === "pass" && checks.signature !== "fail" &&
-    checks.requestPackage !== "mismatch" && (checks.freshness === undefined || checks.freshness === "fresh");
+    checks.requestPackage !== "mismatch" && (checks.freshness === undefined || checks.freshness === "fresh") &&
+    checks.counter !== "fail" && checks.key !== "mismatch" && checks.key !== "unknown" && checks.key !== "revoked";
   if (authenticated) v.set("instance-identity", affirming);
+  // app-attest: an authenticated App Attest key lives in the Secure Enclave
+  if (authenticated && (checks.key === "match" || checks.key === "known")) v.set("storage-opaque", affirming);
+  if (checks.environment === "refused") v.set("configuration", contraindicated);
   if (pin === "first" || pin === "matched") v.set("instance-identity", affirming);
   if (pin === "changed" || pin === "downgrade") v.set("instance-identity", contraindicated);
 

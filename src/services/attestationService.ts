@@ -1,13 +1,15 @@
 import { appraise } from "../attestation/appraise.ts";
 import { looksLikePlayIntegrityToken } from "../attestation/encoding/playIntegrityToken.ts";
-import type { AppraisalResult, DeviceFacts, PlayIntegrityEvidence, TrustConfig } from "../attestation/types.ts";
+import type { AppAttestEvidence, AppraisalResult, DeviceFacts, PlayIntegrityEvidence, TrustConfig } from "../attestation/types.ts";
+import { refusedByStore } from "../attestation/formats/appAttest.ts";
+import type { AppAttestKeyEffect } from "../domain/iosApps.ts";
 import type { Clock, Rng } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
 import { checkNonceShape, NonceService, refuseUnlessConsumed, type NonceLimits } from "../nonces/nonceService.ts";
-import type { DeviceStore, NonceDeviceVerdictStore, NonceStore, NonceVerdictStore, VerdictStore } from "../store/types.ts";
+import type { AppAttestStore, DeviceStore, NonceDeviceVerdictStore, NonceStore, NonceVerdictStore, VerdictStore } from "../store/types.ts";
 import { applyDevicePin } from "./devicePinning.ts";
 import { checkDeviceId } from "./deviceService.ts";
 import { inSpan, inSpanSync } from "../tracing/spans.ts";
@@ -33,6 +35,17 @@ export interface AttestationDeps {
    * undefined for any other body. Without it a token is appraised as if the tenant registered no app.
    */
   playIntegrity?: { open(tenantId: string, blob: Uint8Array): Promise<PlayIntegrityEvidence | undefined> };
+  /**
+   * App Attest (AppAttestKeys): the tenant's apps and keys looked up before appraisal, and the store a Yes's key or
+   * counter is written to with its verdict. Without it an App Attest body is appraised as if no app were registered.
+   */
+  appAttest?: {
+    keys: {
+      evidence(tenantId: string, blob: Uint8Array): Promise<AppAttestEvidence | undefined>;
+      effectOf(tenantId: string, result: AppraisalResult): AppAttestKeyEffect | undefined;
+    };
+    store: AppAttestStore;
+  };
 }
 
 /**
@@ -52,6 +65,14 @@ function consumeThenSave(nonces: NonceStore, verdicts: VerdictStore & DeviceStor
       return { outcome, verdict: await verdicts.saveDeviceVerdict(tenantId, deviceId, decide) };
     },
   };
+}
+
+/** An appraisal's verdict to store; with an App Attest effect, the verdict stored instead should the store refuse it. */
+interface Appraised {
+  verdict: StoredVerdict;
+  facts: DeviceFacts | undefined;
+  effect?: AppAttestKeyEffect;
+  refused?: StoredVerdict;
 }
 
 export interface SubmitOptions {
@@ -101,7 +122,7 @@ export class AttestationService {
     if (blob.length === 0) throw new AppError(catalog.BLOB_EMPTY, "The request body is empty");
     checkNonceShape(nonce);
     const { tenantId } = tenant;
-    let appraised: { verdict: StoredVerdict; facts: DeviceFacts | undefined };
+    let appraised: Appraised;
     try {
       appraised = await this.appraised(tenant, nonce, blob);
     } catch (e) {
@@ -109,6 +130,12 @@ export class AttestationService {
       throw e;
     }
     const nowMs = this.d.clock.nowMs();
+    if (appraised.effect) {
+      const withEffect = appraised as Required<Appraised>;
+      return inSpan("store consume_nonce_save_app_attest_verdict", { "db.operation.name": "consume_nonce_save_app_attest_verdict" }, () =>
+        this.submitWithKeyEffect(tenant, nonce, nowMs, deviceId, withEffect),
+      );
+    }
     if (deviceId === undefined) {
       const outcome = await inSpan("store consume_nonce_save_verdict", { "db.operation.name": "consume_nonce_save_verdict" }, () =>
         this.nonceVerdicts.consumeWithVerdict(nonce, tenantId, nowMs, appraised.verdict),
@@ -124,34 +151,64 @@ export class AttestationService {
   }
 
   /**
+   * An App Attest Yes: the key it made known, or the counter it moves forward, is stored with the verdict in one
+   * transaction (`saveAppAttestVerdict`: compare-and-set, so of two assertions with one counter exactly one is Yes;
+   * the other's verdict is stored as `refused`, rule counter). The nonce is consumed first, on its own (as on
+   * stores where nonces and verdicts share no transaction): a crash between leaves the nonce used with no verdict.
+   * With a deviceId the effect commits first, then the device's record with the verdict it decided.
+   */
+  private async submitWithKeyEffect(tenant: Tenant, nonce: string, nowMs: number, deviceId: string | undefined, a: Required<Appraised>): Promise<StoredVerdict> {
+    const { tenantId } = tenant;
+    const store = this.d.appAttest!.store;
+    refuseUnlessConsumed(await this.d.nonces.consume(nonce, tenantId, nowMs));
+    if (deviceId === undefined) return store.saveAppAttestVerdict(a.effect, a.verdict, a.refused);
+    const applied = await store.applyAppAttestEffect(a.effect);
+    const verdict = applied ? a.verdict : a.refused;
+    const facts = applied ? a.facts : undefined;
+    return this.d.verdicts.saveDeviceVerdict(tenantId, deviceId, (current) => applyDevicePin(current, { deviceId, verdict, facts }));
+  }
+
+  /**
    * Appraises `blob` now and shapes the verdict to store, with the device facts the appraisal authenticated;
    * throws AppError when the container is unreadable. A Play Integrity token is opened first (its app's keys, or
    * Google), since the appraisal itself reads no key store and no network.
    */
-  private async appraised(tenant: Tenant, nonce: string, blob: Uint8Array): Promise<{ verdict: StoredVerdict; facts: DeviceFacts | undefined }> {
+  private async appraised(tenant: Tenant, nonce: string, blob: Uint8Array): Promise<Appraised> {
     const { tenantId } = tenant;
     const opener = this.d.playIntegrity;
     // a span only for a body that is a token: the opener answers any other at once, and a span would be noise
     const playIntegrity = !opener ? undefined : looksLikePlayIntegrityToken(blob) ? await inSpan("play_integrity open", {}, () => opener.open(tenantId, blob)) : await opener.open(tenantId, blob);
+    const appAttest = await this.d.appAttest?.keys.evidence(tenantId, blob);
     const now = new Date(this.d.clock.nowMs());
     const started = performance.now();
     // what the span may say of an appraisal: its format, status and verdict; never the nonce or a device's identity
     const result = inSpanSync("appraise", {}, (span) => {
-      const r = appraise({ blob, nonce, trust: this.d.trust(tenant), now, ...(playIntegrity ? { playIntegrity } : {}) });
+      const r = appraise({
+        blob,
+        nonce,
+        trust: this.d.trust(tenant),
+        now,
+        ...(playIntegrity ? { playIntegrity } : {}),
+        ...(appAttest ? { appAttest } : {}),
+      });
       span?.setAttributes({ "attestd.appraisal.format": r.format, "attestd.appraisal.status": r.record.status, "attestd.verdict": r.record.verdict });
       return r;
     });
     this.d.onAppraisal?.(result, (performance.now() - started) / 1000);
-    const verdict: StoredVerdict = {
-      objectId: this.d.rng.bytes(16).toString("base64url"),
+    const objectId = this.d.rng.bytes(16).toString("base64url");
+    const stored = (r: AppraisalResult): StoredVerdict => ({
+      objectId,
       tenantId,
-      format: result.format,
-      record: result.record,
-      reason: result.reason,
-      detail: result.detail,
+      format: r.format,
+      record: r.record,
+      reason: r.reason,
+      detail: r.detail,
       createdAt: now.toISOString(),
-    };
-    return { verdict, facts: result.facts };
+    });
+    const effect = this.d.appAttest?.keys.effectOf(tenantId, result);
+    if (!effect) return { verdict: stored(result), facts: result.facts };
+    // one objectId for both: exactly one of the two is stored
+    return { verdict: stored(result), facts: result.facts, effect, refused: stored(refusedByStore(result)) };
   }
 
   async getVerdict(tenantId: string, objectId: string): Promise<StoredVerdict> {

@@ -4,6 +4,7 @@ import type { PlayIntegrityEvidence } from "../attestation/types.ts";
 import type { Clock, Rng } from "../clock.ts";
 import type { GoogleServiceAccount, RegisteredPlayApp } from "../domain/playApps.ts";
 import { boundedFetch, FetchRefused } from "../net/boundedFetch.ts";
+import { abortablePause, backoffDelayMs, networkCause, retryAfterMs } from "../net/retry.ts";
 
 /**
  * Google-side decoding of Play Integrity tokens (issue 23; mobile-attestation.md, "Per-tenant configuration"): for
@@ -287,7 +288,7 @@ export class GooglePlayIntegrityDecoder {
     for (let attempt = 1; ; attempt++) {
       if (this.aborter.signal.aborted) throw shutdown();
       let failure: DecodeFailure;
-      let retryAfterMs: number | undefined;
+      let retryAfter: number | undefined;
       try {
         const res = await boundedFetch(url, init, {
           fetch: this.opts.fetch,
@@ -297,7 +298,7 @@ export class GooglePlayIntegrityDecoder {
         });
         if (res.status !== 429 && res.status < 500) return res;
         failure = this.refusal(service, url, res, attempt);
-        retryAfterMs = retryAfter(res.headers.get("retry-after"), this.opts.clock.nowMs());
+        retryAfter = retryAfterMs(res.headers.get("retry-after"), this.opts.clock.nowMs());
       } catch (e) {
         if (this.aborter.signal.aborted) throw shutdown();
         if (e instanceof FetchRefused) {
@@ -316,11 +317,9 @@ export class GooglePlayIntegrityDecoder {
           { url, attempts: attempt },
         );
       }
-      if (attempt >= attempts || (retryAfterMs !== undefined && retryAfterMs > MAX_RETRY_AFTER_MS)) throw failure;
+      if (attempt >= attempts || (retryAfter !== undefined && retryAfter > MAX_RETRY_AFTER_MS)) throw failure;
       this.opts.log.debug({ url, attempt, ...failure.fields }, `Play Integrity: ${failure.message}; trying again`);
-      const backoff = this.backoffMs * 2 ** Math.min(attempt - 1, 3);
-      const spread = this.opts.rng ? backoff / 2 + (backoff / 2) * (this.opts.rng.bytes(1)[0]! / 255) : backoff;
-      await this.pause(Math.max(spread, retryAfterMs ?? 0));
+      await abortablePause(Math.max(backoffDelayMs(attempt, this.backoffMs, this.opts.rng), retryAfter ?? 0), this.aborter.signal);
     }
   }
 
@@ -358,19 +357,6 @@ export class GooglePlayIntegrityDecoder {
     return new DecodeFailure("token-refused", `Google answered ${status} and did not decode the token`, message, fields);
   }
 
-  private pause(ms: number): Promise<void> {
-    const signal = this.aborter.signal;
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener("abort", done, { once: true });
-    });
-  }
-
   private asFailure(e: unknown): DecodeFailure {
     if (e instanceof DecodeFailure) return e;
     // a bug, not Google: still closed, and the operator sees the stack
@@ -385,35 +371,6 @@ function shutdown(): DecodeFailure {
 /** the service account as a map key: its email and key together, so a rotated key gets its own access token */
 function accountKey(account: GoogleServiceAccount): string {
   return createHash("sha256").update(account.clientEmail).update("\0").update(account.privateKeyPem).digest("base64url");
-}
-
-/**
- * A network failure as a reason can say it, or undefined for an error that is not the network's. undici's
- * "fetch failed" hides the cause (ENOTFOUND, ECONNREFUSED...) in `cause`; `public` names no host.
- */
-function networkCause(e: unknown): { text: string; public: string } | undefined {
-  const err = e as Error & { cause?: { code?: string; message?: string } };
-  if (err?.name === "TimeoutError") return { text: "no answer in time", public: "timeout" };
-  if (!(err instanceof TypeError) || !err.cause) return undefined;
-  const code = err.cause.code;
-  const words: Record<string, string> = {
-    ENOTFOUND: "no network, or the name did not resolve",
-    EAI_AGAIN: "no network, or the name did not resolve",
-    ECONNREFUSED: "connection refused",
-    ECONNRESET: "connection reset",
-    ENETUNREACH: "no network",
-    EHOSTUNREACH: "no route to the host",
-    UND_ERR_SOCKET: "connection closed",
-  };
-  return { text: `${code ?? "network error"}: ${err.cause.message ?? ""}`.trim(), public: (code && words[code]) ?? "network error" };
-}
-
-/** Retry-After in ms from `nowMs`: delta-seconds or an HTTP date; undefined when absent or unreadable */
-function retryAfter(header: string | null, nowMs: number): number | undefined {
-  if (!header) return undefined;
-  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
 
 function parseJson(body: Buffer): unknown {

@@ -19,6 +19,7 @@ import type { DevicePinReset, DeviceRecord } from "../domain/devices.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type { EarAlgorithm, SigningKeyRecord } from "../domain/signingKeys.ts";
 import type { StoredPlayApp } from "../domain/playApps.ts";
+import type { StoredAppAttestKey, StoredIosApp } from "../domain/iosApps.ts";
 import type { IntegrityLabel } from "../attestation/types.ts";
 
 /**
@@ -340,6 +341,27 @@ export function rowMappers(d: Dialect) {
       ...(r.service_account_email ? { serviceAccountEmail: r.service_account_email as string } : {}),
       sealedSecret: r.secret as string,
       createdAt: r.created_at as string,
+    }),
+
+    iosApp: (r: Row): StoredIosApp => ({
+      id: r.id as string,
+      tenantId: r.tenant_id as string,
+      appId: r.app_id as string,
+      environment: r.environment as StoredIosApp["environment"],
+      createdAt: r.created_at as string,
+    }),
+
+    appAttestKey: (r: Row): StoredAppAttestKey => ({
+      tenantId: r.tenant_id as string,
+      keyId: r.key_id as string,
+      appId: r.app_id as string,
+      publicKey: r.public_key as string,
+      counter: num(r.counter),
+      environment: r.environment as StoredAppAttestKey["environment"],
+      receipt: r.receipt as string,
+      attestedAt: r.attested_at as string,
+      lastAssertedAt: (r.last_asserted_at as string | null) ?? null,
+      revokedAt: (r.revoked_at as string | null) ?? null,
     }),
 
     signingKey: (r: Row): SigningKeyRecord => ({

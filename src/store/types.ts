@@ -2,6 +2,7 @@ import type { ReferenceValue } from "../attestation/types.ts";
 import type { ActivityEntry } from "../domain/activity.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../domain/playApps.ts";
+import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../domain/iosApps.ts";
 import type {
   AccessTokenRecord,
   ApiClient,
@@ -554,8 +555,36 @@ export interface PlayAppStore {
   removePlayApp(tenantId: string, id: string): Promise<boolean>;
 }
 
+/**
+ * App Attest (issue 25): a tenant's registered iOS apps, and the keys its devices attested. Every read names the
+ * tenant, so another tenant's key is not found.
+ */
+export interface AppAttestStore {
+  /** "exists" when the tenant has registered that app id already (nothing is written) */
+  addIosApp(app: StoredIosApp): Promise<"ok" | "exists">;
+  /** the tenant's apps by app id */
+  listIosApps(tenantId: string): Promise<StoredIosApp[]>;
+  /** false when the tenant has no registration of that id */
+  removeIosApp(tenantId: string, id: string): Promise<boolean>;
+
+  getAppAttestKey(tenantId: string, keyId: string): Promise<StoredAppAttestKey | undefined>;
+  /** the tenant's keys in keyId order, after `after` */
+  listAppAttestKeys(tenantId: string, q: { after?: string | undefined; limit: number }): Promise<StoredAppAttestKey[]>;
+  /** false when the tenant has no such key, or it is revoked already */
+  revokeAppAttestKey(tenantId: string, keyId: string, at: string): Promise<boolean>;
+  /**
+   * In one transaction: applies the effect — a new key inserted unless its id is known (to any tenant); an
+   * assertion's counter stored only if it is above the stored one and the key is the tenant's and not revoked
+   * (compare-and-set: of two concurrent assertions with one counter, exactly one applies) — then stores `verdict`
+   * when it applied, `refused` when it did not. Answers the verdict stored.
+   */
+  saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict): Promise<StoredVerdict>;
+  /** the effect alone, in its own transaction (a named device's appraisal, whose verdict the device's record writes) */
+  applyAppAttestEffect(effect: AppAttestKeyEffect): Promise<boolean>;
+}
+
 /** Everything durable, as one backend provides it. */
-export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore, PlayAppStore {
+export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore, PlayAppStore, AppAttestStore {
   readonly kind: string;
   /** cheap round trip for /readyz */
   ping(): Promise<void>;

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { patchLevelAsDate } from "../attestation/policy/androidPolicy.ts";
 import type { AndroidPolicy } from "../attestation/types.ts";
 import { parseJsonDocument } from "../attestation/encoding/json.ts";
+import { fileProblem, pathMessage } from "../errors/operatorError.ts";
 
 /**
  * The operator's android-key policy: a default and per-tenant overrides (by tenant name), from
@@ -72,7 +73,7 @@ export function loadAndroidPolicies(file: string | undefined, minPatchLevel: num
     try {
       text = readFileSync(file, "utf8");
     } catch (e) {
-      throw new Error(`--android-policy ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new Error(pathMessage("--android-policy FILE", file, fileProblem(e), "a JSON file of android-key policies (docs/android-key.md)"));
     }
     policies = parseAndroidPolicies(text, `--android-policy ${file}`);
   }

@@ -5,6 +5,7 @@ import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { ReferenceValueStore } from "../store/types.ts";
 import { loadAndroidPolicies } from "./androidPolicyFile.ts";
+import { loadAppAttestTrust } from "./appAttestRoots.ts";
 import { loadAndroidTrust, type AndroidTrustHealth } from "./androidTrustSource.ts";
 import type { SourceHealth, TrustLog } from "./refreshingSource.ts";
 import { tenantTrust, type TrustTenant } from "./tenantTrust.ts";
@@ -23,6 +24,7 @@ export type TrustSettings = Pick<
   | "revocations"
   | "referenceValues"
   | "androidRoots"
+  | "appAttestRoots"
   | "androidStatus"
   | "allowedBootKeys"
   | "androidMaxAge"
@@ -119,6 +121,7 @@ export async function openTrust(c: TrustSettings, opts: OpenTrustOptions): Promi
   const { log, clock, serving } = opts;
   const vendor = await VendorTrustSource.open(c, opts.referenceValues);
   const policies = loadAndroidPolicies(c.androidPolicy, c.androidMinPatchLevel);
+  const appAttest = loadAppAttestTrust(c.appAttestRoots);
   const android = await loadAndroidTrust({
     ...(c.androidRoots ? { rootsSource: c.androidRoots } : {}),
     ...(c.androidStatus ? { statusSource: c.androidStatus } : {}),
@@ -138,7 +141,7 @@ export async function openTrust(c: TrustSettings, opts: OpenTrustOptions): Promi
     android.start();
   }
   return {
-    forTenant: tenantTrust(vendor, () => android.current(), policies),
+    forTenant: tenantTrust(vendor, () => android.current(), policies, appAttest),
     refreshReferenceValues: () => vendor.refresh(),
     fileReferenceValues: vendor.fileValues,
     hasTenantPolicy: (name) => policies.tenants.has(name),

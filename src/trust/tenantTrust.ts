@@ -1,4 +1,4 @@
-import type { AndroidTrust, TrustConfig, VendorTrust } from "../attestation/types.ts";
+import type { AndroidTrust, AppAttestTrust, TrustConfig, VendorTrust } from "../attestation/types.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import type { AndroidPolicies } from "./androidPolicyFile.ts";
 
@@ -18,7 +18,9 @@ export function tenantTrust(
   vendor: { get(): VendorTrust; forTenant(tenantId: string): VendorTrust },
   android: () => AndroidTrust,
   policies: AndroidPolicies,
+  appAttest?: AppAttestTrust,
 ): (tenant: TrustTenant) => TrustConfig {
+  const apple = appAttest ? { appAttest } : {};
   let base: TrustConfig | undefined;
   const perTenant = new Map<string, { vendor: VendorTrust; android: AndroidTrust; trust: TrustConfig }>();
   return (tenant) => {
@@ -26,14 +28,14 @@ export function tenantTrust(
     const v = vendor.forTenant(tenant.tenantId);
     const a = android();
     if (!base || base.vendor !== shared || base.android !== a) {
-      base = { vendor: shared, android: a };
+      base = { vendor: shared, android: a, ...apple };
       perTenant.clear();
     }
     const own = policies.tenants.get(tenant.name);
     if (!own && v === shared) return base;
     const cached = perTenant.get(tenant.tenantId);
     if (cached && cached.vendor === v && cached.android === a) return cached.trust;
-    const trust = { vendor: v, android: own ? { ...a, policy: { ...a.policy, ...own } } : a };
+    const trust = { vendor: v, android: own ? { ...a, policy: { ...a.policy, ...own } } : a, ...apple };
     perTenant.set(tenant.tenantId, { vendor: v, android: a, trust });
     return trust;
   };

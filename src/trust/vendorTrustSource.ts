@@ -5,6 +5,7 @@ import { parseReferenceValues } from "../attestation/policy/referenceValues.ts";
 import type { ReferenceValue, VendorTrust } from "../attestation/types.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type { ReferenceValueStore } from "../store/types.ts";
+import { fileProblem, pathMessage } from "../errors/operatorError.ts";
 
 export interface VendorTrustOptions {
   vendorRoots?: string | undefined;
@@ -12,11 +13,11 @@ export interface VendorTrustOptions {
   referenceValues?: string | undefined;
 }
 
-function readText(file: string, what: string): string {
+function readText(file: string, what: string, expected: string): string {
   try {
     return readFileSync(file, "utf8");
   } catch (e) {
-    throw new Error(`${what} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new Error(pathMessage(`${what} FILE`, file, fileProblem(e), expected));
   }
 }
 
@@ -48,12 +49,12 @@ export class VendorTrustSource {
   private queue: Promise<void> = Promise.resolve();
 
   private constructor(opts: VendorTrustOptions, private readonly store: ReferenceValueStore | undefined) {
-    this.rootsDer = opts.vendorRoots ? parsePemBundle(readText(opts.vendorRoots, "--vendor-roots")) : [];
+    this.rootsDer = opts.vendorRoots ? parsePemBundle(readText(opts.vendorRoots, "--vendor-roots", "a PEM bundle of vendor root certificates, e.g. the root.pem attestd dev-ca writes")) : [];
     this.revocations = opts.revocations
-      ? parseStatusList(readText(opts.revocations, "--revocations"), `--revocations ${opts.revocations}`)
+      ? parseStatusList(readText(opts.revocations, "--revocations", "a status list in Google's JSON shape"), `--revocations ${opts.revocations}`)
       : EMPTY_STATUS_LIST;
     this.fileValues = opts.referenceValues
-      ? parseReferenceValues(readText(opts.referenceValues, "--reference-values"), `--reference-values ${opts.referenceValues}`)
+      ? parseReferenceValues(readText(opts.referenceValues, "--reference-values", "reference values as JSON, e.g. the reference-values.json attestd dev-ca writes"), `--reference-values ${opts.referenceValues}`)
       : [];
     this.base = this.build([]);
   }

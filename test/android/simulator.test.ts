@@ -350,7 +350,7 @@ describe("attestd dev-ca --android, device-sim --format android-key", () => {
     };
     const again = attestdCli(["dev-ca", "--android", "--out", caDir]);
     assert.equal(again.status, 1);
-    assert.match(again.stderr, /^attestd: .*root\.pem exists; refusing to replace a CA.*\n$/);
+    assert.match(again.stderr, /^attestd: --out DIR: .*: already holds a demo CA \(root\.pem\); give each CA its own directory, or --force to replace this one\n$/);
   });
 
   it("device-sim --format android-key writes a DER chain that appraises Yes; --unlocked --encoding pem one that says No", () => {

@@ -27,8 +27,8 @@ function typeErrors(dir: string): string[] {
  * `tsc -p` would), then run: nonce → device-sim blob → verdict Yes, and an access token → the tenant's profiles.
  */
 it("docs/client.md: a client generated from /openapi.json type-checks, then walks nonce → blob → Yes and a Part B call", { timeout: 120_000 }, async () => {
-  // the README's part 1: the demo CA, the tenant acme and its KEY; then the service started trusting that CA
-  const [setup, start] = walkthroughBlocks("README.md") as [string, string];
+  // the README's set-up: the demo CAs, the service started trusting them, the tenant acme and its KEY
+  const [cas, start, tenant] = walkthroughBlocks("README.md", "walkthrough-setup") as [string, string, string];
   const blocks = walkthroughBlocks("docs/client.md", "client");
   assert.equal(blocks.length, 4, "client create, generate, attest, enrollment");
   const [clientCreate, generate, attest, enrollment] = blocks as [string, string, string, string];
@@ -48,8 +48,9 @@ it("docs/client.md: a client generated from /openapi.json type-checks, then walk
     const state = path.join(s.data, "..", "state.sh");
     writeFileSync(state, "");
     const run = (block: string) => s.bash(`source ${state}\n${s.localise(block)}\n{ export -p; declare -p KEY; } > ${state}`);
-    run(setup);
+    s.bash(s.localise(cas)); // the first terminal's: no KEY there yet
     await s.startServer(start);
+    run(tenant);
     run(clientCreate);
 
     run(generate);

@@ -54,6 +54,7 @@ describe("the npm package", () => {
       "dist/src/store/sqlite/migrations/001_part_a.sql",
       "dist/src/store/postgres/migrations/001_part_a.sql",
       "dist/src/trust/googleAttestationRoots.pem",
+      "dist/src/trust/appleAppAttestationRootCa.pem",
       "dist/web/static/portal.js",
       "docs/deployment.md",
     ]) {

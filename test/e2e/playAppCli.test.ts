@@ -74,7 +74,7 @@ describe("attestd play-app", () => {
       [["--package", "com.acme.x", ...k, "--max-age-seconds", "5"], /^attestd: the freshness window is a whole number of seconds from 10 to 86400/],
       [["--package", "com.acme.x", ...k, "--max-age-seconds", "ten"], /^attestd: --max-age-seconds must be a whole number/],
       [["--package", "com.acme.x", ...k, "--cert-digest", "abcd"], /^attestd: a certificate digest is a SHA-256/],
-      [["--package", "com.acme.x", "--service-account", path.join(dir, "missing.json")], /^attestd: --service-account .*missing\.json: ENOENT/],
+      [["--package", "com.acme.x", "--service-account", path.join(dir, "missing.json")], /^attestd: --service-account FILE: .*missing\.json: no such file \(expected the JSON key of a Google Cloud service account\)$/m],
     ];
     for (const [args, message] of cases) {
       const r = cli("play-app", "add", "--tenant", "acme", ...args);

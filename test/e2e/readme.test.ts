@@ -15,36 +15,53 @@ function answers(out: string): Answer {
   }
 }
 
+/** The README's walk-throughs, in the order it gives them, each with the names of its request blocks. */
+const PARTS = [
+  { marker: "walkthrough", blocks: ["request", "lookup"] },
+  { marker: "walkthrough-android", blocks: ["request", "unlocked request"] },
+  { marker: "walkthrough-devices", blocks: ["twice", "downgrade", "history", "reset"] },
+  { marker: "walkthrough-play", blocks: ["request", "basic request"] },
+] as const;
+
 /**
- * Runs one of the README's walk-throughs as written (helpers/walkthrough.ts says what is substituted): its first
- * block sets up and defines KEY, the second starts the server, and each later block is a request whose JSON
- * answer is returned, in order.
+ * Runs the README's walk-throughs as written (helpers/walkthrough.ts says what is substituted), as a reader does:
+ * the set-up's first block (the demo CAs), then its second starts the ONE server every part uses, its third makes
+ * the tenant and defines KEY; then every part's request blocks in order, each one's JSON answer kept by part.
  */
-async function runWalkthrough(marker: string | undefined, blockNames: readonly string[]): Promise<Answer[]> {
-  const blocks = walkthroughBlocks("README.md", marker);
-  assert.equal(blocks.length, blockNames.length, blockNames.join(", "));
+async function runWalkthroughs(): Promise<Answer[][]> {
+  const setup = walkthroughBlocks("README.md", "walkthrough-setup");
+  assert.equal(setup.length, 3, "the set-up: demo CAs, the server, the tenant and its key");
   const s = await walkthroughSession();
   try {
     const state = path.join(s.data, "..", "state.sh");
-    s.bash(`${s.localise(blocks[0]!)}\ndeclare -p KEY > ${state}`);
-    await s.startServer(blocks[1]!);
-    return blocks.slice(2).map((block) => answers(s.bash(`source ${state}\n${s.localise(block)}`)));
+    s.bash(s.localise(setup[0]!));
+    await s.startServer(setup[1]!);
+    s.bash(`${s.localise(setup[2]!)}\ndeclare -p KEY > ${state}`);
+    return PARTS.map(({ marker, blocks: names }) => {
+      const blocks = walkthroughBlocks("README.md", marker);
+      assert.equal(blocks.length, names.length, `${marker}: ${names.join(", ")}`);
+      return blocks.map((block) => answers(s.bash(`source ${state}\n${s.localise(block)}`)));
+    });
   } finally {
     await s.close();
   }
 }
 
-it("README walk-through: tenant → key → nonce → device-sim blob → verdict Yes → stored record", { timeout: 240_000 }, async () => {
-  const [verdict, stored] = await runWalkthrough(undefined, ["setup", "start", "request", "lookup"]);
+/** One run for every test below: the walk-throughs share their server, as the README's reader does. */
+let run: Promise<Answer[][]> | undefined;
+const walkthroughs = () => (run ??= runWalkthroughs());
+
+it("README walk-through: tenant → key → nonce → device-sim blob → verdict Yes → stored record", { timeout: 600_000 }, async () => {
+  const [verdict, stored] = (await walkthroughs())[0]!;
   assert.equal(verdict!.status, "Success");
   assert.equal(verdict!.verdict, "Yes");
   assert.equal(verdict!.tamperBit, "0");
   assert.deepEqual(stored, verdict);
 });
 
-/** Part 2: the same path with the demo Android PKI and the Android device simulator, no phone. */
-it("README walk-through, part 2: dev-ca --android → nonce → simulated phone's chain → Yes; unlocked → No", { timeout: 240_000 }, async () => {
-  const [verdict, unlocked] = await runWalkthrough("walkthrough-android", ["setup", "start", "request", "unlocked request"]);
+/** Part 2: the same path with the demo Android PKI and the Android device simulator, no phone, on the same server. */
+it("README walk-through, part 2: dev-ca --android → nonce → simulated phone's chain → Yes; unlocked → No", { timeout: 600_000 }, async () => {
+  const [verdict, unlocked] = (await walkthroughs())[1]!;
   assert.equal(verdict!.status, "Success");
   assert.equal(verdict!.verdict, "Yes");
   assert.equal(verdict!.tamperBit, "0");
@@ -54,21 +71,9 @@ it("README walk-through, part 2: dev-ca --android → nonce → simulated phone'
   assert.equal(unlocked!.tamperBit, "1");
 });
 
-/** Part 4: a Play Integrity token from the demo app's keys, registered for the tenant with play-app add. */
-it("README walk-through, part 4: dev-ca --play-integrity → play-app add → nonce → simulated token → Yes; basic device → No", { timeout: 240_000 }, async () => {
-  const [verdict, basic] = await runWalkthrough("walkthrough-play", ["setup", "start", "request", "basic request"]);
-  assert.equal(verdict!.status, "Success");
-  assert.equal(verdict!.verdict, "Yes");
-  assert.match(verdict!.measurements, /^[0-9a-f]{64}$/);
-  assert.equal(verdict!.chipId, "");
-  assert.equal(verdict!.version, "1");
-  assert.equal(basic!.status, "Success");
-  assert.equal(basic!.verdict, "No");
-});
-
 /** Part 3: per-device memory. One simulated phone kept in a file: Yes twice for one deviceId, then a downgrade. */
-it("README walk-through, part 3: the same phone twice → Yes, Yes; an older patch → No (downgrade); history; reset", { timeout: 300_000 }, async () => {
-  const [twice, downgraded, history, reset] = await runWalkthrough("walkthrough-devices", ["setup", "start", "twice", "downgrade", "history", "reset"]);
+it("README walk-through, part 3: the same phone twice → Yes, Yes; an older patch → No (downgrade); history; reset", { timeout: 600_000 }, async () => {
+  const [twice, downgraded, history, reset] = (await walkthroughs())[2]!;
   assert.deepEqual(twice!.map((v: Answer) => [v.status, v.verdict]), [["Success", "Yes"], ["Success", "Yes"]]);
   assert.equal(downgraded!.status, "Success");
   assert.equal(downgraded!.verdict, "No");
@@ -79,4 +84,16 @@ it("README walk-through, part 3: the same phone twice → Yes, Yes; an older pat
   assert.equal(history!.pin.format, "android-key");
   assert.equal(reset!.by, "cli");
   assert.deepEqual(reset!.previousPin, history!.pin);
+});
+
+/** Part 4: a Play Integrity token from the demo app's keys, registered for the tenant in the set-up. */
+it("README walk-through, part 4: dev-ca --play-integrity → play-app add → nonce → simulated token → Yes; basic device → No", { timeout: 600_000 }, async () => {
+  const [verdict, basic] = (await walkthroughs())[3]!;
+  assert.equal(verdict!.status, "Success");
+  assert.equal(verdict!.verdict, "Yes");
+  assert.match(verdict!.measurements, /^[0-9a-f]{64}$/);
+  assert.equal(verdict!.chipId, "");
+  assert.equal(verdict!.version, "1");
+  assert.equal(basic!.status, "Success");
+  assert.equal(basic!.verdict, "No");
 });

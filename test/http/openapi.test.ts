@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
+import { API_TAGS } from "../../src/http/openapi.ts";
 import { NONCE_PATTERN } from "../../src/nonces/nonce.ts";
+import { PACKAGE_VERSION } from "../../src/packageInfo.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 
 type Json = Record<string, any>;
@@ -58,6 +60,20 @@ describe("/openapi.json", () => {
     doc = res.json();
   });
   after(async () => t.close());
+
+  it("is attestd's, at the package's version, and lists the relying party's calls first, then each tag in turn", () => {
+    assert.equal(doc.info.title, "attestd");
+    assert.equal(doc.info.version, PACKAGE_VERSION);
+    const ops = operations(doc);
+    assert.deepEqual(
+      ops.slice(0, 5).map((o) => o.op.operationId),
+      ["issueNonce", "appraiseBlob", "appraiseBatch", "getVerdict", "getDevice"],
+    );
+    // tags come in API_TAGS order: attestation, results, enrollment, portal, operations, never back again
+    const tagRanks = ops.map((o) => API_TAGS.findIndex((t) => t.name === o.op.tags[0]));
+    assert.deepEqual(tagRanks, [...tagRanks].sort((a, b) => a - b));
+    assert.equal(new Set(tagRanks).size, API_TAGS.length);
+  });
 
   it("is OpenAPI 3.1, valid under the OpenAPI schema, every reference resolving", async () => {
     assert.equal(doc.openapi, "3.1.0");
@@ -140,7 +156,7 @@ describe("/openapi.json", () => {
       assert.equal(body.required, true);
       assert.deepEqual(Object.keys(body.content), ["application/octet-stream"]);
       const forms = Object.fromEntries((body.content["application/octet-stream"].schema.anyOf as Json[]).map((f) => [f.title, f]));
-      assert.deepEqual(Object.keys(forms), ["vendor container", "android-key: DER certificates", "android-key: PEM bundle", "android-key: x5c JSON", "play-integrity: integrity token"]);
+      assert.deepEqual(Object.keys(forms), ["vendor container", "android-key: DER certificates", "android-key: PEM bundle", "android-key: x5c JSON", "play-integrity: integrity token", "app-attest: attestation object", "app-attest: assertion"]);
       // bytes where the form is binary (generators make a Blob or a byte array of it), text where it is text
       assert.equal(forms["vendor container"].format, "binary");
       assert.equal(forms["android-key: DER certificates"].format, "binary");
@@ -148,6 +164,8 @@ describe("/openapi.json", () => {
       assert.equal(forms["android-key: x5c JSON"].contentMediaType, "application/json");
       assert.deepEqual(forms["android-key: x5c JSON"].contentSchema.required, ["x5c"]);
       assert.ok(new RegExp(forms["play-integrity: integrity token"].pattern).test(" a.b.c.d.e\n"));
+      assert.equal(forms["app-attest: attestation object"].format, "binary");
+      assert.deepEqual(forms["app-attest: assertion"].contentSchema.required, ["keyId", "assertion"]);
     });
 
     it("a missing nonce is still the catalog's NONCE_REQUIRED, and still checked after the body", async () => {

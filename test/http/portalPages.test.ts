@@ -57,7 +57,7 @@ describe("portal pages: quick start, trust sources, reference values, users", ()
       assert.match(page.body, /-H "Content-Type: application\/octet-stream" --data-binary @blob\.bin \\\n  "https:\/\/attest\.example\.com\/v2\/blobs\?nonce=\$NONCE"/);
       assert.doesNotMatch(page.body, /--cacert/, "no dev CA in this runtime: nothing to trust beyond the system's");
       assert.match(page.body, /<a href="\/docs">the API reference<\/a>/);
-      assert.match(page.body, /Walk-through, part 1/);
+      assert.match(page.body, /The walk-throughs: one set-up, one server/);
 
       const viewer = await as("val@fresh.example", { url: "/portal/" });
       assert.match(viewer.body, /Quick start/);

@@ -159,7 +159,10 @@ describe("dev-ca --play-integrity", () => {
     const before = readFileSync(caFile(F.decryptionKey));
     const again = attestdCli(["dev-ca", "--play-integrity", "--out", caDir()]);
     assert.equal(again.status, 1);
-    assert.equal(again.stderr, `attestd: ${caFile(F.decryptionKey)} exists; refusing to replace a CA\n`);
+    assert.equal(
+      again.stderr,
+      `attestd: --out DIR: ${caDir()}: already holds a demo CA (${F.decryptionKey}); give each CA its own directory, or --force to replace this one\n`,
+    );
     assert.deepEqual(readFileSync(caFile(F.decryptionKey)), before);
 
     const other = path.join(dir, "forced");
@@ -174,7 +177,7 @@ describe("dev-ca --play-integrity", () => {
   it("refuses --android with it, and a --key-type (Google's key types are fixed)", () => {
     const both = attestdCli(["dev-ca", "--play-integrity", "--android", "--out", path.join(dir, "never")]);
     assert.equal(both.status, 1);
-    assert.match(both.stderr, /^attestd: --android and --play-integrity write different demo CAs; give one\n$/);
+    assert.match(both.stderr, /^attestd: --android, --play-integrity and --app-attest write different demo CAs; give one\n$/);
     const keyType = attestdCli(["dev-ca", "--play-integrity", "--key-type", "rsa", "--out", path.join(dir, "never")]);
     assert.equal(keyType.status, 1);
     assert.match(keyType.stderr, /^attestd: --key-type applies to the vendor CA/);
@@ -402,7 +405,7 @@ describe("device-sim --format play-integrity (compiled CLI)", () => {
     assert.equal(vendorGetsPlayFlag.stderr, "attestd: --classic applies to --format play-integrity\n");
     const wrongCa = attestdCli(["device-sim", "--format", "play-integrity", "--ca", dir, "--nonce", nonce]);
     assert.equal(wrongCa.status, 1);
-    assert.match(wrongCa.stderr, /^attestd: --ca .*: no play-app\.json: not a directory written by `attestd dev-ca --play-integrity`\n$/);
+    assert.match(wrongCa.stderr, /^attestd: --ca DIR: .*: no play-app\.json \(expected the output of attestd dev-ca --play-integrity --out DIR\)\n$/);
     const noOut = attestdCli(["device-sim", "--ca", caDir(), "--nonce", nonce]);
     assert.equal(noOut.stderr, "attestd: --format vendor writes a binary blob: give --out FILE\n");
   });

@@ -19,6 +19,13 @@ const played = (): AppraisalChecks => ({ signature: "pass", nonce: "pass", reque
 
 describe("trustworthiness vector: one row per check", () => {
   const rows: [string, AppraisalChecks, TrustVector][] = [
+    ["app-attest: a Yes attestation", { chain: "pass", nonce: "pass", key: "match", app: "allowed", counter: "pass", environment: "allowed" }, { "instance-identity": 2, executables: 2, hardware: 2, "storage-opaque": 2 }],
+    ["app-attest: a Yes assertion", { key: "known", signature: "pass", nonce: "pass", app: "allowed", counter: "pass" }, { "instance-identity": 2, executables: 2, "storage-opaque": 2 }],
+    ["app-attest: a key id not its key's", { chain: "pass", nonce: "pass", key: "mismatch" }, { "instance-identity": 99, hardware: 2 }],
+    ["app-attest: a key never attested", { key: "unknown" }, { "instance-identity": 99 }],
+    ["app-attest: a revoked key", { key: "revoked" }, { "instance-identity": 96 }],
+    ["app-attest: a replayed counter", { key: "known", signature: "pass", nonce: "pass", app: "allowed", counter: "fail" }, { "instance-identity": 99, executables: 2 }],
+    ["app-attest: an environment the app does not allow", { chain: "pass", nonce: "pass", key: "match", app: "allowed", counter: "pass", environment: "refused" }, { "instance-identity": 2, configuration: 96, executables: 2, hardware: 2, "storage-opaque": 2 }],
     ["trust sources unavailable → verifier malfunction", { trust: "unavailable" }, { "instance-identity": -1, hardware: -1 }],
     ["the device reported an error → unexpected evidence", { evidence: "device-error" }, { "instance-identity": 1 }],
     ["chain fails → cryptographic validation failed", { chain: "fail" }, { "instance-identity": 99, hardware: 99 }],

@@ -9,6 +9,7 @@ import { MemorySigningKeyStore } from "../../src/store/memory/memorySigningKeySt
 import { deviceConformance } from "./deviceConformance.ts";
 import { statsConformance } from "./statsConformance.ts";
 import { playAppConformance } from "./playAppConformance.ts";
+import { appAttestConformance } from "./appAttestConformance.ts";
 
 storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () => {
   const durable = new MemoryDurableStore();
@@ -45,3 +46,8 @@ playAppConformance("memory", async () => {
   const durable = new MemoryDurableStore();
   return { durable, rawSecret: async (tenantId, id) => (await durable.getPlayApp(tenantId, id))?.sealedSecret, close: () => durable.close() };
 }, { rotates: false });
+
+appAttestConformance("memory", async () => {
+  const durable = new MemoryDurableStore();
+  return { durable, close: () => durable.close() };
+});

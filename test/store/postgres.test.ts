@@ -9,6 +9,7 @@ import { enrollmentConformance } from "./enrollmentConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { PgSigningKeyStore } from "../../src/store/postgres/pgSigningKeyStore.ts";
 import { playAppConformance } from "./playAppConformance.ts";
+import { appAttestConformance } from "./appAttestConformance.ts";
 import { PgSecretsStore } from "../../src/store/postgres/pgSecretsStore.ts";
 
 // A fresh database per run: migrations run from scratch and the run leaves nothing behind.
@@ -110,3 +111,18 @@ playAppConformance("postgres", async () => {
     },
   };
 }, { rotates: true });
+
+appAttestConformance("postgres", async () => {
+  const db = await createTestDatabase("appattest");
+  const store = await PgStore.open({ url: db.url, poolMax: 4 });
+  const other = await PgStore.open({ url: db.url, poolMax: 4 });
+  return {
+    durable: store,
+    other,
+    close: async () => {
+      await other.close();
+      await store.close();
+      await db.drop();
+    },
+  };
+});

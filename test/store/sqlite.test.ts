@@ -11,6 +11,7 @@ import { enrollmentConformance } from "./enrollmentConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { SqliteSigningKeyStore } from "../../src/store/sqlite/sqliteSigningKeyStore.ts";
 import { playAppConformance } from "./playAppConformance.ts";
+import { appAttestConformance } from "./appAttestConformance.ts";
 import { SqliteSecretsStore } from "../../src/store/sqlite/sqliteSecretsStore.ts";
 
 // A file, not ":memory:", so WAL and the IMMEDIATE transactions behave as in production. Rate limits on SQLite
@@ -107,3 +108,20 @@ playAppConformance("sqlite", async () => {
     },
   };
 }, { rotates: true });
+
+appAttestConformance("sqlite", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "attestd-appattest-"));
+  const file = path.join(dir, "attestd.sqlite");
+  const store = new SqliteStore({ file });
+  // another process's connection to the same file: the races go through SQLite's own locking
+  const other = new SqliteStore({ file });
+  return {
+    durable: store,
+    other,
+    close: async () => {
+      await other.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});

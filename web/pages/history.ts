@@ -20,7 +20,7 @@ const ACTIVITY_HEAD = ["Time (UTC)", "Method", "Route", "Status", "Code", "Error
 
 /** Every status and format a verdict can have (the compiler checks none is missing), for the filters' menus. */
 const STATUSES = ["Success", "DeviceError", "CertificateInvalid", "SignatureInvalid", "NonceMismatch", "Revoked"] as const;
-const FORMATS = ["vendor", "android-key", "play-integrity"] as const;
+const FORMATS = ["vendor", "android-key", "play-integrity", "app-attest"] as const;
 type Exhaustive<All, Listed> = [Exclude<All, Listed>] extends [never] ? true : never;
 const listed: [Exhaustive<AppraisalStatus, (typeof STATUSES)[number]>, Exhaustive<BlobFormatName, (typeof FORMATS)[number]>] = [true, true];
 void listed;

@@ -23,7 +23,7 @@ export function curlCommands(api: ApiAccess, key: Html | string): Html {
 NONCE=$(curl -sS${ca} -X POST -H "x-vendor-attest-api-key: $KEY" \\
   ${api.baseUrl}/v2/nonces | sed -E 's/.*"nonce":"([^"]+)".*/\\1/')
 echo "$NONCE"
-# blob.bin: what the device made for this nonce (to try it: README.md, "Walk-through, part 1", device-sim)
+# blob.bin: what the device made for this nonce (to try it: README.md, "The walk-throughs: one set-up, one server")
 curl -sS${ca} -X POST -H "x-vendor-attest-api-key: $KEY" \\
   -H "Content-Type: application/octet-stream" --data-binary @blob.bin \\
   "${api.baseUrl}/v2/blobs?nonce=$NONCE"`;
@@ -40,7 +40,7 @@ export function keyPlaceholder(k: ApiKeySummary): string {
 }
 
 const docsLinks = html`<a href="/docs">the API reference</a> (every route, its answers and error codes) and the
-  README's <em>Walk-through, part 1</em> (a simulated device end to end)`;
+  README's <em>The walk-throughs: one set-up, one server</em>, then part 1 (a simulated device end to end)`;
 
 /**
  * An empty tenant's first steps, on its overview until its first verdict: make a key, get a nonce and post a blob

@@ -12,6 +12,8 @@ import type { Actor, PortalSessions } from "../../portal/sessions.ts";
 import type { ApiKeyAdmin } from "../../services/apiKeyAdmin.ts";
 import type { ReferenceValueAdmin } from "../../services/referenceValueAdmin.ts";
 import type { PlayAppRegistry } from "../../services/playApps.ts";
+import type { IosAppRegistry } from "../../services/iosApps.ts";
+import type { AppAttestKeys } from "../../services/appAttestKeys.ts";
 import type { ClientAdmin } from "../../enrollment/clients.ts";
 import type { DeviceService } from "../../enrollment/devices.ts";
 import type { DeviceService as PinnedDevices } from "../../services/deviceService.ts";
@@ -37,6 +39,9 @@ export interface PortalDeps {
   referenceValues: ReferenceValueAdmin;
   /** a tenant's Google Play apps (the same PlayAppRegistry as `attestd play-app ...`) */
   playApps: PlayAppRegistry;
+  /** a tenant's iOS apps and App Attest keys (the same services as `attestd ios-app ...`, `attestd ios-key ...`) */
+  iosApps: IosAppRegistry;
+  appAttestKeys: AppAttestKeys;
   /** what the Enrollment page reads, through the services /svc/v1 uses */
   profiles: ProfileService;
   devices: DeviceService;

@@ -24,6 +24,7 @@ import { registerOperatorRoutes } from "./operator.ts";
 import { registerOverviewRoutes } from "./overview.ts";
 import { registerPinnedDeviceRoutes } from "./devices.ts";
 import { registerPlayAppRoutes } from "./playApps.ts";
+import { registerIosAppRoutes } from "./iosApps.ts";
 
 /**
  * Strict: nothing inline, nothing from another origin, never framed. web/static/portal.js is the only script;
@@ -196,6 +197,7 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     registerClientRoutes(app, routes);
     registerReferenceValueRoutes(app, routes);
     registerPlayAppRoutes(app, routes);
+    registerIosAppRoutes(app, routes);
     registerEnrollmentRoutes(app, routes);
     registerPinnedDeviceRoutes(app, routes);
     registerPasskeyRoutes(app, routes);

@@ -8,7 +8,7 @@ import { methodNotAllowed, partAGuards } from "./guards.ts";
 const nullable = (t: TSchema) => Type.Union([t, Type.Null()]);
 const Identity = Type.Record(Type.String(), Type.String(), { description: "facts that must not change, e.g. verifiedBootKey" });
 const Levels = Type.Record(Type.String(), Type.Number(), { description: "OS version and patch levels, e.g. osPatchLevel" });
-const Format = Type.Union([Type.Literal("vendor"), Type.Literal("android-key"), Type.Literal("play-integrity")]);
+const Format = Type.Union([Type.Literal("vendor"), Type.Literal("android-key"), Type.Literal("play-integrity"), Type.Literal("app-attest")]);
 
 /** The device history answer (docs/devices.md has an example); the tenant's id is not part of it. */
 export const DeviceHistory = Type.Object(

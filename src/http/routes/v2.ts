@@ -63,6 +63,29 @@ const BlobBytes = Type.Unsafe<Uint8Array | string>({
       contentMediaType: "application/jose",
       pattern: "^\\s*[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+){4}\\s*$",
     },
+    {
+      type: "string",
+      title: "app-attest: attestation object",
+      description:
+        "The CBOR attestation object DCAppAttestService.attestKey returns, as is: {fmt: \"apple-appattest\", attStmt: {x5c, receipt}, authData}; at most 16 KiB (docs/app-attest.md)",
+      format: "binary",
+      contentMediaType: "application/cbor",
+    },
+    {
+      type: "string",
+      title: "app-attest: assertion",
+      description: "An assertion by a key attested before: the key id generateKey gave and the assertion generateAssertion gave, each base64 (docs/app-attest.md)",
+      contentMediaType: "application/json",
+      contentSchema: {
+        type: "object",
+        required: ["keyId", "assertion"],
+        additionalProperties: false,
+        properties: {
+          keyId: { type: "string", description: "base64 of the 32-byte key id" },
+          assertion: { type: "string", description: "base64 of the CBOR assertion {signature, authenticatorData}" },
+        },
+      },
+    },
   ],
 });
 

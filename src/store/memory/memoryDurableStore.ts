@@ -21,6 +21,7 @@ import type {
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
+import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import { hourOf, MAX_HISTORY_PAGE, MAX_TOP, STATS_REASON_CHARS, verdictStatsKey } from "../historyQueries.ts";
 
@@ -569,5 +570,66 @@ export class MemoryDurableStore implements DurableStore {
   async removePlayApp(tenantId: string, id: string) {
     const a = this.playApps.get(id);
     return Boolean(a && a.tenantId === tenantId && this.playApps.delete(id));
+  }
+
+  // ---- App Attest (issue 25): synchronous between awaits, so each effect sees the one before it ----
+  private readonly iosApps = new Map<string, StoredIosApp>();
+  private readonly appAttestKeys = new Map<string, StoredAppAttestKey>();
+
+  async addIosApp(a: StoredIosApp) {
+    if (!this.tenants.has(a.tenantId)) throw new MemoryConstraintError(`ios app: no tenant ${a.tenantId}`);
+    if (this.iosApps.has(a.id)) throw new MemoryConstraintError("ios app id exists");
+    for (const x of this.iosApps.values()) if (x.tenantId === a.tenantId && x.appId === a.appId) return "exists" as const;
+    this.iosApps.set(a.id, { ...a });
+    return "ok" as const;
+  }
+  async listIosApps(tenantId: string) {
+    return [...this.iosApps.values()].filter((a) => a.tenantId === tenantId).sort((a, b) => cmp(a.appId, b.appId)).map((a) => ({ ...a }));
+  }
+  async removeIosApp(tenantId: string, id: string) {
+    const a = this.iosApps.get(id);
+    return Boolean(a && a.tenantId === tenantId && this.iosApps.delete(id));
+  }
+  async getAppAttestKey(tenantId: string, keyId: string) {
+    const k = this.appAttestKeys.get(keyId);
+    return k && k.tenantId === tenantId ? { ...k } : undefined;
+  }
+  async listAppAttestKeys(tenantId: string, q: { after?: string | undefined; limit: number }) {
+    const after = q.after ?? "";
+    return [...this.appAttestKeys.values()]
+      .filter((k) => k.tenantId === tenantId && k.keyId > after)
+      .sort((a, b) => cmp(a.keyId, b.keyId))
+      .slice(0, q.limit)
+      .map((k) => ({ ...k }));
+  }
+  async revokeAppAttestKey(tenantId: string, keyId: string, at: string) {
+    const k = this.appAttestKeys.get(keyId);
+    if (!k || k.tenantId !== tenantId || k.revokedAt !== null) return false;
+    k.revokedAt = at;
+    return true;
+  }
+  private appAttestEffect(e: AppAttestKeyEffect): boolean {
+    if (e.kind === "attested") {
+      if (this.appAttestKeys.has(e.key.keyId)) return false;
+      if (!this.tenants.has(e.key.tenantId)) throw new MemoryConstraintError(`app attest key: no tenant ${e.key.tenantId}`);
+      this.appAttestKeys.set(e.key.keyId, { ...e.key });
+      return true;
+    }
+    const k = this.appAttestKeys.get(e.keyId);
+    if (!k || k.tenantId !== e.tenantId || k.revokedAt !== null || !(k.counter < e.counter)) return false;
+    k.counter = e.counter;
+    k.lastAssertedAt = e.at;
+    return true;
+  }
+  async saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict) {
+    this.check();
+    if (this.verdicts.has(verdict.objectId) || this.verdicts.has(refused.objectId)) throw new MemoryConstraintError("verdict already exists");
+    const v = this.appAttestEffect(effect) ? verdict : refused;
+    this.verdicts.set(v.objectId, structuredClone(v));
+    return v;
+  }
+  async applyAppAttestEffect(effect: AppAttestKeyEffect) {
+    this.check();
+    return this.appAttestEffect(effect);
   }
 }

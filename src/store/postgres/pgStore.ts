@@ -20,6 +20,7 @@ import {
   verdictStatsKey,
 } from "../historyQueries.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
+import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
@@ -863,6 +864,85 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     return ((await this.q("removePlayApp", "DELETE FROM play_apps WHERE tenant_id = $1 AND id = $2", [tenantId, id])).rowCount ?? 0) === 1;
   }
 
+
+  // ---- App Attest (issue 25) ----
+  async addIosApp(a: StoredIosApp): Promise<"ok" | "exists"> {
+    const r = await this.q(
+      "insertIosApp",
+      "INSERT INTO ios_apps (id, tenant_id, app_id, environment, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant_id, app_id) DO NOTHING",
+      [a.id, a.tenantId, a.appId, a.environment, a.createdAt],
+    );
+    return r.rowCount === 1 ? "ok" : "exists";
+  }
+
+  async listIosApps(tenantId: string): Promise<StoredIosApp[]> {
+    return (await this.q("iosAppsOfTenant", "SELECT * FROM ios_apps WHERE tenant_id = $1 ORDER BY app_id", [tenantId])).rows.map(pgRows.iosApp);
+  }
+
+  async removeIosApp(tenantId: string, id: string): Promise<boolean> {
+    return ((await this.q("removeIosApp", "DELETE FROM ios_apps WHERE tenant_id = $1 AND id = $2", [tenantId, id])).rowCount ?? 0) === 1;
+  }
+
+  async getAppAttestKey(tenantId: string, keyId: string): Promise<StoredAppAttestKey | undefined> {
+    const r = await this.q("appAttestKey", "SELECT * FROM app_attest_keys WHERE tenant_id = $1 AND key_id = $2", [tenantId, keyId]);
+    return r.rows[0] && pgRows.appAttestKey(r.rows[0]);
+  }
+
+  async listAppAttestKeys(tenantId: string, q: { after?: string | undefined; limit: number }): Promise<StoredAppAttestKey[]> {
+    const r = await this.q("appAttestKeysAfter", "SELECT * FROM app_attest_keys WHERE tenant_id = $1 AND key_id > $2 ORDER BY key_id LIMIT $3", [
+      tenantId,
+      q.after ?? "",
+      q.limit,
+    ]);
+    return r.rows.map(pgRows.appAttestKey);
+  }
+
+  async revokeAppAttestKey(tenantId: string, keyId: string, at: string): Promise<boolean> {
+    const r = await this.q("revokeAppAttestKey", "UPDATE app_attest_keys SET revoked_at = $1 WHERE tenant_id = $2 AND key_id = $3 AND revoked_at IS NULL", [
+      at,
+      tenantId,
+      keyId,
+    ]);
+    return (r.rowCount ?? 0) === 1;
+  }
+
+  /**
+   * One statement decides. The counter's UPDATE takes the row lock: a concurrent one waits for its commit, then
+   * re-reads the row (READ COMMITTED) and finds `counter < $1` false, so of two assertions with one counter exactly
+   * one applies. The insert's ON CONFLICT does the same for one key attested twice.
+   */
+  private async appAttestEffect(c: pg.PoolClient, e: AppAttestKeyEffect): Promise<boolean> {
+    if (e.kind === "attested") {
+      const k = e.key;
+      const r = await query(
+        c,
+        "insertAppAttestKey",
+        `INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, last_asserted_at, revoked_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, NULL) ON CONFLICT (key_id) DO NOTHING`,
+        [k.keyId, k.tenantId, k.appId, k.publicKey, k.counter, k.environment, k.receipt, k.attestedAt],
+      );
+      return r.rowCount === 1;
+    }
+    const r = await query(
+      c,
+      "advanceAppAttestCounter",
+      "UPDATE app_attest_keys SET counter = $1, last_asserted_at = $2 WHERE tenant_id = $3 AND key_id = $4 AND counter < $1 AND revoked_at IS NULL",
+      [e.counter, e.at, e.tenantId, e.keyId],
+    );
+    return r.rowCount === 1;
+  }
+
+  async saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict): Promise<StoredVerdict> {
+    return transaction(this.pool, async (c) => {
+      const v = (await this.appAttestEffect(c, effect)) ? verdict : refused;
+      await query(c, "insertVerdict", insertCountedVerdict(1), countedVerdictValues(v));
+      return v;
+    });
+  }
+
+  async applyAppAttestEffect(effect: AppAttestKeyEffect): Promise<boolean> {
+    return transaction(this.pool, (c) => this.appAttestEffect(c, effect));
+  }
 
   // ---- jti replay set (used without --redis-url) ----
   /**

@@ -31,6 +31,7 @@ import type {
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
+import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import {
@@ -777,5 +778,71 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
 
   async removePlayApp(tenantId: string, id: string): Promise<boolean> {
     return this.db.prepare("DELETE FROM play_apps WHERE tenant_id = ? AND id = ?").run(tenantId, id).changes === 1;
+  }
+
+  // ---- App Attest (issue 25) ----
+  async addIosApp(a: StoredIosApp): Promise<"ok" | "exists"> {
+    const r = this.db
+      .prepare("INSERT INTO ios_apps (id, tenant_id, app_id, environment, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, app_id) DO NOTHING")
+      .run(a.id, a.tenantId, a.appId, a.environment, a.createdAt);
+    return r.changes === 1 ? "ok" : "exists";
+  }
+
+  async listIosApps(tenantId: string): Promise<StoredIosApp[]> {
+    return (this.db.prepare("SELECT * FROM ios_apps WHERE tenant_id = ? ORDER BY app_id").all(tenantId) as Row[]).map(sqliteRows.iosApp);
+  }
+
+  async removeIosApp(tenantId: string, id: string): Promise<boolean> {
+    return this.db.prepare("DELETE FROM ios_apps WHERE tenant_id = ? AND id = ?").run(tenantId, id).changes === 1;
+  }
+
+  async getAppAttestKey(tenantId: string, keyId: string): Promise<StoredAppAttestKey | undefined> {
+    const r = this.db.prepare("SELECT * FROM app_attest_keys WHERE tenant_id = ? AND key_id = ?").get(tenantId, keyId) as Row | undefined;
+    return r && sqliteRows.appAttestKey(r);
+  }
+
+  async listAppAttestKeys(tenantId: string, q: { after?: string | undefined; limit: number }): Promise<StoredAppAttestKey[]> {
+    return (
+      this.db.prepare("SELECT * FROM app_attest_keys WHERE tenant_id = ? AND key_id > ? ORDER BY key_id LIMIT ?").all(tenantId, q.after ?? "", q.limit) as Row[]
+    ).map(sqliteRows.appAttestKey);
+  }
+
+  async revokeAppAttestKey(tenantId: string, keyId: string, at: string): Promise<boolean> {
+    return this.db.prepare("UPDATE app_attest_keys SET revoked_at = ? WHERE tenant_id = ? AND key_id = ? AND revoked_at IS NULL").run(at, tenantId, keyId).changes === 1;
+  }
+
+  /** One statement decides (inside the caller's write batch): the insert or the forward-only counter update. */
+  private readonly appAttestEffectTx = (e: AppAttestKeyEffect): boolean => {
+    if (e.kind === "attested") {
+      const k = e.key;
+      return (
+        this.db
+          .prepare(
+            `INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, last_asserted_at, revoked_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL) ON CONFLICT (key_id) DO NOTHING`,
+          )
+          .run(k.keyId, k.tenantId, k.appId, k.publicKey, k.counter, k.environment, k.receipt, k.attestedAt).changes === 1
+      );
+    }
+    return (
+      this.db
+        .prepare("UPDATE app_attest_keys SET counter = ?, last_asserted_at = ? WHERE tenant_id = ? AND key_id = ? AND counter < ? AND revoked_at IS NULL")
+        .run(e.counter, e.at, e.tenantId, e.keyId, e.counter).changes === 1
+    );
+  };
+
+  async saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict): Promise<StoredVerdict> {
+    // one savepoint in one IMMEDIATE write batch: every process on the file is shut out, so the compare sees the
+    // counter as the batch's order left it, and the verdict commits with the effect or not at all
+    const rows = { verdict: countedVerdictRow(verdict), refused: countedVerdictRow(refused) };
+    return this.writer.run(() => {
+      const applied = this.appAttestEffectTx(effect);
+      this.insertVerdict(applied ? rows.verdict : rows.refused);
+      return applied ? verdict : refused;
+    });
+  }
+
+  async applyAppAttestEffect(effect: AppAttestKeyEffect): Promise<boolean> {
+    return this.writer.run(() => this.appAttestEffectTx(effect));
   }
 }

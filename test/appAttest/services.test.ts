@@ -1,0 +1,104 @@
+import assert from "node:assert/strict";
+import { beforeEach, describe, it } from "node:test";
+import { cryptoRng } from "../../src/clock.ts";
+import type { Tenant } from "../../src/domain/tenants.ts";
+import { isAppError } from "../../src/errors/AppError.ts";
+import { catalog, type CatalogEntry } from "../../src/errors/catalog.ts";
+import { AppAttestKeys } from "../../src/services/appAttestKeys.ts";
+import { IOS_APP_CACHE_MS, IosAppRegistry } from "../../src/services/iosApps.ts";
+import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts";
+import { DEMO_APP_ID, makeAppAttestAssertion, makeAppAttestAttestation } from "../../src/attestation/sim/appAttest.ts";
+import { T0 } from "../helpers/clock.ts";
+import { NONCE, NOW, appraiseAttestation, demoCa } from "./fixtures.ts";
+
+/**
+ * IosAppRegistry and AppAttestKeys (src/services/): what they refuse, the registry's cache, what they look up before
+ * an appraisal, and the effect a Yes asks the store for.
+ */
+const refusedWith = (entry: CatalogEntry) => (e: unknown) => isAppError(e) && e.entry === entry;
+
+describe("IosAppRegistry and AppAttestKeys", () => {
+  let store: MemoryDurableStore;
+  let now = T0;
+  const clock = { nowMs: () => now };
+  let apps: IosAppRegistry;
+  let keys: AppAttestKeys;
+  let acme: Tenant;
+  let other: Tenant;
+
+  beforeEach(async () => {
+    store = new MemoryDurableStore();
+    now = T0;
+    apps = new IosAppRegistry(store, clock, cryptoRng);
+    keys = new AppAttestKeys(store, apps, clock);
+    acme = await store.createTenant({ tenantId: "t_acme", name: "acme", customerId: "1001", kind: "customer", createdAt: new Date(T0).toISOString() });
+    other = await store.createTenant({ tenantId: "t_other", name: "other", customerId: "1002", kind: "customer", createdAt: new Date(T0).toISOString() });
+  });
+
+  it("checks the app id and the environment; production by default; one per tenant and app id", async () => {
+    for (const appId of ["com.example.app", "abcde12345.com.example", "ABCDE1234.com.x", "ABCDE12345.", "ABCDE12345.a b", `ABCDE12345.${"a".repeat(250)}`]) {
+      await assert.rejects(apps.add(acme, { appId }), refusedWith(catalog.PORTAL_INVALID_REQUEST), appId);
+    }
+    await assert.rejects(apps.add(acme, { appId: DEMO_APP_ID, environment: "staging" as never }), refusedWith(catalog.PORTAL_INVALID_REQUEST));
+    const added = await apps.add(acme, { appId: DEMO_APP_ID });
+    assert.equal(added.environment, "production");
+    assert.match(added.id, /^ia_/);
+    await assert.rejects(apps.add(acme, { appId: DEMO_APP_ID, environment: "both" }), refusedWith(catalog.PORTAL_IOS_APP_EXISTS));
+    assert.equal((await apps.add(other, { appId: DEMO_APP_ID, environment: "development" })).environment, "development");
+    assert.equal(await apps.remove(other, added.id), false, "another tenant's id is not found");
+  });
+
+  it("appsForAppraisal: cached per tenant; a change through the registry holds at once, one elsewhere within the cache time", async () => {
+    assert.deepEqual(await apps.appsForAppraisal(acme.tenantId), []);
+    const a = await apps.add(acme, { appId: DEMO_APP_ID, environment: "both" });
+    assert.deepEqual(await apps.appsForAppraisal(acme.tenantId), [{ appId: DEMO_APP_ID, environment: "both" }]);
+    const elsewhere = new IosAppRegistry(store, clock, cryptoRng);
+    await elsewhere.remove(acme, a.id);
+    assert.equal((await apps.appsForAppraisal(acme.tenantId)).length, 1, "cached");
+    now += IOS_APP_CACHE_MS;
+    assert.deepEqual(await apps.appsForAppraisal(acme.tenantId), []);
+  });
+
+  it("evidence: the apps for an attestation, the tenant's key for an assertion, nothing for another body", async () => {
+    await apps.add(acme, { appId: DEMO_APP_ID, environment: "both" });
+    const { blob, key } = await makeAppAttestAttestation(await demoCa(), { nonce: NONCE, now: NOW });
+    assert.deepEqual(await keys.evidence(acme.tenantId, blob), { apps: [{ appId: DEMO_APP_ID, environment: "both" }] });
+    assert.equal(await keys.evidence(acme.tenantId, new Uint8Array([0x30, 0x82])), undefined);
+    const assertion = makeAppAttestAssertion(key, { nonce: NONCE }).body;
+    assert.deepEqual(await keys.evidence(acme.tenantId, assertion), { apps: [], key: undefined });
+
+    // a Yes attestation's effect, stored; then the tenant's key is found, another tenant's not
+    const result = await appraiseAttestation(blob);
+    const effect = keys.effectOf(acme.tenantId, result)!;
+    assert.equal(effect.kind, "attested");
+    assert.equal(await store.applyAppAttestEffect(effect), true);
+    const found = await keys.evidence(acme.tenantId, assertion);
+    assert.deepEqual(found?.key && { keyId: found.key.keyId, appId: found.key.appId, counter: found.key.counter, revoked: found.key.revoked }, { keyId: key.keyId, appId: DEMO_APP_ID, counter: 0, revoked: false });
+    assert.equal((await keys.evidence(other.tenantId, assertion))?.key, undefined);
+    // a malformed assertion is the appraisal's to refuse: no lookup, no key
+    assert.deepEqual(await keys.evidence(acme.tenantId, Buffer.from('{"keyId":"AAAA","assertion":"AAAA"}')), { apps: [] });
+  });
+
+  it("the receipt check, when given, is handed to every attestation's appraisal", async () => {
+    const check = () => ({ ok: true as const });
+    const withReceipts = new AppAttestKeys(store, apps, clock, check);
+    const { blob } = await makeAppAttestAttestation(await demoCa(), { nonce: NONCE, now: NOW });
+    assert.equal((await withReceipts.evidence(acme.tenantId, blob))?.receiptCheck, check);
+  });
+
+  it("keys: list, show and revoke within the tenant; a bad key id is INVALID_REQUEST, an unknown one A_NOT_FOUND", async () => {
+    await apps.add(acme, { appId: DEMO_APP_ID, environment: "both" });
+    const { blob, key } = await makeAppAttestAttestation(await demoCa(), { nonce: NONCE, now: NOW });
+    await store.applyAppAttestEffect(keys.effectOf(acme.tenantId, await appraiseAttestation(blob))!);
+    const shown = await keys.get(acme.tenantId, key.keyId);
+    assert.equal("receipt" in shown, false, "lists show the receipt's size, not its bytes");
+    assert.ok(shown.receiptBytes > 0);
+    assert.deepEqual((await keys.list(acme.tenantId, { limit: 1 })).items.map((k) => k.keyId), [key.keyId]);
+    assert.equal((await keys.list(acme.tenantId, { limit: 1 })).next, key.keyId);
+    await assert.rejects(keys.get(other.tenantId, key.keyId), refusedWith(catalog.A_NOT_FOUND));
+    await assert.rejects(keys.get(acme.tenantId, "not a key id"), refusedWith(catalog.INVALID_REQUEST));
+    await assert.rejects(keys.revoke(other.tenantId, key.keyId), refusedWith(catalog.A_NOT_FOUND));
+    assert.notEqual((await keys.revoke(acme.tenantId, key.keyId)).revokedAt, null);
+    await assert.rejects(keys.revoke(acme.tenantId, key.keyId), refusedWith(catalog.A_NOT_FOUND), "revoked already");
+  });
+});
