@@ -170,7 +170,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const receiptRefresher = new AppleReceiptRefresher({
     productionUrl: config.appAttestReceiptUrl,
     developmentUrl: config.appAttestReceiptDevelopmentUrl,
-    fetch: opts.fetch ?? globalThis.fetch,
+    fetch: network ?? globalThis.fetch,
     clock,
     log,
     timeoutMs: config.appAttestReceiptTimeoutMs,
