@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
+import fc from "fast-check";
 import { pino } from "pino";
 import type { FastifyBaseLogger } from "fastify";
 import { createDevCa, issueDeviceLeaf, type CertifiedKey, type DevCa } from "../../src/attestation/sim/devCa.ts";
@@ -134,7 +135,7 @@ describe("traces over OTLP/HTTP", () => {
       });
       assert.equal(status, 200);
       await t.runtime.tracing!.flush();
-      spans = receiver.spans;
+      spans = [...receiver.spans];
     });
     after(async () => {
       await t.close();
@@ -180,6 +181,21 @@ describe("traces over OTLP/HTTP", () => {
       assert.ok(write, `spans: ${spans.map((s) => s.name).join(", ")}`);
       assert.equal(write.parentSpanId, server.spanId);
       assert.equal(write.attributes["db.operation.name"], "consume_nonce_save_device_verdict");
+    });
+
+    it("any traceparent or tracestate a caller sends is answered as without it (fuzzed)", async () => {
+      const hex = (n: number) => fc.stringMatching(new RegExp(`^[0-9a-f]{${n}}$`));
+      const header = fc.oneof(
+        fc.string({ maxLength: 120 }).filter((v) => !/[\r\n\0]/.test(v) && v.trim() === v),
+        fc.tuple(hex(2), hex(32), hex(16), hex(2)).map((p) => p.join("-")),
+      );
+      await fc.assert(
+        fc.asyncProperty(header, header, async (tp, ts) => {
+          const res = await t.runtime.app.inject({ method: "POST", url: "/v2/nonces", headers: { [KEY_HEADER]: t.key, traceparent: tp, tracestate: ts } });
+          assert.equal(res.statusCode, 200, `${tp} / ${ts}: ${res.body}`);
+        }),
+        { numRuns: 200 },
+      );
     });
 
     it("leaves the polled routes untraced", () => {
