@@ -1,6 +1,7 @@
 import type { Span } from "@opentelemetry/api";
 import type { FastifyRequest } from "fastify";
 import { context, incomingContext, SpanKind, SpanStatusCode, trace } from "../tracing/spans.ts";
+import { PACKAGE_VERSION } from "../packageInfo.ts";
 import { UNLOGGED } from "./recordResponses.ts";
 import type { AppInstance } from "./types.ts";
 
@@ -24,7 +25,7 @@ declare module "fastify" {
  */
 export function traceRequests(app: AppInstance): void {
   app.decorateRequest("traceSpan", undefined);
-  const tracer = trace.getTracer("attestd");
+  const tracer = trace.getTracer("attestd", PACKAGE_VERSION);
   app.addHook("onRequest", (request, _reply, done) => {
     const route = request.routeOptions.url;
     // a load balancer's and Prometheus's polls: a trace every few seconds that says nothing

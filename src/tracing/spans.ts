@@ -1,4 +1,4 @@
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from "@opentelemetry/api";
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
 import { AppError } from "../errors/AppError.ts";
 import { PACKAGE_VERSION } from "../packageInfo.ts";
 
@@ -13,6 +13,8 @@ import { PACKAGE_VERSION } from "../packageInfo.ts";
  */
 
 let on = false;
+/** the tracer of the provider in force, looked up once per start (the API's lookup is a map read each time) */
+let current: Tracer | undefined;
 
 /** whether spans are recorded and exported (sdk.ts sets it once the SDK is registered, and clears it at shutdown) */
 export function tracingEnabled(): boolean {
@@ -21,9 +23,10 @@ export function tracingEnabled(): boolean {
 
 export function setTracingEnabled(value: boolean): void {
   on = value;
+  current = undefined;
 }
 
-const tracer = () => trace.getTracer("attestd", PACKAGE_VERSION);
+const tracer = (): Tracer => (current ??= trace.getTracer("attestd", PACKAGE_VERSION));
 
 /** what an error is called in a span: the catalog code of an AppError, the class name of anything else */
 export function errorType(err: unknown): string {
@@ -110,9 +113,12 @@ export function tracedFetch(inner: typeof fetch): typeof fetch {
   return traced as typeof fetch;
 }
 
-/** the context an incoming request's `traceparent`/`tracestate` name (W3C Trace Context), or the root */
+/**
+ * the context an incoming request's `traceparent`/`tracestate` name (W3C Trace Context), or the root: never whatever
+ * context happens to be active, so a request's parent is its caller's span or nothing
+ */
 export function incomingContext(headers: Record<string, string | string[] | undefined>): Context {
-  return propagation.extract(context.active(), headers);
+  return propagation.extract(ROOT_CONTEXT, headers);
 }
 
 export { context, SpanKind, SpanStatusCode, trace };
