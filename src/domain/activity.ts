@@ -17,3 +17,16 @@ export interface ActivityEntry {
    */
   reason: string | null;
 }
+
+/**
+ * Which requests an activity-log view lists: `api` the APIs' (Part A, Part B, the portal's admin API under
+ * /portal/api/, and anything unmatched), `portal` the portal's own pages and assets (`/`, `/portal`, `/portal/...`
+ * outside /portal/api/), `all` both. The portal's Activity page shows `api` unless asked otherwise.
+ */
+export type ActivityKind = "api" | "portal" | "all";
+export const ACTIVITY_KINDS = ["api", "portal", "all"] as const satisfies readonly ActivityKind[];
+
+/** Whether a logged route (a route pattern, or "unmatched") is one of the portal's pages rather than an API's. */
+export function isPortalPageRoute(route: string): boolean {
+  return route === "/" || route === "/portal" || (route.startsWith("/portal/") && !route.startsWith("/portal/api/"));
+}

@@ -107,3 +107,23 @@ export const catalog: { readonly [K in CatalogKey]: CatalogEntry } = Object.from
 ) as { readonly [K in CatalogKey]: CatalogEntry };
 
 export const catalogEntries: readonly CatalogEntry[] = Object.values(catalog);
+
+/** Which catalog parts answer a request to `route` (a route pattern or a path), for reading a logged code back. */
+export function partsOfRoute(route: string): readonly CatalogEntry["part"][] {
+  // what no route matched (or node:http refused) is logged as "unmatched": its part is not known
+  if (route === "unmatched") return ["A", "B", "AB", "P"];
+  if (route === "/svc" || route.startsWith("/svc/")) return ["B", "AB"];
+  // the portal answers in Part B's body; an unknown /portal path is Part B's RESOURCE_NOT_FOUND
+  if (route === "/portal" || route.startsWith("/portal/")) return ["P", "B", "AB"];
+  return ["A", "AB"];
+}
+
+/**
+ * The catalog entries a logged `code` may be, given the route that answered it: one, or (a code two entries of a
+ * part share, e.g. Part B's 4001701) each of them, so a page can show the message beside the code. Empty for a
+ * code the catalog no longer has.
+ */
+export function entriesForCode(code: string, route: string): CatalogEntry[] {
+  const parts = partsOfRoute(route);
+  return catalogEntries.filter((e) => e.code === code && parts.includes(e.part));
+}

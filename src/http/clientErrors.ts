@@ -2,7 +2,7 @@ import { METHODS, STATUS_CODES, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
-import { errorBody, isPartB, newErrorId } from "./errorHandler.ts";
+import { ERROR_ID_HEADER, errorBody, isPartB, newErrorId } from "./errorHandler.ts";
 import { CONTENT_TYPES } from "./negotiate.ts";
 import { ANSWERED, UNKNOWN_ADDRESS } from "./recordResponses.ts";
 import { pathOf } from "./requestTarget.ts";
@@ -70,6 +70,7 @@ export function clientErrorHandler(deps: ClientErrorDeps) {
       `Content-Type: ${CONTENT_TYPES.json}`,
       `Content-Length: ${Buffer.byteLength(payload)}`,
       "Connection: close",
+      `${ERROR_ID_HEADER}: ${errorId}`,
       ...Object.entries(refusal.headers).map(([k, v]) => `${k}: ${v}`),
     ];
     socket.end(`${headers.join("\r\n")}\r\n\r\n${payload}`, () => socket.destroy());

@@ -5,6 +5,7 @@ import { AppError, isAppError } from "../errors/AppError.ts";
 import { isStoreUnavailable } from "../errors/storeUnavailable.ts";
 import { CONTENT_TYPES } from "./negotiate.ts";
 import { pathOf, routeOf } from "./requestTarget.ts";
+import { readableValidation } from "./validationMessage.ts";
 import { partAErrorBody, partBErrorBody, renderXml, type PartAErrorBody, type PartBErrorBody } from "./render.ts";
 import type { AppInstance } from "./types.ts";
 
@@ -20,6 +21,13 @@ export const STORAGE_RETRY_AFTER_S = 10;
 /** bounds what one activity-log entry keeps of a reason (an exception message may be long) */
 const MAX_LOGGED_REASON = 500;
 
+/**
+ * The response header that names an error answer's errorId, on every error of every API (Part A, Part B, the
+ * admin API). Part A's body shape is fixed by attestation-api.md (result, error.code/message/reason, JSON or XML),
+ * so there the header is the only carrier; Part B's and the admin API's bodies carry it as `errorId` too.
+ */
+export const ERROR_ID_HEADER = "X-Error-Id";
+
 /** Part B and the portal answer errors with Part B's body (errorId, code, message, data). `url`: a route or a path. */
 export function isPartB(url: string): boolean {
   return url === "/svc" || url.startsWith("/svc/") || isPortal(url);
@@ -29,7 +37,10 @@ function isPortal(url: string): boolean {
   return url === "/portal" || url.startsWith("/portal/");
 }
 
-/** The id an error response carries (Part B's errorId; a Part A 5xx names it in its reason) and the activity log keeps. */
+/**
+ * The id an error response carries (the X-Error-Id header everywhere; Part B's body too; a Part A 5xx also names it
+ * in its reason) and the activity log keeps.
+ */
 export function newErrorId(rng: Rng): string {
   // hex, not base64url: an id starting with "-" would read as an option in `attestd activity --error-id ID`
   return rng.bytes(12).toString("hex");
@@ -47,7 +58,7 @@ function sendError(request: FastifyRequest, reply: FastifyReply, err: AppError, 
   request.errorId = errorId;
   request.errorCode = err.entry.code;
   request.errorReason = err.loggedReason.slice(0, MAX_LOGGED_REASON);
-  reply.code(err.entry.status).headers(err.headers);
+  reply.code(err.entry.status).headers(err.headers).header(ERROR_ID_HEADER, errorId);
   const body = errorBody(routeOf(request), err, errorId);
   if ("result" in body && request.mediaFormat === "xml") {
     // attestation-api.md: the XML error is flat, <error><result/><code/><message/><reason/></error>
@@ -95,6 +106,12 @@ function toAppError(err: unknown, request: FastifyRequest): AppError | undefined
   if (e.validation) {
     const field = invalidField(e.validation);
     const entry = (field !== undefined ? request.routeOptions.config?.fieldEntries?.[field] : undefined) ?? invalid;
+    if (isPortal(routeOf(request))) {
+      // people read the portal's refusals: the field and what it may be, not the validator's keywords
+      const context = (err as { validationContext?: string }).validationContext;
+      const schema = context ? (request.routeOptions.schema as Record<string, unknown> | undefined)?.[context] : undefined;
+      return new AppError(entry, readableValidation(e.validation, context, schema));
+    }
     return new AppError(entry, e.message ?? "Invalid request");
   }
   if (typeof e.statusCode === "number" && e.statusCode >= 400 && e.statusCode < 500) {

@@ -1,5 +1,6 @@
-import type { SwaggerOptions } from "@fastify/swagger";
+import type { FastifyDynamicSwaggerOptions, SwaggerTransformObject } from "@fastify/swagger";
 import { PACKAGE_VERSION } from "../packageInfo.ts";
+import { ERROR_ID_HEADER } from "./errorHandler.ts";
 
 /**
  * The tags operations are filed under. A route names its tag (and its operationId) in its own schema;
@@ -62,7 +63,7 @@ export function orderPaths<P extends Record<string, unknown>>(paths: P): P {
  * as the routes' TypeBox schemas are: a 3.0 document is held to 3.0's older dialect, where exclusiveMinimum is a
  * boolean and the routes' numeric one (e.g. a key's rps) makes the document invalid.
  */
-export const openapiOptions: SwaggerOptions = {
+export const openapiOptions: FastifyDynamicSwaggerOptions = {
   openapi: {
     openapi: "3.1.0",
     info: {
@@ -93,8 +94,33 @@ export const openapiOptions: SwaggerOptions = {
     const ordered = orderPaths(paths as Record<string, unknown>);
     for (const key of Object.keys(paths)) delete (paths as Record<string, unknown>)[key];
     Object.assign(paths, ordered);
-    return document.openapiObject;
+    return withErrorIdHeader(document.openapiObject);
   },
   // shared schemas keep their $id as their name in components.schemas, so a generated client's types are named
   refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) ?? `def-${i}` },
 };
+
+type OpenApiDocument = Extract<Parameters<SwaggerTransformObject>[0], { openapiObject: unknown }>["openapiObject"];
+
+/** What /openapi.json says of the X-Error-Id header, on every error response. */
+const ERROR_ID_HEADER_OBJECT = {
+  description:
+    "The errorId of this error answer (Part B and the admin API also carry it in the body as `errorId`). Unique per " +
+    "answer, it names the request in the activity log: the portal finds it at /portal/activity?errorId=…",
+  schema: { type: "string", pattern: "^[0-9a-f]{24}$" },
+} as const;
+
+/** Every 4XX and 5XX response of every operation names the X-Error-Id header. */
+function withErrorIdHeader(doc: OpenApiDocument): OpenApiDocument {
+  for (const item of Object.values(doc.paths ?? {})) {
+    for (const op of Object.values(item ?? {})) {
+      const responses = (op as { responses?: Record<string, { headers?: Record<string, unknown> }> } | undefined)?.responses;
+      if (!responses || typeof responses !== "object") continue;
+      for (const [status, response] of Object.entries(responses)) {
+        if (!/^[45]/.test(status) || !response || typeof response !== "object") continue;
+        response.headers = { ...response.headers, [ERROR_ID_HEADER]: ERROR_ID_HEADER_OBJECT };
+      }
+    }
+  }
+  return doc;
+}

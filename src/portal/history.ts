@@ -1,6 +1,7 @@
+import type { ActivityKind } from "../domain/activity.ts";
 import type { StoredVerdict, VerdictValue } from "../domain/verdicts.ts";
 import { AppError } from "../errors/AppError.ts";
-import { catalog } from "../errors/catalog.ts";
+import { catalog, entriesForCode } from "../errors/catalog.ts";
 import { MAX_HISTORY_PAGE } from "../store/historyQueries.ts";
 import type { ActivityStore, StoredActivityEntry, VerdictQuery, VerdictStore } from "../store/types.ts";
 import { csvLine } from "./csv.ts";
@@ -14,12 +15,14 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?)?(?
 
 /**
  * A time filter as the stores compare it (a full ISO 8601 UTC time): a date, or a date and time with or without a
- * zone; without one it is UTC, as the portal shows every time (a browser's datetime-local field sends none).
+ * zone; without one it is UTC, as the portal shows every time. The date and time may be apart by a space, as the
+ * pages' tables write them (web/time.ts), so a time copied from a table is a filter as it is.
  */
-export function isoTime(s: string): string {
+export function isoTime(given: string, field = "time"): string {
+  const s = /^\d{4}-\d{2}-\d{2} \d/.test(given) ? given.replace(" ", "T") : given;
   const zoned = /T.*(?:Z|[+-]\d{2}:\d{2})$/.test(s) || !s.includes("T") ? s : `${s}Z`;
   const ms = ISO_TIME.test(s) ? Date.parse(zoned) : NaN;
-  if (Number.isNaN(ms)) throw new AppError(catalog.PORTAL_INVALID_REQUEST, `"${s}" is not a date or an ISO 8601 time`);
+  if (Number.isNaN(ms)) throw new AppError(catalog.PORTAL_INVALID_REQUEST, `${field}: "${given}" is not a date or time; write YYYY-MM-DD or YYYY-MM-DD HH:MM[:SS] (UTC)`);
   return new Date(ms).toISOString();
 }
 
@@ -37,8 +40,44 @@ export interface ActivityView {
   status?: number;
   code?: string;
   route?: string;
+  /** the API key (Part A) or enrollment client (Part B) that made the request */
+  key?: string;
+  /** the APIs' requests (the default), the portal's own page views, or all */
+  kind?: ActivityKind;
   from?: string;
   to?: string;
+}
+
+/** An activity entry as the portal shows it: the catalog's message and meaning beside the code. */
+export type ActivityItem = StoredActivityEntry & { message: string | null; meaning: string | null };
+
+/** Which way a page of a list goes from its cursor: `after` older entries, `before` newer ones. */
+export interface PageCursor {
+  after?: string | undefined;
+  before?: string | undefined;
+}
+
+/** A page of verdicts: `next` the cursor of the older page, `prev` of the newer one, each when there is one. */
+export interface VerdictPage {
+  items: StoredVerdict[];
+  next?: string;
+  prev?: string;
+}
+
+export interface ActivityPage {
+  items: ActivityItem[];
+  /** the cursor of the page of older entries (`after`), when there are any */
+  next?: string;
+  /** the cursor of the page of newer entries (`before`), when there are any */
+  prev?: string;
+}
+
+/** The catalog's message (and what it means) for a logged code; two entries sharing it are both named. */
+function explained(e: StoredActivityEntry): ActivityItem {
+  const entries = e.code ? entriesForCode(e.code, e.route) : [];
+  const message = entries.length ? [...new Set(entries.map((x) => x.message))].join(" or ") : null;
+  const meaning = entries.length ? [...new Set(entries.map((x) => x.meaning))].join("; or ") : null;
+  return { ...e, message, meaning };
 }
 
 /** An opaque "after" cursor: the last row's sort key, base64url JSON, so a page link is bookmarkable. */
@@ -54,14 +93,14 @@ export function decodeCursor(cursor: string | undefined, shape: ["string", "stri
   } catch {
     // falls through to the refusal
   }
-  throw new AppError(catalog.PORTAL_INVALID_REQUEST, "the page cursor is not one this service made");
+  throw new AppError(catalog.PORTAL_INVALID_REQUEST, "after / before: the page link is not one this service made; open the list again from its first page");
 }
 
 /** the store's query for a filter: times made exact ISO (isoTime), an empty filter left out */
 function verdictQuery(tenantId: string | undefined, f: VerdictFilter): Omit<VerdictQuery, "limit"> {
   const q: Omit<VerdictQuery, "limit"> = { ...f, ...(tenantId !== undefined ? { tenantId } : {}) };
-  if (f.from) q.from = isoTime(f.from);
-  if (f.to) q.to = isoTime(f.to);
+  if (f.from) q.from = isoTime(f.from, "from");
+  if (f.to) q.to = isoTime(f.to, "to");
   return q;
 }
 
@@ -72,14 +111,26 @@ function verdictQuery(tenantId: string | undefined, f: VerdictFilter): Omit<Verd
 export class PortalHistory {
   constructor(private readonly store: VerdictStore & ActivityStore) {}
 
-  async verdicts(tenantId: string | undefined, f: VerdictFilter, after?: string): Promise<{ items: StoredVerdict[]; next?: string }> {
-    const before = decodeCursor(after, ["string", "string"]) as [string, string] | undefined;
+  /**
+   * One page of the tenant's verdicts, newest first; paged both ways by key like the activity log: `after` (a
+   * `next`) the page of older verdicts, `before` (a `prev`) the page of newer ones.
+   */
+  async verdicts(tenantId: string | undefined, f: VerdictFilter, cursor: PageCursor = {}): Promise<VerdictPage> {
+    if (cursor.after && cursor.before) throw new AppError(catalog.PORTAL_INVALID_REQUEST, "a page goes one way: after (older) or before (newer), not both");
+    const older = decodeCursor(cursor.after, ["string", "string"]) as [string, string] | undefined;
+    const newer = decodeCursor(cursor.before, ["string", "string"]) as [string, string] | undefined;
     const q: VerdictQuery = { ...verdictQuery(tenantId, f), limit: PAGE_SIZE + 1 };
-    if (before) q.before = { createdAt: before[0], objectId: before[1] };
+    if (older) q.before = { createdAt: older[0], objectId: older[1] };
+    if (newer) q.after = { createdAt: newer[0], objectId: newer[1] };
     const rows = await this.store.listVerdicts(q);
-    const items = rows.slice(0, PAGE_SIZE);
+    const more = rows.length > PAGE_SIZE;
+    const items = newer ? rows.slice(0, PAGE_SIZE).reverse() : rows.slice(0, PAGE_SIZE);
+    const first = items[0];
     const last = items[items.length - 1];
-    return rows.length > PAGE_SIZE && last ? { items, next: encodeCursor([last.createdAt, last.objectId]) } : { items };
+    const page: VerdictPage = { items };
+    if (last && (newer || more)) page.next = encodeCursor([last.createdAt, last.objectId]);
+    if (first && (older || (newer && more))) page.prev = encodeCursor([first.createdAt, first.objectId]);
+    return page;
   }
 
   /**
@@ -109,21 +160,41 @@ export class PortalHistory {
     return v && (tenantId === undefined || v.tenantId === tenantId) ? v : undefined;
   }
 
-  async activity(tenantId: string | undefined, f: ActivityView, after?: string): Promise<{ items: StoredActivityEntry[]; next?: string }> {
-    const before = decodeCursor(after, ["string", "number"]) as [string, number] | undefined;
+  /**
+   * One page of the tenant's activity, newest first, the APIs' requests unless `f.kind` says otherwise. Keyset
+   * paging both ways: `after` (a `next`) reads the page of older entries, `before` (a `prev`) the page of newer
+   * ones, each one index range read, so the tenth page back costs what the first does.
+   */
+  async activity(tenantId: string | undefined, f: ActivityView, cursor: PageCursor = {}): Promise<ActivityPage> {
+    if (cursor.after && cursor.before) throw new AppError(catalog.PORTAL_INVALID_REQUEST, "a page goes one way: after (older) or before (newer), not both");
+    const older = decodeCursor(cursor.after, ["string", "number"]) as [string, number] | undefined;
+    const newer = decodeCursor(cursor.before, ["string", "number"]) as [string, number] | undefined;
+    const kind = f.kind ?? "api";
     const rows = await this.store.queryActivity({
       ...(tenantId !== undefined ? { tenantId } : {}),
       ...(f.errorId ? { errorId: f.errorId } : {}),
       ...(f.status !== undefined ? { status: f.status } : {}),
       ...(f.code ? { code: f.code } : {}),
       ...(f.route ? { route: f.route } : {}),
-      ...(f.from ? { since: isoTime(f.from) } : {}),
-      ...(f.to ? { until: isoTime(f.to) } : {}),
-      ...(before ? { before: { time: before[0], seq: before[1] } } : {}),
+      ...(f.key ? { clientId: f.key } : {}),
+      // an exact errorId is found whatever its kind: support pastes it without knowing where it came from
+      ...(kind !== "all" && !f.errorId ? { kind } : {}),
+      ...(f.from ? { since: isoTime(f.from, "from") } : {}),
+      ...(f.to ? { until: isoTime(f.to, "to") } : {}),
+      ...(older ? { before: { time: older[0], seq: older[1] } } : {}),
+      ...(newer ? { after: { time: newer[0], seq: newer[1] } } : {}),
       limit: PAGE_SIZE + 1,
     });
-    const items = rows.slice(0, PAGE_SIZE);
+    const more = rows.length > PAGE_SIZE;
+    // a newer page comes oldest first from the store: the PAGE_SIZE nearest the cursor, shown newest first
+    const items = (newer ? rows.slice(0, PAGE_SIZE).reverse() : rows.slice(0, PAGE_SIZE)).map(explained);
+    const first = items[0];
     const last = items[items.length - 1];
-    return rows.length > PAGE_SIZE && last ? { items, next: encodeCursor([last.time, last.seq]) } : { items };
+    const page: ActivityPage = { items };
+    // older: past a newer page there is at least the cursor's own entry; else only when the store had more
+    if (last && (newer || more)) page.next = encodeCursor([last.time, last.seq]);
+    if (first && (older || (newer && more))) page.prev = encodeCursor([first.time, first.seq]);
+    return page;
   }
+
 }

@@ -161,6 +161,11 @@ export interface VerdictQuery {
   device?: string;
   /** keyset cursor: rows strictly after this one in the newest-first order */
   before?: { createdAt: string; objectId: string };
+  /**
+   * keyset cursor the other way: rows strictly newer than this one, returned OLDEST first (the ones nearest the
+   * cursor), for a page of newer verdicts. Not with `before`.
+   */
+  after?: { createdAt: string; objectId: string };
   /** 1..500 */
   limit: number;
 }
@@ -208,8 +213,17 @@ export interface ActivityFilter {
   code?: string;
   /** exact route pattern, e.g. `/v2/blobs` */
   route?: string;
+  /** the API key (Part A) or enrollment client (Part B) that made the request */
+  clientId?: string;
+  /** the APIs' requests or the portal's page views (isPortalPageRoute); absent: both */
+  kind?: "api" | "portal";
   /** keyset cursor (newest first): rows with (time, seq) strictly before this one */
   before?: { time: string; seq: number };
+  /**
+   * keyset cursor the other way: rows with (time, seq) strictly after this one, returned OLDEST first (the rows
+   * nearest the cursor), so a "newer" page reads as few rows as an "older" one. Not with `before`.
+   */
+  after?: { time: string; seq: number };
   limit?: number;
 }
 

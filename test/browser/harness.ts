@@ -1,9 +1,13 @@
 import { createHash, X509Certificate } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
-import { REPO } from "../helpers/serverProcess.ts";
+import { Agent } from "undici";
+import { PORTAL_PASSWORD } from "../helpers/portalPeople.ts";
+import { attestdCli, freePort, REPO, startServer, type ServerProcess } from "../helpers/serverProcess.ts";
 
 /**
  * Debian's Chromium, driven by playwright-core (its own browser download cannot work offline). `.ci/run` installs
@@ -50,6 +54,88 @@ export async function newContext(browser: Browser, width = 1280, height = 860): 
   return browser.newContext({ viewport: { width, height }, locale: "en-GB", timezoneId: "UTC" });
 }
 
+export interface PortalInBrowser {
+  /** the server's data directory, and the CLI's arguments that name it */
+  dir: string;
+  data: string[];
+  /** https://localhost:PORT: a host name, for cookies and WebAuthn alike */
+  base: string;
+  server: ServerProcess;
+  browser: Browser;
+  /** an undici dispatcher that trusts the dev CA, for requests to the APIs beside the browser */
+  api: Agent;
+  /**
+   * A new context signed in as this person: invited by the CLI (`invite`: its extra arguments, e.g. ["--tenant",
+   * "acme"] or ["--operator"]), password set and signed in through the admin API from a page of the portal, so the
+   * cookie is the browser's. `page.on("dialog")` accepts any native dialog, so none can hang a test.
+   */
+  signIn(email: string, invite: string[], viewport?: { width: number; height: number }): Promise<{ context: BrowserContext; page: Page }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * What every browser test of the portal starts from: a data directory with these tenants, whatever `seed` writes
+ * there before the server starts (a store's rows, as a second process like the CLI), `attestd serve` over HTTPS
+ * (dev TLS) on a free port, Debian's Chromium trusting its leaf, and a way to sign people in.
+ */
+export async function startPortalInBrowser(
+  opts: { tenants?: string[]; seed?: (dir: string, data: string[]) => Promise<void> | void; args?: string[] } = {},
+): Promise<PortalInBrowser> {
+  const dir = mkdtempSync(path.join(tmpdir(), "attestd-browser-"));
+  const data = ["--data-dir", dir];
+  for (const name of opts.tenants ?? []) {
+    const made = attestdCli(["tenant", "create", name, ...data]);
+    assert.equal(made.status, 0, made.stderr);
+  }
+  await opts.seed?.(dir, data);
+  const port = await freePort();
+  const base = `https://localhost:${port}`;
+  const server = await startServer([...data, ...(opts.args ?? [])], { port, tls: { caFile: path.join(dir, "tls/ca.pem") } });
+  const api = new Agent({ connect: { ca: readFileSync(path.join(dir, "tls/ca.pem"), "utf8") } });
+  const browser = await launchChromium({ acceptLeafOf: path.join(dir, "tls/server-fullchain.pem") });
+  return {
+    dir,
+    data,
+    base,
+    server,
+    browser,
+    api,
+    async signIn(email, invite, viewport) {
+      const made = attestdCli(["user", "invite", "--email", email, ...invite, "--public-url", base, ...data]);
+      assert.equal(made.status, 0, made.stderr);
+      const token = made.stdout.trim().split("#")[1]!;
+      const context = await newContext(browser, viewport?.width, viewport?.height);
+      const page = await context.newPage();
+      page.on("dialog", (d) => void d.accept());
+      await page.goto(`${base}/portal/signin`);
+      // (a string, as every evaluate here: tsx would wrap a function's inner helpers in a __name the page lacks)
+      const status = await page.evaluate(`(async () => {
+        const post = (url, body) => fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+        await post("/portal/api/invite", ${JSON.stringify({ token, password: PORTAL_PASSWORD })});
+        return (await post("/portal/api/session", ${JSON.stringify({ email, password: PORTAL_PASSWORD })})).status;
+      })()`);
+      assert.equal(status, 200);
+      return { context, page };
+    },
+    async stop() {
+      await browser.close();
+      await server.stop();
+      await api.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Answers the portal's in-page confirmation (web/layout.ts #confirm-dialog) that a click on a button with
+ * data-confirm opened: its action button, named as the button that asked.
+ */
+export async function confirmInPage(page: Page): Promise<void> {
+  const dialog = page.locator("#confirm-dialog[open]");
+  await dialog.waitFor();
+  await dialog.locator("[data-confirm-ok]").click();
+}
+
 /** A full-page screenshot named after the test step; returns its path. */
 export async function screenshot(page: Page, name: string): Promise<string> {
   mkdirSync(SCREENSHOTS, { recursive: true });
@@ -67,16 +153,20 @@ export interface AxeViolation {
   nodes: string[];
 }
 
+/** axe-core's violations of any impact on the page as it is now (the layout test holds every page to none). */
+export async function axeViolations(page: Page): Promise<AxeViolation[]> {
+  return (await page.evaluate(`${axeSource};
+    axe.run(document, { resultTypes: ["violations"] }).then((r) => r.violations.map((v) => ({
+      id: v.id, impact: v.impact ?? "", help: v.help, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 5),
+    })))`)) as AxeViolation[];
+}
+
 /**
  * axe-core's serious and critical violations on the page as it is now. Evaluated through the DevTools protocol,
  * which the page's CSP does not govern, so the strict CSP stays on while the check runs.
  */
 export async function seriousAxeViolations(page: Page): Promise<AxeViolation[]> {
-  const result = (await page.evaluate(`${axeSource};
-    axe.run(document, { resultTypes: ["violations"] }).then((r) => r.violations.map((v) => ({
-      id: v.id, impact: v.impact ?? "", help: v.help, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 5),
-    })))`)) as AxeViolation[];
-  return result.filter((v) => v.impact === "serious" || v.impact === "critical");
+  return (await axeViolations(page)).filter((v) => v.impact === "serious" || v.impact === "critical");
 }
 
 /** A CTAP2 platform authenticator with user verification, as a phone's or laptop's built-in one behaves. */

@@ -1,12 +1,9 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { Agent, request } from "undici";
-import { attestdCli, freePort, startServer, type ServerProcess } from "../helpers/serverProcess.ts";
-import { addVirtualAuthenticator, launchChromium, newContext, screenshot, seriousAxeViolations } from "./harness.ts";
+import { type Agent, request } from "undici";
+import { attestdCli } from "../helpers/serverProcess.ts";
+import { addVirtualAuthenticator, confirmInPage, newContext, screenshot, seriousAxeViolations, startPortalInBrowser, type PortalInBrowser } from "./harness.ts";
 
 const PASSWORD = "a long and unusual passphrase";
 const KEY_HEADER = "x-vendor-attest-api-key";
@@ -25,14 +22,13 @@ function deviceErrorBlob(): Buffer {
  * (test-artifacts/screenshots/) and checked with axe-core (no serious or critical violation), at 1280 and 390 px.
  */
 describe("the portal in a real browser", { timeout: 240_000 }, () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "attestd-portal-"));
-  let server: ServerProcess;
+  let portal: PortalInBrowser;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
   let base: string;
   let api: Agent;
-  const data = ["--data-dir", dir];
+  let data: string[];
 
   async function visit(name: string, url?: string): Promise<void> {
     if (url) await page.goto(url);
@@ -43,24 +39,15 @@ describe("the portal in a real browser", { timeout: 240_000 }, () => {
   }
 
   before(async () => {
-    assert.equal(attestdCli(["tenant", "create", "acme", ...data]).status, 0);
-    assert.equal(attestdCli(["tenant", "create", "globex", ...data]).status, 0);
-    const port = await freePort();
-    // localhost, not 127.0.0.1: the browser's origin must be a host name for cookies and WebAuthn alike
-    base = `https://localhost:${port}`;
-    server = await startServer([...data], { port, tls: { caFile: path.join(dir, "tls/ca.pem") } });
-    api = new Agent({ connect: { ca: readFileSync(path.join(dir, "tls/ca.pem"), "utf8") } });
-    browser = await launchChromium({ acceptLeafOf: path.join(dir, "tls/server-fullchain.pem") });
+    portal = await startPortalInBrowser({ tenants: ["acme", "globex"] });
+    ({ browser, base, api, data } = portal);
     context = await newContext(browser);
     page = await context.newPage();
     page.on("dialog", (d) => void d.accept());
   });
 
   after(async () => {
-    await browser?.close();
-    await server?.stop();
-    await api?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await portal?.stop();
   });
 
   it("walks the whole life of a tenant admin", async () => {
@@ -145,7 +132,7 @@ describe("the portal in a real browser", { timeout: 240_000 }, () => {
     await row.getByText("DeviceError").waitFor();
     await visit("5-verdicts");
     await row.getByRole("link").click();
-    await page.getByText("The rule that decided").waitFor();
+    await page.getByRole("heading", { name: "Why" }).waitFor();
     await visit("6-verdict-detail");
 
     // and on the overview's chart: this hour's Unknown bar holds it
@@ -181,6 +168,7 @@ describe("the portal in a real browser", { timeout: 240_000 }, () => {
     // revoke: the API refuses the key (at once on this instance, which answered the revocation)
     await page.goto(`${base}/portal/keys`);
     await page.getByRole("button", { name: "Revoke" }).click();
+    await confirmInPage(page);
     await page.getByText(/^revoked /).waitFor();
     await visit("10-key-revoked");
     let status = 0;

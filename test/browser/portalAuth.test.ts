@@ -5,7 +5,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { attestdCli, freePort, startServer, type ServerProcess } from "../helpers/serverProcess.ts";
-import { addVirtualAuthenticator, launchChromium, newContext, screenshot, seriousAxeViolations } from "./harness.ts";
+import { addVirtualAuthenticator, confirmInPage, launchChromium, newContext, screenshot, seriousAxeViolations } from "./harness.ts";
 
 const PASSWORD = "a long and unusual passphrase";
 
@@ -115,6 +115,7 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
     await page.getByRole("cell", { name: "work laptop", exact: true }).waitFor();
     await visit(page, "5-account-renamed");
     await page.getByRole("button", { name: "Delete" }).click();
+    await confirmInPage(page);
     await page.getByText("Nothing here yet.").waitFor();
     await visit(page, "6-account-deleted");
     await page.getByRole("button", { name: "Sign out" }).click();
@@ -158,7 +159,7 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
 
     await page.getByLabel("Email").fill("bea@acme.example");
     await page.getByLabel("Role", { exact: true }).selectOption("viewer");
-    await page.getByLabel("Tenant (not for operators)").fill("acme");
+    await page.getByLabel("Tenant (not for operators)").selectOption("acme");
     await page.getByRole("button", { name: "Invite" }).click();
     await page.locator("#new-link").waitFor({ state: "visible" });
     const link = (await page.locator("#new-link-value").textContent())!.trim();
@@ -173,6 +174,7 @@ describe("portal sign-in in a real browser", { timeout: 300_000 }, () => {
     await page.getByRole("row", { name: /bea@acme\.example/ }).getByRole("combobox").waitFor();
     assert.equal(await page.getByRole("row", { name: /bea@acme\.example/ }).getByRole("combobox").inputValue(), "admin");
     await page.getByRole("row", { name: /vic@acme\.example/ }).getByRole("button", { name: "Disable" }).click();
+    await confirmInPage(page);
     await page.getByRole("row", { name: /vic@acme\.example/ }).getByRole("button", { name: "Enable" }).waitFor();
     await visit(page, "11-users-changed");
     const listed = JSON.parse(attestdCli(["user", "list-portal", "--tenant", "acme", ...data]).stdout) as { email: string; role: string; state: string }[];

@@ -11,7 +11,7 @@ import { DEFAULT_MEASUREMENTS, DEFAULT_MODEL, demoReferenceValues, encodeVendorB
 import { accessTokenRequest, apiToken, parseClientKeys, type ClientKeys } from "../../src/enrollment/clientJwt.ts";
 import { imeiFrom14 } from "../../src/enrollment/deviceIds.ts";
 import { attestdCli, freePort, startServer, type ServerProcess } from "../helpers/serverProcess.ts";
-import { launchChromium, newContext, screenshot, seriousAxeViolations } from "./harness.ts";
+import { confirmInPage, launchChromium, newContext, screenshot, seriousAxeViolations } from "./harness.ts";
 
 const PASSWORD = "a long and unusual passphrase";
 const DIGESTS = DEFAULT_MEASUREMENTS.map((m) => Buffer.from(m).toString("hex"));
@@ -193,6 +193,7 @@ describe("the portal's enrollment pages in a real browser", { timeout: 300_000 }
     await visit(page, "6-refvals-stored");
 
     await own.filter({ hasText: "X100XXU8YYY8" }).getByRole("button", { name: "Delete" }).click();
+    await confirmInPage(page);
     await page.locator("section[aria-labelledby=own-h] tbody tr", { hasText: "X100XXU8YYY8" }).waitFor({ state: "detached" });
   });
 
@@ -256,6 +257,7 @@ describe("the portal's enrollment pages in a real browser", { timeout: 300_000 }
 
     // the confirmation dialog is accepted by the page's handler
     await page.getByRole("button", { name: "Reset pin of till-7" }).click();
+    await confirmInPage(page);
     await page.locator("#notice").getByText("Pin of till-7 reset.").waitFor();
     await page.getByText("Not pinned: the device's next Yes pins it.").waitFor();
     await page.locator("tbody tr", { hasText: "portal:ada@acme.example" }).waitFor();
@@ -274,6 +276,7 @@ describe("the portal's enrollment pages in a real browser", { timeout: 300_000 }
     assert.equal(token.status, 200);
     await page.goto(`${base}/portal/clients`);
     await page.locator("tbody tr", { hasText: "ops@acme.example" }).getByRole("button", { name: "Revoke" }).click();
+    await confirmInPage(page);
     await page.getByText(/^revoked /).waitFor();
     await visit(page, "13-client-revoked");
     assert.equal((await svc(token.token!, "GET", "/enroll/profiles")).status, 401);

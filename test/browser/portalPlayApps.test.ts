@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { attestdCli, freePort, startServer, type ServerProcess } from "../helpers/serverProcess.ts";
+import type { BrowserContext, Page } from "playwright-core";
+import { attestdCli } from "../helpers/serverProcess.ts";
 import { responseKeys, serviceAccountFile } from "../helpers/playAppKeys.ts";
-import { launchChromium, newContext, screenshot, seriousAxeViolations } from "./harness.ts";
+import { confirmInPage, newContext, screenshot, seriousAxeViolations, startPortalInBrowser, type PortalInBrowser } from "./harness.ts";
 
 const PASSWORD = "a long and unusual passphrase";
 
@@ -16,10 +15,9 @@ const PASSWORD = "a long and unusual passphrase";
  * sees both listed with no key anywhere on the page, and removes one. Screenshots and axe-core at 1280 and 390 px.
  */
 describe("the Play apps page in a real browser", { timeout: 180_000 }, () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "attestd-play-portal-"));
-  const data = ["--data-dir", dir];
-  let server: ServerProcess;
-  let browser: Browser;
+  let portal: PortalInBrowser;
+  let dir: string;
+  let data: string[];
   let context: BrowserContext;
   let page: Page;
   let base: string;
@@ -32,20 +30,15 @@ describe("the Play apps page in a real browser", { timeout: 180_000 }, () => {
   }
 
   before(async () => {
-    assert.equal(attestdCli(["tenant", "create", "acme", ...data]).status, 0);
-    const port = await freePort();
-    base = `https://localhost:${port}`;
-    server = await startServer([...data], { port, tls: { caFile: path.join(dir, "tls/ca.pem") } });
-    browser = await launchChromium({ acceptLeafOf: path.join(dir, "tls/server-fullchain.pem") });
-    context = await newContext(browser);
+    portal = await startPortalInBrowser({ tenants: ["acme"] });
+    ({ dir, data, base } = portal);
+    context = await newContext(portal.browser);
     page = await context.newPage();
     page.on("dialog", (d) => void d.accept());
   });
 
   after(async () => {
-    await browser?.close();
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await portal?.stop();
   });
 
   it("registers an app with pasted keys and one with a service-account file, lists them without keys, removes one", async () => {
@@ -107,6 +100,7 @@ describe("the Play apps page in a real browser", { timeout: 180_000 }, () => {
     await page.setViewportSize({ width: 1280, height: 860 });
 
     await page.getByRole("button", { name: "Remove com.acme.shop" }).click();
+    await confirmInPage(page);
     await page.locator("tbody tr", { hasText: "com.acme.shop" }).waitFor({ state: "detached" });
     const listed = JSON.parse(attestdCli(["play-app", "list", "--tenant", "acme", ...data]).stdout) as { policy: { packageName: string } }[];
     assert.deepEqual(listed.map((a) => a.policy.packageName), ["com.acme.bank"]);

@@ -301,6 +301,7 @@ describe("Part B errors over HTTP", () => {
       const body = assertPartBError(res, c.entry, c.what);
       assert.ok(!errorIds.has(body.errorId), "errorIds are unique");
       errorIds.add(body.errorId);
+      assert.equal(res.headers["x-error-id"], body.errorId, "the X-Error-Id header names the body's errorId");
 
       const logged = await ctx.h.activityFor(body.errorId);
       assert.ok(logged, `errorId ${body.errorId} is in the activity log`);

@@ -170,6 +170,9 @@ describe("portal over HTTP", () => {
     assert.deepEqual(portal.sort(), [
       "/portal/api/account/password",
       "/portal/api/activity",
+      "/portal/api/app-attest-keys",
+      "/portal/api/app-attest-keys/{keyId}",
+      "/portal/api/app-attest-keys/{keyId}/revoke",
       "/portal/api/clients",
       "/portal/api/clients/{clientId}",
       "/portal/api/devices",
@@ -180,6 +183,8 @@ describe("portal over HTTP", () => {
       "/portal/api/enrollment/profiles/{profileId}",
       "/portal/api/enrollment/transactions",
       "/portal/api/invite",
+      "/portal/api/ios-apps",
+      "/portal/api/ios-apps/{id}",
       "/portal/api/keys",
       "/portal/api/keys/{keyId}",
       "/portal/api/me",

@@ -325,7 +325,8 @@ describe("portal sign-in over HTTP: rate limits, one answer for every failure, s
     const shape = (r: LightMyRequestResponse) => {
       const { errorId, ...rest } = r.json() as { errorId: string; code: string };
       assert.match(errorId, /^[0-9a-f]{24}$/);
-      const { date: _date, ...headers } = r.headers;
+      const { date: _date, "x-error-id": headerId, ...headers } = r.headers;
+      assert.equal(headerId, errorId, "the header names the body's errorId");
       return { status: r.statusCode, headers, body: r.body.replace(errorId, "ERRORID"), rest };
     };
     const [first, ...others] = answers.map(shape);

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
-import type { ActivityEntry } from "../../src/domain/activity.ts";
+import { isPortalPageRoute, type ActivityEntry } from "../../src/domain/activity.ts";
 import type { Tenant } from "../../src/domain/tenants.ts";
-import type { DurableStore, EnrollmentStore } from "../../src/store/types.ts";
+import type { ActivityFilter, DurableStore, EnrollmentStore } from "../../src/store/types.ts";
 import { T0 } from "../helpers/clock.ts";
 
 /**
@@ -368,6 +368,17 @@ export function portalConformance(name: string, withPartB: boolean, factory: () 
         cursor = { createdAt: page[page.length - 1]!.createdAt, objectId: page[page.length - 1]!.objectId };
       }
       assert.deepEqual(devicePages, deviceNewestFirst);
+      // and the other way: `after` reads the verdicts just newer than the cursor, oldest first, by device too
+      const third = newestFirst[3]!;
+      assert.deepEqual(
+        ids(await b.durable.listVerdicts({ tenantId: t.tenantId, limit: 2, after: { createdAt: third.createdAt, objectId: third.objectId } })),
+        ids([newestFirst[2]!, newestFirst[1]!]),
+      );
+      const devOldest = [...mine][1]!;
+      assert.deepEqual(
+        ids(await b.durable.listVerdicts({ tenantId: dev.tenantId, device: "351234567890124", limit: 3, after: { createdAt: devOldest.createdAt, objectId: devOldest.objectId } })),
+        ids(mine.slice(2, 5)),
+      );
       // the stored record comes back whole
       assert.deepEqual((await b.durable.listVerdicts({ tenantId: t.tenantId, limit: 1 }))[0], newestFirst[0]);
     });
@@ -411,6 +422,37 @@ export function portalConformance(name: string, withPartB: boolean, factory: () 
         before = { time: page[2]!.time, seq: page[2]!.seq };
       }
       assert.deepEqual(paged, all.map((e) => e.seq));
+    });
+
+    it("activity: API or portal requests (isPortalPageRoute), by key, and paged newer as well as older", async () => {
+      const t = await tenant();
+        const routes = ["/v2/blobs", "/portal/verdicts", "/portal/api/keys", "/svc/v1/enroll/devices", "/", "/portal", "/portal/assets/*", "unmatched", "/portal/apiary"];
+      const entries: ActivityEntry[] = routes.map((route, i) => ({
+        time: iso(T0 + i * 1000),
+        errorId: null,
+        tenantId: t.tenantId,
+        clientId: i % 3 === 0 ? "k_one" : null,
+        method: "GET",
+        route,
+        status: 200,
+        code: null,
+        latencyMs: 1,
+        remoteAddress: "127.0.0.1",
+        reason: null,
+      }));
+      await b.durable.appendActivity(entries);
+      const routesOf = async (f: Partial<ActivityFilter>) => (await b.durable.queryActivity({ tenantId: t.tenantId, limit: 100, ...f })).map((e) => e.route);
+      const portalPages = routes.filter(isPortalPageRoute);
+      assert.deepEqual(portalPages, ["/portal/verdicts", "/", "/portal", "/portal/assets/*", "/portal/apiary"]);
+      assert.deepEqual(await routesOf({ kind: "portal" }), [...portalPages].reverse());
+      assert.deepEqual(await routesOf({ kind: "api" }), routes.filter((r) => !isPortalPageRoute(r)).reverse());
+      assert.deepEqual(await routesOf({ clientId: "k_one" }), ["/portal/assets/*", "/svc/v1/enroll/devices", "/v2/blobs"]);
+
+      const all = await b.durable.queryActivity({ tenantId: t.tenantId, limit: 100 });
+      const mid = all[4]!;
+      const newer = await b.durable.queryActivity({ tenantId: t.tenantId, limit: 3, after: { time: mid.time, seq: mid.seq } });
+      assert.deepEqual(newer.map((e) => e.seq), [all[3]!.seq, all[2]!.seq, all[1]!.seq], "the rows just newer than the cursor, oldest first");
+      assert.deepEqual((await b.durable.queryActivity({ tenantId: t.tenantId, limit: 3, after: { time: all[0]!.time, seq: all[0]!.seq } })), []);
     });
 
     it("API keys: a label on creation; last use only moves forward", async () => {

@@ -28,7 +28,7 @@ export function invitePage(kind: "invite" | "reset"): string {
   return layout(
     kind === "invite" ? "Set your password" : "Choose a new password",
     {},
-    html`<form data-api="/portal/api/invite" data-method="POST" data-then="/portal/signin" data-invite class="narrow">
+    html`<form data-api="/portal/api/invite" data-method="POST" data-then="/portal/signin" data-invite data-success="Password set. Sign in with it now." class="narrow">
   <p>Choose a password of at least 12 characters that is not one of the common ones. This link works once${
     kind === "reset" ? ", and signs you out everywhere: sign in again with the new password" : ""
   }.</p>
@@ -50,12 +50,12 @@ export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin:
   <td data-label="Actions" class="actions"><div>
     <details>
       <summary role="button" class="secondary outline">Rename</summary>
-      <form data-api="${api}" data-method="PATCH" aria-label="Rename the passkey ${p.name}">
+      <form data-api="${api}" data-method="PATCH" data-success="Passkey renamed." aria-label="Rename the passkey ${p.name}">
         <label>New name <input name="name" required maxlength="60" value="${p.name}"></label>
         <button type="submit">Save</button>
       </form>
     </details>
-    <button type="button" class="secondary" data-api="${api}" data-method="DELETE"
+    <button type="button" class="secondary" data-api="${api}" data-method="DELETE" data-success="Passkey “${p.name}” deleted."
       data-confirm="Delete the passkey “${p.name}”? You can still sign in with your password and any other passkey.">Delete</button>
   </div></td>
 </tr>`;
@@ -73,7 +73,7 @@ export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin:
 <section aria-labelledby="password-h">
   <h2 id="password-h">Password</h2>
   <p>Changing it signs you out everywhere else; this browser stays signed in.</p>
-  <form data-api="/portal/api/account/password" data-method="POST" data-then="/portal/account" aria-label="Change your password" class="narrow">
+  <form data-api="/portal/api/account/password" data-method="POST" data-then="/portal/account" data-success="Password changed." aria-label="Change your password" class="narrow">
     <input type="email" autocomplete="username" value="${actor.email}" hidden aria-hidden="true">
     <label>Current password <input type="password" name="currentPassword" autocomplete="current-password" required maxlength="1024"></label>
     <label>New password <input type="password" name="newPassword" autocomplete="new-password" required minlength="12" maxlength="1024"></label>

@@ -43,8 +43,8 @@ export function clientsPage(ctx: PageContext, tenant: Tenant, clients: ClientVie
   <td class="actions">${
     canWrite && c.state !== "revoked"
       ? html`<button type="button" class="secondary outline" data-api="${api(`/portal/api/clients/${c.clientId}`)}" data-method="PATCH"
-    data-body="${JSON.stringify({ readOnly: !c.readOnly })}">${c.readOnly ? "Allow writes" : "Make read-only"}</button>
-<button type="button" class="secondary" data-api="${api(`/portal/api/clients/${c.clientId}`)}" data-method="DELETE"
+    data-body="${JSON.stringify({ readOnly: !c.readOnly })}" data-success="Client ${c.clientId} ${c.readOnly ? "may write again" : "is read-only now"}.">${c.readOnly ? "Allow writes" : "Make read-only"}</button>
+<button type="button" class="secondary" data-api="${api(`/portal/api/clients/${c.clientId}`)}" data-method="DELETE" data-success="Client ${c.clientId} revoked."
     data-confirm="Revoke client ${c.clientId} of ${c.email}? Its access tokens stop working at once and it cannot get new ones.">Revoke</button>`
       : ""
   }</td>

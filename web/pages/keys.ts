@@ -15,7 +15,7 @@ function editForm(ctx: PageContext, k: ApiKeySummary): Html {
   const id = `edit-${k.keyId}`;
   return html`<details class="edit-key">
   <summary>Edit ${k.label ? html`“${k.label}” (<code>${k.keyId}</code>)` : html`<code>${k.keyId}</code>`}</summary>
-  <form data-api="${withQuery(`/portal/api/keys/${k.keyId}`, { tenant: ctx.tenant })}" data-method="PATCH" aria-label="Edit key ${k.keyId}">
+  <form data-api="${withQuery(`/portal/api/keys/${k.keyId}`, { tenant: ctx.tenant })}" data-method="PATCH" data-success="Key ${k.keyId} saved." aria-label="Edit key ${k.keyId}">
     <label>Label <input name="label" maxlength="100" value="${k.label ?? ""}"></label>
     <div class="grid">
       <label>Requests per second (0: the server's default) <input name="rps" type="number" min="0" step="any" value="${k.rps}"></label>
@@ -42,7 +42,7 @@ export function keysPage(ctx: PageContext, keys: ApiKeySummary[], canWrite: bool
   <td>${k.revokedAt ? html`revoked ${when(k.revokedAt)}` : "active"}</td>
   <td>${
     canWrite && !k.revokedAt
-      ? html`<button type="button" class="secondary" data-api="${withQuery(`/portal/api/keys/${k.keyId}`, { tenant: ctx.tenant })}" data-method="DELETE" data-confirm="Revoke key ${k.keyId}? This server refuses requests with it at once, every other instance within ${BOUND}." aria-label="Revoke key ${k.keyId}">Revoke</button>`
+      ? html`<button type="button" class="secondary" data-api="${withQuery(`/portal/api/keys/${k.keyId}`, { tenant: ctx.tenant })}" data-method="DELETE" data-success="Key ${k.keyId} revoked." data-confirm="Revoke key ${k.keyId}? This server refuses requests with it at once, every other instance within ${BOUND}." aria-label="Revoke key ${k.keyId}">Revoke</button>`
       : ""
   }</td>
 </tr>`,
@@ -67,7 +67,7 @@ export function keysPage(ctx: PageContext, keys: ApiKeySummary[], canWrite: bool
   return layout(
     "API keys",
     ctx,
-    html`${create}${table("API keys", ["Key id", "Label", "Created (UTC)", "Last used (UTC)", "rps / burst", "IP addresses", "Referers", "State", "Action"], rows)}
+    html`${create}${table("API keys", ["Key id", "Label", "Created (UTC)", "Last used (UTC)", { label: "rps / burst", secondary: true }, { label: "IP addresses", secondary: true }, { label: "Referers", secondary: true }, "State", "Action"], rows)}
 ${canWrite && active.length ? html`<p class="muted">A revoked key is refused by this server from the moment it says so, by every other instance within ${BOUND}.</p>` : ""}
 ${canWrite && active.length ? html`<section aria-labelledby="edit-h"><h2 id="edit-h">Change a key</h2>
 <p class="muted">Limits and restrictions apply to the next request on this server, within ${BOUND} on every other instance. The same as <code>attestd key set</code>.</p>

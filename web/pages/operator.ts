@@ -16,13 +16,13 @@ export function tenantsPage(ctx: PageContext, tenants: Tenant[]): string {
   <th scope="row"><a href="${withQuery("/portal/", { tenant: t.name })}">${t.name}</a></th>
   <td>${t.kind}</td><td><code>${t.customerId}</code></td>
   <td>
-    <form data-api="${api}" data-method="PATCH" class="row-form" aria-label="Change the state of ${t.name}">
+    <form data-api="${api}" data-method="PATCH" data-success="State of ${t.name} changed." class="row-form" aria-label="Change the state of ${t.name}">
       <select name="state" aria-label="State of ${t.name}">${STATES.map((s) => html`<option value="${s}" ${s === t.state ? html`selected` : ""}>${s}</option>`)}</select>
       <button type="submit" class="secondary">Set</button>
     </form>
   </td>
   <td>${t.enrollmentEnabled ? "enabled" : "disabled"}
-    <button type="button" class="secondary outline" data-api="${api}" data-method="PATCH" data-body="${JSON.stringify({ enrollmentEnabled: !t.enrollmentEnabled })}"
+    <button type="button" class="secondary outline" data-api="${api}" data-method="PATCH" data-body="${JSON.stringify({ enrollmentEnabled: !t.enrollmentEnabled })}" data-success="Enrollment API ${t.enrollmentEnabled ? "disabled" : "enabled"} for ${t.name}."
       aria-label="${t.enrollmentEnabled ? "Disable" : "Enable"} enrollment for ${t.name}">${t.enrollmentEnabled ? "Disable" : "Enable"}</button>
   </td>
   <td class="nowrap">${when(t.createdAt)}</td>
@@ -34,7 +34,7 @@ export function tenantsPage(ctx: PageContext, tenants: Tenant[]): string {
     ctx,
     html`<details>
   <summary role="button" class="secondary">New tenant</summary>
-  <form data-api="/portal/api/tenants" data-method="POST" aria-label="Create a tenant">
+  <form data-api="/portal/api/tenants" data-method="POST" data-success="Tenant created." aria-label="Create a tenant">
     <div class="grid">
       <label>Name <input name="name" required maxlength="64" pattern="[A-Za-z0-9._\\-]{1,64}" placeholder="acme" aria-describedby="name-help"></label>
       <label>Kind <select name="kind"><option value="customer">customer</option><option value="reseller">reseller</option></select></label>
@@ -44,7 +44,7 @@ export function tenantsPage(ctx: PageContext, tenants: Tenant[]): string {
     <button type="submit">Create tenant</button>
   </form>
 </details>
-${table("Tenants", ["Name", "Kind", "Customer ID", "State", "Enrollment API", "Created (UTC)", "See"], rows)}
+${table("Tenants", ["Name", { label: "Kind", secondary: true }, "Customer ID", "State", "Enrollment API", { label: "Created (UTC)", secondary: true }, "See"], rows)}
 <p class="muted">Blocked and inactive tenants are refused (403) by both APIs at once; the same changes as <code>attestd tenant set-state</code> and <code>attestd tenant enable-enrollment</code>.</p>`,
     "/portal/tenants",
   );
@@ -75,7 +75,7 @@ export function trustPage(ctx: PageContext, t: TrustSourcesView): string {
     html`<p>${t.usable ? "Android key attestation can be trusted now." : html`<strong>Android key attestation fails closed now</strong> (every android-key verdict is <code>CertificateInvalid</code>).`}
   Google's sources are stale when older than ${age(t.maxAgeSeconds)} (<code>--android-max-age</code>); the server reads them again on its own (<code>--android-refresh</code>), and now with the button.
   The vendor files (<code>--vendor-roots</code>, <code>--revocations</code>) are read at start-up; a change needs a restart.</p>
-<p><button type="button" data-api="/portal/api/trust/refresh" data-method="POST" data-busy="Reading the sources…">Refresh now</button></p>
+<p><button type="button" data-api="/portal/api/trust/refresh" data-method="POST" data-busy="Reading the sources…" data-success="Trust sources read again.">Refresh now</button></p>
 ${table("Every trust source and its state", ["Source", "State"], t.sources.map((s) => html`<tr><th scope="row"><a href="#src-${s.name}">${s.label}</a></th><td>${stateWord(s.state)}</td></tr>`))}
 ${trustStateLegend()}
 ${cards}

@@ -34,7 +34,7 @@ export function playAppsPage(ctx: PageContext, apps: PlayAppSummary[], canWrite:
   <td class="nowrap">${when(a.createdAt)}</td>
   <td>${
     canWrite
-      ? html`<button type="button" class="secondary" data-api="${withQuery(`/portal/api/play-apps/${a.id}`, { tenant: ctx.tenant })}" data-method="DELETE" data-confirm="Remove ${a.policy.packageName}? Its tokens are refused from then on (by other instances within ${PLAY_APP_CACHE_MS / 1000} seconds), and its keys are deleted." aria-label="Remove ${a.policy.packageName}">Remove</button>`
+      ? html`<button type="button" class="secondary" data-api="${withQuery(`/portal/api/play-apps/${a.id}`, { tenant: ctx.tenant })}" data-method="DELETE" data-success="${a.policy.packageName} removed." data-confirm="Remove ${a.policy.packageName}? Its tokens are refused from then on (by other instances within ${PLAY_APP_CACHE_MS / 1000} seconds), and its keys are deleted." aria-label="Remove ${a.policy.packageName}">Remove</button>`
       : ""
   }</td>
 </tr>`,
@@ -43,7 +43,7 @@ export function playAppsPage(ctx: PageContext, apps: PlayAppSummary[], canWrite:
   const add = canWrite
     ? html`<article aria-labelledby="add-h">
 <h2 id="add-h">Register an app</h2>
-<form data-api="${withQuery("/portal/api/play-apps", { tenant: ctx.tenant })}" data-method="POST" data-omit-empty aria-label="Register a Play app">
+<form data-api="${withQuery("/portal/api/play-apps", { tenant: ctx.tenant })}" data-method="POST" data-omit-empty data-success="Play app registered." aria-label="Register a Play app">
   <label>Package name <input name="packageName" required maxlength="255" placeholder="com.example.app" spellcheck="false" autocomplete="off"></label>
   <label>Signing certificate SHA-256 digests (empty: any certificate)
     <textarea name="certDigests" data-list rows="2" spellcheck="false" aria-describedby="digests-help" placeholder="AB:CD:…  or  abcd…"></textarea></label>

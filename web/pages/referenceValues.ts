@@ -31,6 +31,7 @@ function rows(page: ReferenceSetPage, ctx: PageContext, deletable: boolean, scop
     deletable
       ? html`<td><button type="button" class="secondary" data-method="DELETE"
     data-api="${withQuery("/portal/api/reference-values", { tenant: ctx.tenant, model: s.model, firmwareVersion: s.firmwareVersion })}"
+    data-success="The ${scopeLabel} set for ${s.model} / ${s.firmwareVersion} deleted."
     data-confirm="Delete ${scopeLabel} set for ${s.model} / ${s.firmwareVersion}? Devices of that model and firmware then appraise against the next set that applies, or Unknown.">Delete</button></td>`
       : ""
   }

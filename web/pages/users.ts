@@ -30,7 +30,7 @@ export function usersPage(ctx: PageContext, people: PersonSummary[], f: PeopleFi
     const role =
       p.role === "operator" || !operator
         ? "operator"
-        : html`<form data-api="${api}" data-method="PATCH" class="row-form" aria-label="Role of ${p.email}">
+        : html`<form data-api="${api}" data-method="PATCH" data-success="Role of ${p.email} changed." class="row-form" aria-label="Role of ${p.email}">
         <select name="role" aria-label="Role of ${p.email}">
           ${(["admin", "viewer"] as const).map((r) => html`<option value="${r}" ${r === p.role ? html`selected` : ""}>${r}</option>`)}
         </select>
@@ -39,10 +39,10 @@ export function usersPage(ctx: PageContext, people: PersonSummary[], f: PeopleFi
     const action = !operator
       ? reset || (p.userId === self ? "you" : "")
       : p.state === "disabled"
-        ? html`<button type="button" class="secondary" data-api="${api}/enable" data-method="POST">Enable</button>`
+        ? html`<button type="button" class="secondary" data-api="${api}/enable" data-method="POST" data-success="${p.email} may sign in again.">Enable</button>`
         : p.userId === self
           ? "you"
-          : html`${reset}<button type="button" class="secondary" data-api="${api}/disable" data-method="POST"
+          : html`${reset}<button type="button" class="secondary" data-api="${api}/disable" data-method="POST" data-success="${p.email} disabled; their sessions ended."
           data-confirm="Disable ${p.email}? Every session of theirs ends at once.">Disable</button>`;
     return html`<tr>
   <td data-label="Email">${p.email}</td><td data-label="Tenant">${p.tenant ?? "—"}</td><td data-label="Role">${role}</td>

@@ -1,6 +1,9 @@
 // The portal's only script (a module, no inline handlers: the CSP allows script from 'self' alone). Forms and
 // buttons that change state send JSON to /portal/api with the session's CSRF token; reading pages are plain links.
 
+// the menu collapses behind its button only where this script runs to open it again (portal.css: .js)
+document.documentElement.classList.add("js");
+
 const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute("content") ?? "";
 const notice = document.getElementById("notice");
 
@@ -22,6 +25,97 @@ const pending = sessionStorage.getItem(PENDING_NOTICE);
 if (pending) {
   sessionStorage.removeItem(PENDING_NOTICE);
   say(pending);
+}
+
+/**
+ * What the notice line says once a change succeeded: the form's or button's data-success (data-done, its older
+ * name), else a plain "Saved." so no change passes in silence.
+ */
+const successOf = (el) => el.dataset.success ?? el.dataset.done ?? "Saved.";
+
+/**
+ * The in-page confirmation (web/layout.ts #confirm-dialog) in place of the browser's confirm(): the action named
+ * in its title and on its button, focus moved into it (to Cancel), Escape or Cancel answers no, and focus goes back
+ * to the button that asked. Resolves true when confirmed.
+ */
+const confirmDialog = document.getElementById("confirm-dialog");
+function confirmInPage(trigger) {
+  const question = trigger.dataset.confirm;
+  if (!confirmDialog || typeof confirmDialog.showModal !== "function") return Promise.resolve(window.confirm(question));
+  const action = (trigger.dataset.confirmAction ?? trigger.textContent).trim();
+  // "Revoke key X? It stops working at once." → the question as the title, the consequences below it
+  const split = /^([^?]*\?)\s*(.*)$/s.exec(question);
+  confirmDialog.querySelector("#confirm-title").textContent = split ? split[1] : `${action}?`;
+  confirmDialog.querySelector("#confirm-text").textContent = split ? split[2] : question;
+  const ok = confirmDialog.querySelector("[data-confirm-ok]");
+  const cancel = confirmDialog.querySelector("[data-confirm-cancel]");
+  ok.textContent = action;
+  return new Promise((resolve) => {
+    const finish = (answer) => {
+      ok.removeEventListener("click", yes);
+      cancel.removeEventListener("click", no);
+      confirmDialog.removeEventListener("close", no);
+      if (confirmDialog.open) confirmDialog.close();
+      if (trigger.isConnected) trigger.focus();
+      resolve(answer);
+    };
+    const yes = () => finish(true);
+    const no = () => finish(false);
+    ok.addEventListener("click", yes);
+    cancel.addEventListener("click", no);
+    // Escape closes a modal dialog by itself ("cancel", then "close")
+    confirmDialog.addEventListener("close", no);
+    confirmDialog.showModal();
+    cancel.focus();
+  });
+}
+
+// The menu (below 1024 px): one button opens and closes the navigation; Escape closes it and returns to the button.
+const menuButton = document.querySelector("button.menu-toggle");
+const menu = menuButton && document.getElementById(menuButton.getAttribute("aria-controls"));
+if (menuButton && menu) {
+  const setOpen = (open) => {
+    menuButton.setAttribute("aria-expanded", String(open));
+    menu.classList.toggle("open", open);
+  };
+  menuButton.addEventListener("click", () => {
+    const open = menuButton.getAttribute("aria-expanded") !== "true";
+    setOpen(open);
+    if (open) menu.querySelector("a")?.focus();
+  });
+  menu.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && menu.classList.contains("open")) {
+      setOpen(false);
+      menuButton.focus();
+    }
+  });
+}
+
+// Long values in tables (ids, hashes, keys): each gets a copy button beside it, so nobody selects a wrapped id by hand.
+const COPYABLE_LENGTH = 12;
+function addCopyButtons(root) {
+  for (const code of root.querySelectorAll("td code")) {
+    const text = code.textContent.trim();
+    if (text.length < COPYABLE_LENGTH) continue;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "copy secondary outline";
+    button.textContent = "Copy";
+    button.setAttribute("aria-label", `Copy ${text}`);
+    button.title = text;
+    button.addEventListener("click", () => copyText(text));
+    code.after(button);
+  }
+}
+addCopyButtons(document.querySelector("main") ?? document);
+
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    say("Copied.");
+  } catch {
+    say("Copying was refused by the browser; select the text and copy it by hand.", true);
+  }
 }
 
 function errorText(json, status) {
@@ -138,7 +232,11 @@ async function refreshLists() {
     const fresh = new DOMParser().parseFromString(await res.text(), "text/html").querySelectorAll("main table");
     const current = document.querySelectorAll("main table");
     if (fresh.length !== current.length) return;
-    current.forEach((table, i) => table.replaceWith(document.importNode(fresh[i], true)));
+    current.forEach((table, i) => {
+      const copy = document.importNode(fresh[i], true);
+      table.replaceWith(copy);
+      addCopyButtons(copy);
+    });
   } catch {
     // the list stays as it was; the notice's link and a reload still show the new row
   }
@@ -171,19 +269,20 @@ for (const form of document.querySelectorAll("form[data-api]")) {
         // the key-created box's commands carry the key too (web/pages/quickStart.ts curlCommands)
         for (const slot of document.querySelectorAll("[data-fill-key]")) slot.textContent = result.key;
         document.getElementById("new-key").hidden = false;
-        say(`Key ${result.keyId} created.`);
+        say(form.dataset.success ?? `Key ${result.keyId} created. Copy it now: it is shown once.`);
         form.reset();
         await refreshLists();
       } else if (form.dataset.reveal) {
         reveal(form.dataset.reveal, result);
-        say(form.dataset.done ?? "Done.");
+        say(successOf(form));
         form.reset();
         // the invited person (or the changed row) shows in the list at once, beside the link shown once
         await refreshLists();
       } else if (form.dataset.then) {
+        if (form.dataset.success) sessionStorage.setItem(PENDING_NOTICE, form.dataset.success);
         location.assign(form.dataset.then);
       } else {
-        location.reload();
+        sayAfterReload(successOf(form));
       }
     } catch (err) {
       say(err.message, true);
@@ -193,21 +292,22 @@ for (const form of document.querySelectorAll("form[data-api]")) {
   });
 }
 
-for (const button of document.querySelectorAll("button[data-api]")) {
-  button.addEventListener("click", async () => {
-    if (button.dataset.confirm && !confirm(button.dataset.confirm)) return;
-    button.setAttribute("aria-busy", "true");
-    try {
-      await call(button.dataset.method ?? "POST", button.dataset.api, button.dataset.body ? JSON.parse(button.dataset.body) : undefined);
-      if (button.dataset.done) sayAfterReload(button.dataset.done);
-      else location.reload();
-    } catch (err) {
-      say(err.message, true);
-    } finally {
-      button.removeAttribute("aria-busy");
-    }
-  });
-}
+// Delegated, so the buttons of a table replaced by refreshLists (a key's Revoke beside its just-shown secret) work too.
+document.addEventListener("click", async (event) => {
+  const button = event.target instanceof Element ? event.target.closest("button[data-api]") : null;
+  if (!button) return;
+  if (button.getAttribute("aria-busy") === "true") return;
+  if (button.dataset.confirm && !(await confirmInPage(button))) return;
+  button.setAttribute("aria-busy", "true");
+  try {
+    await call(button.dataset.method ?? "POST", button.dataset.api, button.dataset.body ? JSON.parse(button.dataset.body) : undefined);
+    sayAfterReload(successOf(button));
+  } catch (err) {
+    say(err.message, true);
+  } finally {
+    button.removeAttribute("aria-busy");
+  }
+});
 
 for (const button of document.querySelectorAll("button[data-signout]")) {
   button.addEventListener("click", async () => {
@@ -221,13 +321,7 @@ for (const button of document.querySelectorAll("button[data-signout]")) {
 
 for (const button of document.querySelectorAll("button[data-copy]")) {
   button.addEventListener("click", async () => {
-    const text = document.getElementById(button.dataset.copy)?.textContent ?? "";
-    try {
-      await navigator.clipboard.writeText(text);
-      say("Copied.");
-    } catch {
-      say("Copying was refused by the browser; select the key and copy it by hand.", true);
-    }
+    await copyText(document.getElementById(button.dataset.copy)?.textContent ?? "");
   });
 }
 
@@ -360,7 +454,7 @@ for (const form of document.querySelectorAll("form[data-passkey-register]")) {
       const credential = await startRegistration({ optionsJSON: options });
       const name = form.elements.name.value.trim();
       await call("POST", "/portal/api/passkeys", { credential, ...(name ? { name } : {}) });
-      location.reload();
+      sayAfterReload(`Passkey ${name ? `“${name}” ` : ""}added.`);
     } catch (err) {
       say(passkeyTrouble(err), true);
     } finally {

@@ -1,6 +1,7 @@
 import { Type } from "typebox";
 import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
+import { ACTIVITY_KINDS, type ActivityKind } from "../../domain/activity.ts";
 import type { ActivityView, VerdictFilter } from "../../portal/history.ts";
 import { Readable } from "node:stream";
 import { activityPage, verdictDetailPage, verdictsPage } from "../../../web/pages/history.ts";
@@ -17,7 +18,8 @@ const VerdictQuery = Type.Object(
     device: Type.Optional(Type.String({ maxLength: 128 })),
     from: Type.Optional(Type.String({ maxLength: 40 })),
     to: Type.Optional(Type.String({ maxLength: 40 })),
-    after: Type.Optional(Type.String({ maxLength: 400 })),
+    after: Type.Optional(Type.String({ maxLength: 400, description: "the `next` cursor of a page: the page of older verdicts (the CSV export ignores it)" })),
+    before: Type.Optional(Type.String({ maxLength: 400, description: "the `prev` cursor of a page: the page of newer verdicts (the CSV export ignores it)" })),
   },
   { additionalProperties: false },
 );
@@ -28,9 +30,14 @@ const ActivityQuery = Type.Object(
     status: Type.Optional(Type.Union([Type.Integer({ minimum: 100, maximum: 599 }), Type.Literal("")])),
     code: Type.Optional(Type.String({ maxLength: 64 })),
     route: Type.Optional(Type.String({ maxLength: 200 })),
+    key: Type.Optional(Type.String({ maxLength: 64, description: "the API key id (Part A) or enrollment client id (Part B) that made the request" })),
+    kind: Type.Optional(Type.Union([...ACTIVITY_KINDS.map((k) => Type.Literal(k)), Type.Literal("")], {
+      description: "api (the default): Part A, Part B and the admin API; portal: the portal's own pages; all: both. An exact errorId is found whatever its kind.",
+    })),
     from: Type.Optional(Type.String({ maxLength: 40 })),
     to: Type.Optional(Type.String({ maxLength: 40 })),
-    after: Type.Optional(Type.String({ maxLength: 400 })),
+    after: Type.Optional(Type.String({ maxLength: 400, description: "the `next` cursor of a page: the page of older entries" })),
+    before: Type.Optional(Type.String({ maxLength: 400, description: "the `prev` cursor of a page: the page of newer entries" })),
   },
   { additionalProperties: false },
 );
@@ -44,7 +51,8 @@ function verdictFilter(q: Record<string, unknown>): VerdictFilter {
 function activityView(q: Record<string, unknown>): ActivityView {
   const f: ActivityView = {};
   if (typeof q.status === "number") f.status = q.status;
-  for (const k of ["errorId", "code", "route", "from", "to"] as const) if (typeof q[k] === "string" && q[k] !== "") f[k] = q[k] as string;
+  if (typeof q.kind === "string" && q.kind !== "") f.kind = q.kind as ActivityKind;
+  for (const k of ["errorId", "code", "route", "key", "from", "to"] as const) if (typeof q[k] === "string" && q[k] !== "") f[k] = q[k] as string;
   return f;
 }
 
@@ -53,8 +61,8 @@ export function registerHistoryRoutes(app: AppInstance, { deps, scope, ctxOf, ht
   app.get("/portal/verdicts", { schema: { hide: true, querystring: VerdictQuery }, config: { portal: "viewer" } }, async (request, reply) => {
     const { tenantId } = await scope(request, true);
     const f = verdictFilter(request.query);
-    const page = await deps.history.verdicts(tenantId, f, request.query.after);
-    return html(reply, verdictsPage(ctxOf(request), f, page.items, page.next));
+    const page = await deps.history.verdicts(tenantId, f, { after: request.query.after, before: request.query.before });
+    return html(reply, verdictsPage(ctxOf(request), f, page));
   });
   app.get(
     "/portal/api/verdicts.csv",
@@ -96,10 +104,11 @@ export function registerHistoryRoutes(app: AppInstance, { deps, scope, ctxOf, ht
     },
   );
   app.get("/portal/activity", { schema: { hide: true, querystring: ActivityQuery }, config: { portal: "viewer" } }, async (request, reply) => {
-    const { tenantId } = await scope(request, true);
+    const { tenant, tenantId } = await scope(request, true);
     const f = activityView(request.query);
-    const page = await deps.history.activity(tenantId, f, request.query.after);
-    return html(reply, activityPage(ctxOf(request), f, page.items, page.next));
+    const page = await deps.history.activity(tenantId, f, { after: request.query.after, before: request.query.before });
+    const keys = tenant ? await deps.keys.list(tenant) : [];
+    return html(reply, activityPage(ctxOf(request), f, page, keys));
   });
   const VerdictItem = Type.Object({
     objectId: Type.String(),
@@ -116,15 +125,18 @@ export function registerHistoryRoutes(app: AppInstance, { deps, scope, ctxOf, ht
       schema: {
         tags,
         operationId: "portalListVerdicts",
-        summary: "Verdict history, newest first; filters and an opaque `after` cursor",
+        summary: "Verdict history, newest first; filters, opaque `after` (older) and `before` (newer) cursors",
         querystring: VerdictQuery,
-        response: { 200: Type.Object({ items: Type.Array(VerdictItem), next: Type.Optional(Type.String()) }), ...partBErrors(400, 401, 404) },
+        response: {
+          200: Type.Object({ items: Type.Array(VerdictItem), next: Type.Optional(Type.String()), prev: Type.Optional(Type.String()) }),
+          ...partBErrors(400, 401, 404),
+        },
       },
       config: { portal: "viewer" },
     },
     async (request) => {
       const { tenantId } = await scope(request, true);
-      return deps.history.verdicts(tenantId, verdictFilter(request.query), request.query.after);
+      return deps.history.verdicts(tenantId, verdictFilter(request.query), { after: request.query.after, before: request.query.before });
     },
   );
   app.get(
@@ -150,6 +162,8 @@ export function registerHistoryRoutes(app: AppInstance, { deps, scope, ctxOf, ht
     route: Type.String(),
     status: Type.Integer(),
     code: Type.Union([Type.String(), Type.Null()]),
+    message: Type.Union([Type.String(), Type.Null()], { description: "the catalog's message of `code` (two, joined by \" or \", where two entries share it)" }),
+    meaning: Type.Union([Type.String(), Type.Null()], { description: "what the catalog says `code` means, for people" }),
     latencyMs: Type.Number(),
     remoteAddress: Type.String(),
   });
@@ -159,15 +173,18 @@ export function registerHistoryRoutes(app: AppInstance, { deps, scope, ctxOf, ht
       schema: {
         tags,
         operationId: "portalListActivity",
-        summary: "The activity log, newest first; filters (exact errorId) and an opaque `after` cursor",
+        summary: "The activity log, newest first: the APIs' requests unless `kind` says otherwise; filters (an exact errorId finds any request), opaque `after` (older) and `before` (newer) cursors",
         querystring: ActivityQuery,
-        response: { 200: Type.Object({ items: Type.Array(ActivityItem), next: Type.Optional(Type.String()) }), ...partBErrors(400, 401, 404) },
+        response: {
+          200: Type.Object({ items: Type.Array(ActivityItem), next: Type.Optional(Type.String()), prev: Type.Optional(Type.String()) }),
+          ...partBErrors(400, 401, 404),
+        },
       },
       config: { portal: "viewer" },
     },
     async (request) => {
       const { tenantId } = await scope(request, true);
-      return deps.history.activity(tenantId, activityView(request.query), request.query.after);
+      return deps.history.activity(tenantId, activityView(request.query), { after: request.query.after, before: request.query.before });
     },
   );
 }

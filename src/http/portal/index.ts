@@ -39,6 +39,8 @@ const require = createRequire(import.meta.url);
 const ASSETS: Record<string, { file: string; type: string }> = {
   "portal.js": { file: path.join(WEB, "portal.js"), type: "text/javascript; charset=utf-8" },
   "portal.css": { file: path.join(WEB, "portal.css"), type: "text/css; charset=utf-8" },
+  // the tab's icon and the top bar's mark (linked from web/layout.ts)
+  "favicon.svg": { file: path.join(WEB, "favicon.svg"), type: "image/svg+xml" },
   "vendor/pico.min.css": { file: require.resolve("@picocss/pico/css/pico.min.css"), type: "text/css; charset=utf-8" },
   // the package's single-file build (its ESM entry imports a tree of files); it sets window.SimpleWebAuthnBrowser
   "vendor/simplewebauthn-browser.js": {

@@ -1,5 +1,5 @@
 import type { ReferenceValue } from "../../attestation/types.ts";
-import type { ActivityEntry } from "../../domain/activity.ts";
+import { isPortalPageRoute, type ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type {
@@ -235,6 +235,7 @@ export class MemoryDurableStore implements DurableStore {
   async listVerdicts(q: VerdictQuery): Promise<StoredVerdict[]> {
     const newestFirst = (a: StoredVerdict, b: StoredVerdict) => cmp(b.createdAt, a.createdAt) || cmp(b.objectId, a.objectId);
     const after = q.before;
+    const newer = q.after;
     return [...this.verdicts.values()]
       .filter(
         (v) =>
@@ -245,9 +246,10 @@ export class MemoryDurableStore implements DurableStore {
           (q.from === undefined || v.createdAt >= q.from) &&
           (q.to === undefined || v.createdAt < q.to) &&
           (!q.device || v.record.chipId === q.device || v.record.IMEI === q.device) &&
-          (!after || cmp(v.createdAt, after.createdAt) < 0 || (v.createdAt === after.createdAt && cmp(v.objectId, after.objectId) < 0)),
+          (!after || cmp(v.createdAt, after.createdAt) < 0 || (v.createdAt === after.createdAt && cmp(v.objectId, after.objectId) < 0)) &&
+          (!newer || cmp(v.createdAt, newer.createdAt) > 0 || (v.createdAt === newer.createdAt && cmp(v.objectId, newer.objectId) > 0)),
       )
-      .sort(newestFirst)
+      .sort(newer ? (a, b) => newestFirst(b, a) : newestFirst)
       .slice(0, Math.min(Math.max(Math.trunc(q.limit), 1), MAX_HISTORY_PAGE))
       .map((v) => structuredClone(v));
   }
@@ -373,9 +375,12 @@ export class MemoryDurableStore implements DurableStore {
           (f.status === undefined || e.status === f.status) &&
           (f.code === undefined || e.code === f.code) &&
           (f.route === undefined || e.route === f.route) &&
-          (!f.before || cmp(e.time, f.before.time) < 0 || (e.time === f.before.time && e.seq < f.before.seq)),
+          (f.clientId === undefined || e.clientId === f.clientId) &&
+          (f.kind === undefined || isPortalPageRoute(e.route) === (f.kind === "portal")) &&
+          (!f.before || cmp(e.time, f.before.time) < 0 || (e.time === f.before.time && e.seq < f.before.seq)) &&
+          (!f.after || cmp(e.time, f.after.time) > 0 || (e.time === f.after.time && e.seq > f.after.seq)),
       )
-      .sort((a, b) => cmp(b.time, a.time) || b.seq - a.seq)
+      .sort((a, b) => (f.after ? cmp(a.time, b.time) || a.seq - b.seq : cmp(b.time, a.time) || b.seq - a.seq))
       .slice(0, limit);
   }
 
