@@ -16,8 +16,9 @@ declare module "fastify" {
  * One server span per request (docs/traces.md), registered only when tracing is on: with it off no hook is added
  * and a request pays nothing. The span continues the caller's trace when it sends a W3C `traceparent` (and
  * `tracestate`); it is named by the route template (`POST /v2/blobs`), never the path (a device id may be in it) or
- * the query (the nonce is). The polled routes (/healthz, /readyz, /metrics) are not traced. No `traceparent` goes back in the answer: the caller knows its own trace, and a trace id
- * handed to anyone who asks would let strangers correlate requests in our collector.
+ * the query (the nonce is). The polled routes (/healthz, /readyz, /metrics) are not traced. No `traceparent` goes
+ * back in the answer: the caller knows its own trace, and a trace id handed to anyone who asks would let strangers
+ * correlate requests in our collector.
  *
  * The span's context is entered once, in onRequest, the first hook: everything after it runs inside, the body
  * parser included (Fastify binds it to an AsyncResource made there, so a body that arrives in later packets keeps
