@@ -4,6 +4,7 @@ import { AUDIENCE } from "./domain/enrollment.ts";
 import { LOG_FORMATS } from "./logging.ts";
 import { EAR_ALGORITHMS } from "./domain/signingKeys.ts";
 import { AEAD_CIPHERS, TLS_MIN_VERSIONS } from "./tls/tlsPolicy.ts";
+import { otlpHeadersProblem } from "./tracing/otlpHeaders.ts";
 
 /**
  * One table of settings. Each becomes a CLI flag (`--nonce-ttl`), an environment variable (`ATTESTD_NONCE_TTL`) and
@@ -160,6 +161,11 @@ export const settings = {
   tokenAudience: s("list", "accepted `aud` values of Part B's client JWTs (comma-separated); add KnoxWSM to admit clients built on Samsung's Knox token libraries unchanged", {
     default: [AUDIENCE],
   }),
+  // OpenTelemetry traces (src/tracing/, docs/traces.md): off unless an endpoint is given
+  otlpEndpoint: s("string", "OTLP/HTTP collector to export traces to (http://collector:4318; /v1/traces is added unless the path ends with it); https, or http to a loopback address only. Unset: no tracing, and the OpenTelemetry SDK is not loaded"),
+  otlpHeaders: s("string", "headers sent with every trace export, name=value pairs separated by commas, values percent-encoded (a collector's API key: never logged)"),
+  traceSampleRatio: s("number", "share of requests without a sampled caller whose traces are kept, 0 to 1; a caller's traceparent decides for its own requests (parent-based)", { default: 1, min: 0, max: 1 }),
+  serviceName: s("string", "service.name of the exported traces (one name per deployment, its instances told apart by host)", { default: "attestd" }),
   logLevel: s("string", "pino log level", {
     default: "info",
     choices: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
@@ -330,6 +336,15 @@ export function loadConfig(
     const why = outboundUrlProblem(value);
     // a URL with a password is not repeated into a log or a terminal
     if (why) throw new ConfigError(`${name} ${why.startsWith("must not carry") ? "" : `${value} `}${why}`);
+  }
+  if (c.otlpEndpoint !== undefined) {
+    const why = outboundUrlProblem(c.otlpEndpoint);
+    if (why) throw new ConfigError(`--otlp-endpoint ${why.startsWith("must not carry") ? "" : `${c.otlpEndpoint} `}${why}`);
+  }
+  if (c.otlpHeaders !== undefined) {
+    // the value is a credential: the message names the problem, never the value
+    const why = otlpHeadersProblem(c.otlpHeaders);
+    if (why) throw new ConfigError(`--otlp-headers ${why}`);
   }
   if (c.playThreads !== "auto" && !(/^\d{1,2}$/.test(c.playThreads) && Number(c.playThreads) <= 16)) {
     throw new ConfigError(`--play-threads ${c.playThreads}: expected auto or a number from 0 to 16`);

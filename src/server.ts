@@ -42,6 +42,8 @@ import type { EarAlgorithm } from "./domain/signingKeys.ts";
 import { TenantAdmin } from "./services/tenantAdmin.ts";
 import { TrustSources } from "./services/trustSources.ts";
 import { PortalOverview } from "./portal/overview.ts";
+import { startTracing, type Tracing } from "./tracing/sdk.ts";
+import { tracedFetch } from "./tracing/spans.ts";
 
 export interface Runtime {
   app: AppInstance;
@@ -63,6 +65,8 @@ export interface Runtime {
   receiptRefresher: AppleReceiptRefresher;
   /** the portal's account services its routes use, for tests that drive them directly */
   portal: { accounts: PortalAccounts; sessions: PortalSessions; passkeys: PortalPasskeys };
+  /** OpenTelemetry traces, when --otlp-endpoint turned them on (src/tracing/, docs/traces.md) */
+  tracing: Tracing | undefined;
   /** stops accepting, lets in-flight requests finish, flushes the activity log, closes the stores */
   close(): Promise<void>;
 }
@@ -108,12 +112,16 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     throw err;
   }
   logSecrets(log, secrets);
+  // before the first outbound request (the trust sources' start-up fetch), so that it is traced too
+  const tracing = await startTracing(config, log);
+  // each call out gets a client span while tracing is on, and no traceparent (docs/traces.md, "Propagation")
+  const network = tracing ? tracedFetch(opts.fetch ?? globalThis.fetch) : opts.fetch;
   const trust = await openTrust(config, {
     log,
     clock,
     serving: true,
     referenceValues: stores.durable,
-    ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    ...(network ? { fetch: network } : {}),
   });
   for (const problem of trust.vendorProblems) log.warn({ problem }, "vendor root unusable; skipped");
   if (trust.noVendorRoots) log.warn("no --vendor-roots: every vendor blob will be CertificateInvalid");
@@ -130,6 +138,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   metrics.trackAndroidTrust(() => trust.androidUsable());
   metrics.trackTrustHeldBack(() => trust.heldBackCounts());
   metrics.trackLogDrops(droppedLogLines);
+  if (tracing) metrics.trackTraceDrops(tracing.dropped);
   const activity = new ActivityRecorder(stores.durable, log, {
     onDropped: (reason, count) => metrics.activityDropped.inc({ reason }, count),
   });
@@ -147,7 +156,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const playDecoder = new GooglePlayIntegrityDecoder({
     oauthUrl: config.playOauthUrl,
     apiUrl: config.playApiUrl,
-    fetch: opts.fetch ?? globalThis.fetch,
+    fetch: network ?? globalThis.fetch,
     clock,
     log,
     timeoutMs: config.playDecodeTimeoutMs,
@@ -161,7 +170,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const receiptRefresher = new AppleReceiptRefresher({
     productionUrl: config.appAttestReceiptUrl,
     developmentUrl: config.appAttestReceiptDevelopmentUrl,
-    fetch: opts.fetch ?? globalThis.fetch,
+    fetch: network ?? globalThis.fetch,
     clock,
     log,
     timeoutMs: config.appAttestReceiptTimeoutMs,
@@ -295,6 +304,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       api: { baseUrl: publicUrl, ...(opts.caFile ? { caFile: opts.caFile } : {}) },
     }),
     https: opts.https,
+    tracing: tracing !== undefined,
   });
 
   const stopPurge = startNoncePurge(stores.nonces, clock, config.nonceRetain * 1000, log);
@@ -323,7 +333,9 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await enrollment.stop();
       await activity.close();
       await stores.close();
+      // last: the spans of the requests that just finished are exported (bounded wait)
+      await tracing?.shutdown();
     })());
 
-  return { app, stores, log, enrollment, activity, playDecoder, receiptRefresher, portal, close };
+  return { app, stores, log, enrollment, activity, playDecoder, receiptRefresher, portal, tracing, close };
 }

@@ -6,6 +6,7 @@ import type { Comparison, HttpSection } from "../sections/http.ts";
 import type { PlayIntegrityHttpSection } from "../sections/playIntegrityHttp.ts";
 import type { ResultsSection } from "../sections/results.ts";
 import type { StartupSection } from "../sections/startup.ts";
+import type { TracingSection } from "../sections/tracing.ts";
 import type { MeasuredLoad } from "./partA.ts";
 import type { ProfileSummary } from "./profile.ts";
 import { SQLITE_CACHE_ALLOWANCE_MB } from "./soak.ts";
@@ -50,6 +51,8 @@ export interface BenchResults {
     playIntegrityHttps?: Outcome<PlayIntegrityHttpSection>;
     cluster: Outcome<ClusterSection>;
     history: Outcome<HistorySection>;
+    /** issue 26: what OpenTelemetry tracing costs per request, off and on (`--only tracing`) */
+    tracing?: Outcome<TracingSection>;
   };
 }
 
@@ -94,6 +97,8 @@ export function otherWork(r: BenchResults): { max: number; where: string } {
     see(s.blobs.attestd.otherCores, `attestd ${what} blobs`);
     see(s.blobs.baseline.otherCores, `baseline ${what} blobs`);
   }
+  const tr = r.sections.tracing;
+  if (tr?.status === "ok") see(tr.otherCores, "the tracing section");
   const c = r.sections.cluster;
   if (c?.status === "ok") {
     for (const run of c.runs) {
@@ -316,6 +321,33 @@ export function renderSummary(r: BenchResults): string {
     for (const n of c.notes) out.push(`  note: ${n}`);
     out.push("");
   } else if (c) out.push(notOk("Multi-instance", c), "");
+
+  const tr = r.sections.tracing;
+  if (tr?.status === "ok") {
+    out.push(`Traces (issue 26): attestd with tracing off (default) and on (every request sampled, exported over OTLP/HTTP to a local sink); median of ${tr.settings.rounds} paired round(s)`);
+    out.push(
+      table(
+        ["workload", "off 2xx/s", "on 2xx/s", "on ÷ off", "off CPU µs/req", "on CPU µs/req", "added µs/req", "p50 / p99 ms off", "p50 / p99 ms on"],
+        (["nonces", "blobs"] as const).map((w) => [
+          w === "nonces" ? "POST /v2/nonces" : "POST /v2/blobs (vendor)",
+          f0(tr[w].off.rps),
+          f0(tr[w].on.rps),
+          f2(tr[w].throughputRatio),
+          f0(tr[w].cpuUsPerRequest.off),
+          f0(tr[w].cpuUsPerRequest.on),
+          f0(tr[w].cpuUsPerRequest.added),
+          lat(tr[w].off),
+          lat(tr[w].on),
+        ]),
+      ),
+    );
+    const m = tr.micro;
+    const ns = (k: string) => (m[k] ? `${(m[k].usPerOp * 1000).toFixed(0)} ns` : "-");
+    out.push(`  a traced call with tracing off: inSpanSync ${ns("inSpanSync, tracing off")} vs the call ${ns("call (sync)")}; inSpan ${ns("inSpan, tracing off")} vs the async call ${ns("call (async)")}`);
+    out.push(`  the sink received ${f0(tr.sink.exports)} exports, ${mb(tr.sink.bytes / 2 ** 20)}`);
+    for (const n of tr.notes) out.push(`  note: ${n}`);
+    out.push("");
+  } else if (tr) out.push(notOk("Traces", tr), "");
 
   const hi = r.sections.history;
   if (hi?.status === "ok") {

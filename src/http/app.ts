@@ -10,6 +10,7 @@ import { AppError } from "../errors/AppError.ts";
 import { negotiateFormat } from "./negotiate.ts";
 import { openapiOptions } from "./openapi.ts";
 import { recordResponses } from "./recordResponses.ts";
+import { traceRequests } from "./traceRequests.ts";
 import { hostFieldCount, routeOf } from "./requestTarget.ts";
 import { validatorCompiler } from "./validation.ts";
 import { allowedMethodsOf } from "./routes/guards.ts";
@@ -73,6 +74,8 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
   // own checks (415 on /v2/blobs, schema validation on JSON routes) refuse it with a catalog error.
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
 
+  // first of the hooks, so that every later one runs inside the request's span (only when tracing is on)
+  if (deps.tracing) traceRequests(app);
   await app.register(fastifySwagger, openapiOptions);
   await registerApiDocs(app, deps.apiDocs);
 

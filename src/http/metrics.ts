@@ -111,6 +111,22 @@ export class Metrics {
     });
   }
 
+  /**
+   * `attestd_trace_spans_dropped_total`: spans the OTLP exporter could not deliver or the queue had no room for
+   * (docs/traces.md); registered only while tracing is on
+   */
+  trackTraceDrops(dropped: () => number): void {
+    new Counter({
+      name: "attestd_trace_spans_dropped_total",
+      help: "Trace spans dropped: the OTLP collector was unreachable, refused or too slow, or the export queue (2048 spans) was full",
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(dropped());
+      },
+    });
+  }
+
   /** `attestd_activity_pending`: activity-log entries in memory, not yet written */
   trackActivityBacklog(pending: () => number): void {
     this.gaugeReading(

@@ -10,8 +10,8 @@ import type { AppDeps, AppInstance } from "./types.ts";
 export const ANSWERED = Symbol("attestd.answered");
 type AnswerTracked = Socket & { [ANSWERED]?: boolean };
 
-/** routes that are polled, not used: metrics count them, the activity log would only fill with them */
-const UNLOGGED = new Set(["/healthz", "/readyz", "/metrics"]);
+/** routes that are polled, not used: metrics count them, the activity log (and traces) would only fill with them */
+export const UNLOGGED = new Set(["/healthz", "/readyz", "/metrics"]);
 
 /** logged when a request's address could not be read even on arrival (its connection was already gone) */
 export const UNKNOWN_ADDRESS = "unknown";

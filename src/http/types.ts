@@ -103,6 +103,8 @@ export interface AppDeps {
   partB?: (app: AppInstance) => void | Promise<void>;
   /** registers the portal (/portal/, /portal/api/), when present */
   portal?: (app: AppInstance) => void | Promise<void>;
+  /** a server span per request (traceRequests.ts): true only when the OpenTelemetry SDK was started (--otlp-endpoint) */
+  tracing?: boolean;
   /** TLS options for Fastify's https server; undefined = plain HTTP (tests use inject) */
   https?: HttpsOptions | undefined;
 }

@@ -1,4 +1,5 @@
 import { appraise } from "../attestation/appraise.ts";
+import { looksLikePlayIntegrityToken } from "../attestation/encoding/playIntegrityToken.ts";
 import type { AppAttestEvidence, AppraisalResult, DeviceFacts, PlayIntegrityEvidence, TrustConfig } from "../attestation/types.ts";
 import { refusedByStore } from "../attestation/formats/appAttest.ts";
 import type { AppAttestKeyEffect } from "../domain/iosApps.ts";
@@ -11,6 +12,7 @@ import { checkNonceShape, NonceService, refuseUnlessConsumed, type NonceLimits }
 import type { AppAttestStore, DeviceStore, NonceDeviceVerdictStore, NonceStore, NonceVerdictStore, VerdictStore } from "../store/types.ts";
 import { applyDevicePin } from "./devicePinning.ts";
 import { checkDeviceId } from "./deviceService.ts";
+import { inSpan, inSpanSync } from "../tracing/spans.ts";
 
 export interface AttestationDeps {
   nonces: NonceStore;
@@ -99,7 +101,7 @@ export class AttestationService {
   }
 
   issueNonce(tenantId: string): Promise<string> {
-    return this.nonces.issue(tenantId);
+    return inSpan("store issue_nonce", { "db.operation.name": "issue_nonce" }, () => this.nonces.issue(tenantId));
   }
 
   /**
@@ -124,17 +126,25 @@ export class AttestationService {
     try {
       appraised = await this.appraised(tenant, nonce, blob);
     } catch (e) {
-      await this.nonces.consume(nonce, tenantId);
+      await inSpan("store consume_nonce", { "db.operation.name": "consume_nonce" }, () => this.nonces.consume(nonce, tenantId));
       throw e;
     }
     const nowMs = this.d.clock.nowMs();
-    if (appraised.effect) return this.submitWithKeyEffect(tenant, nonce, nowMs, deviceId, appraised as Required<Appraised>);
+    if (appraised.effect) {
+      const withEffect = appraised as Required<Appraised>;
+      return inSpan("store consume_nonce_save_app_attest_verdict", { "db.operation.name": "consume_nonce_save_app_attest_verdict" }, () =>
+        this.submitWithKeyEffect(tenant, nonce, nowMs, deviceId, withEffect),
+      );
+    }
     if (deviceId === undefined) {
-      refuseUnlessConsumed(await this.nonceVerdicts.consumeWithVerdict(nonce, tenantId, nowMs, appraised.verdict));
+      const outcome = await inSpan("store consume_nonce_save_verdict", { "db.operation.name": "consume_nonce_save_verdict" }, () =>
+        this.nonceVerdicts.consumeWithVerdict(nonce, tenantId, nowMs, appraised.verdict),
+      );
+      refuseUnlessConsumed(outcome);
       return appraised.verdict;
     }
-    const { outcome, verdict } = await this.nonceVerdicts.consumeWithDeviceVerdict(nonce, tenantId, nowMs, deviceId, (current) =>
-      applyDevicePin(current, { deviceId, ...appraised }),
+    const { outcome, verdict } = await inSpan("store consume_nonce_save_device_verdict", { "db.operation.name": "consume_nonce_save_device_verdict" }, () =>
+      this.nonceVerdicts.consumeWithDeviceVerdict(nonce, tenantId, nowMs, deviceId, (current) => applyDevicePin(current, { deviceId, ...appraised })),
     );
     refuseUnlessConsumed(outcome);
     return verdict!;
@@ -165,17 +175,24 @@ export class AttestationService {
    */
   private async appraised(tenant: Tenant, nonce: string, blob: Uint8Array): Promise<Appraised> {
     const { tenantId } = tenant;
-    const playIntegrity = await this.d.playIntegrity?.open(tenantId, blob);
+    const opener = this.d.playIntegrity;
+    // a span only for a body that is a token: the opener answers any other at once, and a span would be noise
+    const playIntegrity = !opener ? undefined : looksLikePlayIntegrityToken(blob) ? await inSpan("play_integrity open", {}, () => opener.open(tenantId, blob)) : await opener.open(tenantId, blob);
     const appAttest = await this.d.appAttest?.keys.evidence(tenantId, blob);
     const now = new Date(this.d.clock.nowMs());
     const started = performance.now();
-    const result = appraise({
-      blob,
-      nonce,
-      trust: this.d.trust(tenant),
-      now,
-      ...(playIntegrity ? { playIntegrity } : {}),
-      ...(appAttest ? { appAttest } : {}),
+    // what the span may say of an appraisal: its format, status and verdict; never the nonce or a device's identity
+    const result = inSpanSync("appraise", {}, (span) => {
+      const r = appraise({
+        blob,
+        nonce,
+        trust: this.d.trust(tenant),
+        now,
+        ...(playIntegrity ? { playIntegrity } : {}),
+        ...(appAttest ? { appAttest } : {}),
+      });
+      span?.setAttributes({ "attestd.appraisal.format": r.format, "attestd.appraisal.status": r.record.status, "attestd.verdict": r.record.verdict });
+      return r;
     });
     this.d.onAppraisal?.(result, (performance.now() - started) / 1000);
     const objectId = this.d.rng.bytes(16).toString("base64url");
@@ -195,7 +212,7 @@ export class AttestationService {
   }
 
   async getVerdict(tenantId: string, objectId: string): Promise<StoredVerdict> {
-    const v = await this.d.verdicts.getVerdict(objectId);
+    const v = await inSpan("store read_verdict", { "db.operation.name": "read_verdict" }, () => this.d.verdicts.getVerdict(objectId));
     if (!v) throw new AppError(catalog.A_NOT_FOUND, "No verdict has that objectId");
     if (v.tenantId !== tenantId) throw new AppError(catalog.A_FORBIDDEN, "The verdict belongs to another tenant");
     return v;

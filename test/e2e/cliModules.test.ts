@@ -51,7 +51,7 @@ function modulesLoadedBy(args: string[], dir: string): Loaded {
 }
 
 /** What only `serve` and the appraisal need: the web framework, the logger, the crypto and ASN.1 stack, the drivers. */
-const SERVER_PACKAGES = ["fastify", "pino", "pino-pretty", "jose", "@peculiar/x509", "@peculiar/asn1-schema", "pkijs", "asn1js", "typebox", "ajv", "pg", "ioredis", "prom-client", "@simplewebauthn/server"];
+const SERVER_PACKAGES = ["fastify", "pino", "pino-pretty", "jose", "@peculiar/x509", "@peculiar/asn1-schema", "pkijs", "asn1js", "typebox", "ajv", "pg", "ioredis", "prom-client", "@simplewebauthn/server", "@opentelemetry/api", "@opentelemetry/sdk-trace"];
 
 describe("the attestd command loads only what the command it runs needs", () => {
   const dir = mkdtempSync(path.join(tmpdir(), "attestd-cli-modules-"));
