@@ -218,6 +218,8 @@ export class TrustSources {
       roots.summary = own
         ? `${f.subjects.length} certificates read from ${f.rootsFile} at start-up: ${f.subjects.join("; ")}`
         : `Apple's App Attestation Root CA is built in, its fingerprint checked at start-up: ${f.subjects.join("; ")}`;
+      // a constant of the pure appraisal, not a file: where it lives in the code
+      if (receipts) receiptRoot.source = "attestd's code (src/attestation/chain/appleRootCaG3.ts)";
       receiptRoot.summary = receipts
         ? "Apple Root CA - G3 is built in, its fingerprint checked at start-up: the receipt in every App Attest attestation is checked against it (the receipt refresh with Apple is not served yet)"
         : "not used: with --app-attest-roots no receipt is checked (docs/app-attest.md, \"Where it applies\")";

@@ -77,6 +77,7 @@ describe("trust sources: one word per state", () => {
     assert.deepEqual([receipts.label, receipts.state, receipts.origin, receipts.items], ["Apple receipt root (Apple Root CA - G3)", "built in", "built-in", 1]);
     assert.match(receipts.usedBy, /^App Attest receipt checks/);
     assert.match(receipts.summary!, /receipt refresh with Apple is not served yet/);
+    assert.match(receipts.source!, /appleRootCaG3\.ts/);
   });
 
   it("App Attest with --app-attest-roots: the file's roots 'current' with their subjects; receipts 'not set', and why", async () => {
@@ -87,7 +88,7 @@ describe("trust sources: one word per state", () => {
     assert.match(roots.summary!, /^2 certificates read from \/etc\/attestd\/aa-roots\.pem at start-up: CN=attestd demo App Attestation Root CA, O=attestd demo; CN=/);
     assert.match(roots.reason!, /not Apple's/);
     const receipts = await stateOf(s, "app-attest-receipt-root");
-    assert.deepEqual([receipts.state, receipts.origin, receipts.configured], ["not set", undefined, false]);
+    assert.deepEqual([receipts.state, receipts.origin, receipts.configured, receipts.source], ["not set", undefined, false, undefined]);
     assert.match(receipts.reason!, /kept with the key, not checked/);
     assert.match(receipts.summary!, /with --app-attest-roots no receipt is checked/);
     // a tenant sees the words and the reasons, never the file or the subjects
