@@ -186,9 +186,9 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const playThreads = new PlayTokenThreads(config.playThreads === "auto" ? autoPlayThreads(undefined, config.workers) : Number(config.playThreads));
   // a tenant's iOS apps and the App Attest keys its devices attested (issue 25)
   const iosApps = new IosAppRegistry(stores.durable, clock, rng);
-  // Apple's receipts are signed under Apple Root CA - G3: judged while Apple's App Attestation root is the one in
-  // force; a demo or private root (--app-attest-roots) issues attestations whose receipts Apple never signed
-  const appAttestKeys = new AppAttestKeys(stores.durable, iosApps, clock, config.appAttestRoots === undefined ? appAttestReceiptCheck() : undefined);
+  // Apple's receipts are judged only while Apple's App Attestation root is the one in force (appAttestReceiptsChecked),
+  // the fact the portal's trust page shows on its receipt-root row
+  const appAttestKeys = new AppAttestKeys(stores.durable, iosApps, clock, trust.appAttestFacts.receiptsChecked ? appAttestReceiptCheck() : undefined);
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,

@@ -16,6 +16,7 @@ import { partAErrorBody } from "../http/render.ts";
 import { createLogger, type LogFormat } from "../logging.ts";
 import { openStores } from "../store/openStores.ts";
 import { openTrust } from "../trust/openTrust.ts";
+import { appAttestReceiptsChecked } from "../trust/appAttestRoots.ts";
 import { addSettings, CliError, configFrom, readFileOrFail, STORAGE_SETTINGS, TRUST_SETTINGS, type CommandDefinitions } from "./options.ts";
 
 /** `attestd appraise` (operator.md): one blob appraised offline, with the trust flags `serve` takes. */
@@ -181,7 +182,7 @@ function defineAppraise(appraise: Command): void {
     const apps = (opts.iosAppId ?? []).map((appId) => ({ appId: refuseAsCli(() => checkIosAppId(appId)), environment }));
     const config = configFrom(cmd);
     // the receipt judged as `serve` judges it: while Apple's App Attestation root is the one in force
-    const appAttest = { apps, ...(config.appAttestRoots === undefined ? { receiptCheck: appAttestReceiptCheck() } : {}) };
+    const appAttest = { apps, ...(appAttestReceiptsChecked(config.appAttestRoots) ? { receiptCheck: appAttestReceiptCheck() } : {}) };
     const log = createLogger({ level: config.logLevel === "info" ? "warn" : config.logLevel, format: config.logFormat as LogFormat, fd: 2 });
     const useStore = config.store !== "sqlite" || existsSync(path.join(config.dataDir, "attestd.sqlite"));
     const stores = useStore ? await openStores(config) : undefined;

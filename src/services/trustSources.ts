@@ -4,10 +4,18 @@ import type { Trust } from "../trust/openTrust.ts";
 import type { PlayDecodeResult } from "./playIntegrityDecoder.ts";
 
 /**
- * The sources, in the order the pages list them. App Attest's trust (Apple's root), when it lands, is one more name
- * here and one more reader in TrustSources.view: the pages, the API schema and the states need nothing else.
+ * The sources, in the order the pages list them. A new source is one more name here and one more reader in
+ * TrustSources.view: the pages, the API schema and the states need nothing else.
  */
-export const TRUST_SOURCE_NAMES = ["android-roots", "android-status", "vendor-roots", "vendor-revocations", "play-integrity"] as const;
+export const TRUST_SOURCE_NAMES = [
+  "android-roots",
+  "android-status",
+  "vendor-roots",
+  "vendor-revocations",
+  "play-integrity",
+  "app-attest-roots",
+  "app-attest-receipt-root",
+] as const;
 export type TrustSourceName = (typeof TRUST_SOURCE_NAMES)[number];
 
 /** One trust source as the portal shows it. */
@@ -63,6 +71,8 @@ const LABELS: Record<TrustSourceName, string> = {
   "vendor-roots": "Vendor roots",
   "vendor-revocations": "Vendor revocations",
   "play-integrity": "Play Integrity decoding by Google",
+  "app-attest-roots": "Apple App Attestation root",
+  "app-attest-receipt-root": "Apple receipt root (Apple Root CA - G3)",
 };
 
 /**
@@ -98,7 +108,7 @@ export class TrustSources {
   private appsCount: { at: number; count: number } | undefined;
 
   constructor(
-    private readonly trust: Pick<Trust, "androidHealth" | "refreshAndroid" | "vendorFacts">,
+    private readonly trust: Pick<Trust, "androidHealth" | "refreshAndroid" | "vendorFacts" | "appAttestFacts">,
     private readonly play?: PlayDecodingFacts,
     private readonly now: () => number = Date.now,
   ) {}
@@ -126,7 +136,7 @@ export class TrustSources {
       }
       return v;
     };
-    const sources = [android("android-roots", h.roots), android("android-status", h.status), ...this.vendor(forOperator), await this.playIntegrity(forOperator)];
+    const sources = [android("android-roots", h.roots), android("android-status", h.status), ...this.vendor(forOperator), await this.playIntegrity(forOperator), ...this.appAttest(forOperator)];
     return { usable: h.ok, maxAgeSeconds: h.maxAgeSeconds, sources };
   }
 
@@ -171,6 +181,50 @@ export class TrustSources {
       revocations.summary = f.revocationsFile ? `${f.revocations} entries read from ${f.revocationsFile} at start-up` : "no --revocations";
     }
     return [roots, revocations];
+  }
+
+  /**
+   * App Attest's trust, read once at start-up (src/trust/appAttestRoots.ts): the root the attestations chain to
+   * (Apple's, built in, or --app-attest-roots), and Apple Root CA - G3, which Apple's receipts chain to and which
+   * is used only while Apple's root is the one in force (appAttestReceiptsChecked).
+   */
+  private appAttest(forOperator: boolean): TrustSourceView[] {
+    const f = this.trust.appAttestFacts;
+    const own = f.rootsFile !== undefined;
+    const roots: TrustSourceView = {
+      name: "app-attest-roots",
+      label: LABELS["app-attest-roots"],
+      state: own ? "current" : "built in",
+      usedBy: "app-attest appraisal",
+      configured: own,
+      ...(own ? {} : { origin: "built-in" as const }),
+      items: f.subjects.length,
+      itemsAre: "certificates",
+      ...(own ? { reason: "--app-attest-roots replaces Apple's App Attestation root: App Attest verdicts vouch for keys of that PKI, not Apple's" } : {}),
+    };
+    const receipts = f.receiptsChecked;
+    const receiptRoot: TrustSourceView = {
+      name: "app-attest-receipt-root",
+      label: LABELS["app-attest-receipt-root"],
+      state: receipts ? "built in" : "not set",
+      usedBy: "App Attest receipt checks (only while Apple's App Attestation root is in force)",
+      configured: false,
+      ...(receipts
+        ? { origin: "built-in" as const, items: 1, itemsAre: "certificates" }
+        : { reason: "Apple's App Attestation root is replaced (--app-attest-roots): those attestations' receipts are not Apple's, so they are kept with the key, not checked (receipt: not-checked)" }),
+    };
+    if (forOperator) {
+      roots.source = f.rootsFile ?? f.builtInFile;
+      roots.summary = own
+        ? `${f.subjects.length} certificates read from ${f.rootsFile} at start-up: ${f.subjects.join("; ")}`
+        : `Apple's App Attestation Root CA is built in, its fingerprint checked at start-up: ${f.subjects.join("; ")}`;
+      // a constant of the pure appraisal, not a file: where it lives in the code
+      if (receipts) receiptRoot.source = "attestd's code (src/attestation/chain/appleRootCaG3.ts)";
+      receiptRoot.summary = receipts
+        ? "Apple Root CA - G3 is built in, its fingerprint checked at start-up: the receipt in every App Attest attestation is checked against it (the receipt refresh with Apple is not served yet)"
+        : "not used: with --app-attest-roots no receipt is checked (docs/app-attest.md, \"Where it applies\")";
+    }
+    return [roots, receiptRoot];
   }
 
   /**

@@ -55,3 +55,31 @@ export function builtInAppAttestTrust(): AppAttestTrust {
 export function loadAppAttestTrust(rootsFile: string | undefined): AppAttestTrust {
   return rootsFile === undefined ? builtInAppAttestTrust() : readRoots(rootsFile, `--app-attest-roots ${rootsFile}`);
 }
+
+/**
+ * Whether Apple's receipts are judged (under Apple Root CA - G3, src/attestation/chain/appleRootCaG3.ts): only while
+ * Apple's App Attestation root is the one in force. A demo or private root (`--app-attest-roots`) issues
+ * attestations whose receipts Apple never signed, so they are kept, not checked (docs/app-attest.md, "Where it
+ * applies"). The one rule `serve`, `attestd appraise` and the portal's trust page follow.
+ */
+export const appAttestReceiptsChecked = (rootsFile: string | undefined): boolean => rootsFile === undefined;
+
+/** App Attest's trust as the portal's trust page shows it: read once, at start-up. */
+export interface AppAttestTrustFacts {
+  /** --app-attest-roots, when given; otherwise Apple's root, built in (`builtInFile`) */
+  rootsFile?: string;
+  builtInFile: string;
+  /** the subject of each root in force, one line each ("CN=…, O=…") */
+  subjects: readonly string[];
+  /** Apple's receipts are judged (appAttestReceiptsChecked) */
+  receiptsChecked: boolean;
+}
+
+export function appAttestTrustFacts(rootsFile: string | undefined, trust: AppAttestTrust): AppAttestTrustFacts {
+  return {
+    ...(rootsFile !== undefined ? { rootsFile } : {}),
+    builtInFile: fileURLToPath(BUILT_IN_APP_ATTEST_ROOT_URL),
+    subjects: trust.rootsDer.map((der) => new X509Certificate(der).subject.split("\n").join(", ")),
+    receiptsChecked: appAttestReceiptsChecked(rootsFile),
+  };
+}

@@ -5,7 +5,7 @@ import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { ReferenceValueStore } from "../store/types.ts";
 import { loadAndroidPolicies } from "./androidPolicyFile.ts";
-import { loadAppAttestTrust } from "./appAttestRoots.ts";
+import { appAttestTrustFacts, loadAppAttestTrust, type AppAttestTrustFacts } from "./appAttestRoots.ts";
 import { loadAndroidTrust, type AndroidTrustHealth } from "./androidTrustSource.ts";
 import type { SourceHealth, TrustLog } from "./refreshingSource.ts";
 import { tenantTrust, type TrustTenant } from "./tenantTrust.ts";
@@ -93,6 +93,8 @@ export interface Trust {
   noVendorRoots: boolean;
   /** the vendor half as the portal's trust page shows it: the files named, what they hold (read once, at start-up) */
   vendorFacts: VendorTrustFacts;
+  /** App Attest's root in force (Apple's, built in, or --app-attest-roots) and whether Apple's receipts are judged */
+  appAttestFacts: AppAttestTrustFacts;
   /** stops the refresh timers and aborts a fetch under way (nothing to stop when not serving) */
   stop(): void;
 }
@@ -174,6 +176,7 @@ export async function openTrust(c: TrustSettings, opts: OpenTrustOptions): Promi
       ...(c.revocations ? { revocationsFile: c.revocations } : {}),
       revocations: vendor.get().revocations.size,
     },
+    appAttestFacts: appAttestTrustFacts(c.appAttestRoots, appAttest),
     stop() {
       vendor.stop();
       android.stop();

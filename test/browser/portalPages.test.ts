@@ -168,6 +168,8 @@ describe("portal pages in a real browser: quick start, users, trust sources", { 
       ["Vendor roots", "current"],
       ["Vendor revocations", "not set"],
       ["Play Integrity decoding by Google", "not set"],
+      ["Apple App Attestation root", "built in"],
+      ["Apple receipt root (Apple Root CA - G3)", "built in"],
     ];
     const summary = page.getByRole("table", { name: "Every trust source and its state" });
     for (const [label, state] of expected) {

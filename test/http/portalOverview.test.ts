@@ -111,7 +111,7 @@ describe("portal overview, history, keys and operator pages over HTTP", () => {
         { verdict: "Unknown", status: "DeviceError", reason: "rule 1: the device reported an error", total: 2, recent: 0 },
         { verdict: "No", status: "SignatureInvalid", reason: "rule 3: the signature does not verify", total: 1, recent: 1 },
       ]);
-      assert.deepEqual(o.trust.sources.map((s: { name: string }) => s.name), ["android-roots", "android-status", "vendor-roots", "vendor-revocations", "play-integrity"]);
+      assert.deepEqual(o.trust.sources.map((s: { name: string }) => s.name), ["android-roots", "android-status", "vendor-roots", "vendor-revocations", "play-integrity", "app-attest-roots", "app-attest-receipt-root"]);
       assert.equal(o.trust.usable, false, "offline with no cached status list: android-key fails closed");
       assert.equal(o.trust.sources[1].state, "missing");
       assert.ok(o.trust.sources.every((s: object) => !("source" in s) && !("summary" in s)), "a tenant does not see the server's paths");
@@ -370,8 +370,9 @@ describe("portal overview, history, keys and operator pages over HTTP", () => {
     it("trust sources: every user reads their state; an operator refreshes them now (the sources are read again)", async () => {
       const view = await as("vic@acme.example", { url: "/portal/api/trust" });
       assert.equal(view.statusCode, 200);
-      // one word per state (src/domain/trustStates.ts): no vendor files given, no Play app with a service account
-      assert.deepEqual(view.json().sources.map((s: { state: string }) => s.state), ["built in", "missing", "missing", "not set", "not set"]);
+      // one word per state (src/domain/trustStates.ts): no vendor files given, no Play app with a service account,
+      // Apple's App Attestation root and the receipt root built in
+      assert.deepEqual(view.json().sources.map((s: { state: string }) => s.state), ["built in", "missing", "missing", "not set", "not set", "built in", "built in"]);
       // a tenant viewer learns why, but not the server's URLs or paths: those are in lastError, source and summary
       const seen = view.json().sources[1];
       assert.equal(seen.reason, "the Android attestation status list could not be fetched (fetch failed: ENOTFOUND) and no usable copy is in the disk cache");

@@ -4,7 +4,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { makeAppAttestCa } from "../../src/attestation/sim/appAttest.ts";
 import { createDevCa, issueDeviceLeaf } from "../../src/attestation/sim/devCa.ts";
+import { toPem } from "../../src/attestation/encoding/pem.ts";
 import { demoReferenceValues } from "../../src/attestation/sim/deviceSim.ts";
 import { TRUST_STATES } from "../../src/domain/trustStates.ts";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
@@ -126,6 +128,8 @@ describe("portal pages: quick start, trust sources, reference values, users", ()
           ["vendor-roots", "current"],
           ["vendor-revocations", "current"],
           ["play-integrity", "not set"],
+          ["app-attest-roots", "built in"],
+          ["app-attest-receipt-root", "built in"],
         ],
       );
       for (const s of sources) assert.ok(s.state in TRUST_STATES, s.state);
@@ -138,7 +142,7 @@ describe("portal pages: quick start, trust sources, reference values, users", ()
 
       const page = await as("root@example.org", { url: "/portal/trust" });
       assert.equal(page.statusCode, 200);
-      for (const label of ["Google attestation roots", "Google attestation status list", "Vendor roots", "Vendor revocations", "Play Integrity decoding by Google"]) {
+      for (const label of ["Google attestation roots", "Google attestation status list", "Vendor roots", "Vendor revocations", "Play Integrity decoding by Google", "Apple App Attestation root", "Apple receipt root \\(Apple Root CA - G3\\)"]) {
         assert.match(page.body, new RegExp(`<h2 id="src-[a-z-]+">${label}</h2>`));
       }
       for (const word of ["built in", "missing", "current", "not set"]) assert.match(page.body, new RegExp(`class="state state-[a-z]+" title="[^"]+">${word}</span>`));
@@ -163,6 +167,7 @@ describe("portal pages: quick start, trust sources, reference values, users", ()
       const trust = JSON.stringify(doc.paths["/portal/api/trust"].get.responses["200"]);
       for (const w of Object.keys(TRUST_STATES)) assert.ok(trust.includes(`"enum":["${w}"]`), `${w} in ${trust}`);
       assert.ok(!trust.includes(`"enum":["ok"]`), "no second word for current");
+      for (const name of ["app-attest-roots", "app-attest-receipt-root"]) assert.ok(trust.includes(`"enum":["${name}"]`), `${name} in ${trust}`);
       assert.match(JSON.stringify(doc.paths["/readyz"]), /says ok as current/);
     });
   });
@@ -184,5 +189,42 @@ describe("portal pages: quick start, trust sources, reference values, users", ()
       assert.match(page.body, /<select name="tenant"><option value="">every tenant<\/option>.*<option value="fresh" selected>fresh<\/option>/s);
       assert.match(page.body, /<select name="tenant"><option value="">— \(an operator\)<\/option>.*<option value="fresh" selected>fresh<\/option>/s);
     });
+  });
+});
+
+describe("portal pages: App Attest's trust with --app-attest-roots (a test PKI, as attestd dev-ca --app-attest makes)", () => {
+  let t: TestRuntime;
+  let people: ReturnType<typeof portalPeople>;
+  let rootFile: string;
+
+  before(async () => {
+    const ca = await makeAppAttestCa(new Date(T0));
+    rootFile = path.join(mkdtempSync(path.join(tmpdir(), "attestd-pages-aa-")), "app-attest-root.pem");
+    writeFileSync(rootFile, toPem(ca.rootDer, "CERTIFICATE"));
+    t = await startTestRuntime({ appAttestRoots: rootFile });
+    people = portalPeople(t);
+    await people.add("root@example.org", "operator");
+  });
+  after(() => t.close());
+
+  it("the file's root is current, with its name and subject; Apple Root CA - G3 is not set, because no receipt is checked", async () => {
+    const view = await people.as("root@example.org", { url: "/portal/api/trust" });
+    assert.equal(view.statusCode, 200);
+    const sources = view.json().sources as { name: string; state: string; items?: number; source?: string; summary?: string; reason?: string }[];
+    const roots = sources.find((s) => s.name === "app-attest-roots")!;
+    const receipts = sources.find((s) => s.name === "app-attest-receipt-root")!;
+    assert.deepEqual([roots.state, roots.items, roots.source], ["current", 1, rootFile]);
+    assert.match(roots.summary!, /^1 certificates read from .*app-attest-root\.pem at start-up: CN=attestd demo App Attestation Root CA, O=attestd demo$/);
+    assert.equal(receipts.state, "not set");
+    assert.match(receipts.reason!, /receipts are not Apple's, so they are kept with the key, not checked/);
+
+    const page = await people.as("root@example.org", { url: "/portal/trust" });
+    assert.equal(page.statusCode, 200);
+    const card = (name: string) => page.body.slice(page.body.indexOf(`data-source="${name}"`), page.body.indexOf("</article>", page.body.indexOf(`data-source="${name}"`)));
+    assert.match(card("app-attest-roots"), /title="[^"]+">current<\/span>/);
+    assert.match(card("app-attest-roots"), /<dt>Obtained \(UTC\)<\/dt><dd>read at start-up<\/dd>/);
+    assert.match(card("app-attest-roots"), /CN=attestd demo App Attestation Root CA/);
+    assert.match(card("app-attest-receipt-root"), /title="[^"]+">not set<\/span>/);
+    assert.match(card("app-attest-receipt-root"), /<dt>Why<\/dt><dd class="wrap">Apple&#39;s App Attestation root is replaced/);
   });
 });

@@ -4,16 +4,21 @@ import { TRUST_STATES } from "../../src/domain/trustStates.ts";
 import { androidState, TrustSources } from "../../src/services/trustSources.ts";
 import type { SourceHealth } from "../../src/trust/refreshingSource.ts";
 import type { VendorTrustFacts } from "../../src/trust/openTrust.ts";
+import { makeAppAttestCa } from "../../src/attestation/sim/appAttest.ts";
+import { appAttestTrustFacts, builtInAppAttestTrust, type AppAttestTrustFacts } from "../../src/trust/appAttestRoots.ts";
 
 const health = (o: Partial<SourceHealth>): SourceHealth => ({ state: "ok", configured: true, summary: "s", ...o });
 
-function sources(o: { vendor?: Partial<VendorTrustFacts>; apps?: number } = {}) {
+const builtInAppAttest = appAttestTrustFacts(undefined, builtInAppAttestTrust());
+
+function sources(o: { vendor?: Partial<VendorTrustFacts>; apps?: number; appAttest?: AppAttestTrustFacts } = {}) {
   let now = Date.parse("2026-11-22T10:00:00Z");
   let counted = 0;
   const trust = {
     androidHealth: () => ({ ok: true, roots: health({ origin: "built-in", configured: false }), status: health({ origin: "source" }), allowedBootKeys: { count: 0 }, maxAgeSeconds: 604800 }),
     refreshAndroid: async () => undefined,
     vendorFacts: { roots: 0, problems: [], revocations: 0, ...o.vendor },
+    appAttestFacts: o.appAttest ?? builtInAppAttest,
   };
   const play = { oauthUrl: "https://oauth.test/token", apiUrl: "https://play.test", appsWithServiceAccount: async () => (counted++, o.apps ?? 0) };
   const s = new TrustSources(trust, play, () => now);
@@ -59,6 +64,37 @@ describe("trust sources: one word per state", () => {
     assert.equal(back.state, "current");
     assert.match(back.lastError!, /after the retries/, "the operator still sees the last failure");
     assert.equal(back.lastAttempt, "2026-11-22T10:00:01.000Z");
+  });
+
+  it("App Attest, built in: Apple's root and Apple Root CA - G3 (receipts checked), each 'built in'", async () => {
+    const { s } = sources();
+    const roots = await stateOf(s, "app-attest-roots");
+    assert.deepEqual([roots.label, roots.state, roots.origin, roots.configured, roots.items, roots.usedBy], ["Apple App Attestation root", "built in", "built-in", false, 1, "app-attest appraisal"]);
+    assert.match(roots.source!, /appleAppAttestationRootCa\.pem$/);
+    assert.match(roots.summary!, /built in, its fingerprint checked at start-up: CN=Apple App Attestation Root CA, O=Apple Inc\., ST=California/);
+    assert.equal(roots.reason, undefined);
+    const receipts = await stateOf(s, "app-attest-receipt-root");
+    assert.deepEqual([receipts.label, receipts.state, receipts.origin, receipts.items], ["Apple receipt root (Apple Root CA - G3)", "built in", "built-in", 1]);
+    assert.match(receipts.usedBy, /^App Attest receipt checks/);
+    assert.match(receipts.summary!, /receipt refresh with Apple is not served yet/);
+    assert.match(receipts.source!, /appleRootCaG3\.ts/);
+  });
+
+  it("App Attest with --app-attest-roots: the file's roots 'current' with their subjects; receipts 'not set', and why", async () => {
+    const ca = await makeAppAttestCa(new Date("2026-11-22T10:00:00Z"));
+    const { s } = sources({ appAttest: appAttestTrustFacts("/etc/attestd/aa-roots.pem", { rootsDer: [ca.rootDer, ca.intermediateDer] }) });
+    const roots = await stateOf(s, "app-attest-roots");
+    assert.deepEqual([roots.state, roots.origin, roots.configured, roots.items, roots.source], ["current", undefined, true, 2, "/etc/attestd/aa-roots.pem"]);
+    assert.match(roots.summary!, /^2 certificates read from \/etc\/attestd\/aa-roots\.pem at start-up: CN=attestd demo App Attestation Root CA, O=attestd demo; CN=/);
+    assert.match(roots.reason!, /not Apple's/);
+    const receipts = await stateOf(s, "app-attest-receipt-root");
+    assert.deepEqual([receipts.state, receipts.origin, receipts.configured, receipts.source], ["not set", undefined, false, undefined]);
+    assert.match(receipts.reason!, /kept with the key, not checked/);
+    assert.match(receipts.summary!, /with --app-attest-roots no receipt is checked/);
+    // a tenant sees the words and the reasons, never the file or the subjects
+    const tenant = (await s.view(false)).sources.filter((x) => x.name.startsWith("app-attest"));
+    assert.deepEqual(tenant.map((x) => [x.state, "source" in x, "summary" in x]), [["current", false, false], ["not set", false, false]]);
+    assert.ok(tenant.every((x) => !JSON.stringify(x).includes("/etc/")));
   });
 
   it("every state a view can give is a word of the vocabulary; the apps are counted at most every 30 s", async () => {

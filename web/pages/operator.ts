@@ -4,7 +4,7 @@ import { html } from "../html.ts";
 import { layout, table, withQuery, type PageContext } from "../layout.ts";
 import { when } from "../time.ts";
 import { TRUST_STATES } from "../../src/domain/trustStates.ts";
-import { age, obtained, stateWord, trustStateLegend, trustTable, whenever } from "./overview.ts";
+import { age, obtained, readAtStartUp, stateWord, trustStateLegend, trustTable, whenever } from "./overview.ts";
 
 const STATES = ["active", "inactive", "blocked"] as const;
 
@@ -60,7 +60,7 @@ export function trustPage(ctx: PageContext, t: TrustSourcesView): string {
     <dt>Used by</dt><dd>${s.usedBy}</dd>
     <dt>From</dt><dd class="wrap">${s.source ?? "—"}${s.origin ? ` (${s.origin === "built-in" ? "built in" : s.origin === "cache" ? "the disk cache: the source failed" : "the source"})` : ""}</dd>
     ${s.name === "play-integrity" ? "" : html`<dt>Obtained (UTC)</dt><dd>${s.fetchedAt ? html`${whenever(s.fetchedAt)} (${age(s.ageSeconds)} ago)` : obtained(s)}</dd>`}
-    ${s.name.startsWith("vendor-") ? "" : html`<dt>${s.name === "play-integrity" ? "Last call to Google (UTC)" : "Last read (UTC)"}</dt><dd>${whenever(s.lastAttempt)}${s.pending ? " · a read is under way" : ""}</dd>`}
+    ${readAtStartUp(s) ? "" : html`<dt>${s.name === "play-integrity" ? "Last call to Google (UTC)" : "Last read (UTC)"}</dt><dd>${whenever(s.lastAttempt)}${s.pending ? " · a read is under way" : ""}</dd>`}
     <dt>Last error</dt><dd class="wrap">${s.lastError ?? "none"}</dd>
     ${s.heldBack ? html`<dt>Held back</dt><dd class="wrap">a copy read ${whenever(s.heldBack.at)} with ${s.heldBack.items} where ${s.heldBack.inForce} are in force (${s.heldBack.lostPercent}% fewer) was not used; the copy obtained ${whenever(s.fetchedAt)} stays in force. To accept it, see <code>--android-max-shrink</code> in the Android key documentation.</dd>` : ""}
     ${s.itemsAre ? html`<dt>${s.itemsAre[0]!.toUpperCase()}${s.itemsAre.slice(1)}</dt><dd>${s.items ?? "—"}</dd>` : ""}
@@ -74,7 +74,7 @@ export function trustPage(ctx: PageContext, t: TrustSourcesView): string {
     ctx,
     html`<p>${t.usable ? "Android key attestation can be trusted now." : html`<strong>Android key attestation fails closed now</strong> (every android-key verdict is <code>CertificateInvalid</code>).`}
   Google's sources are stale when older than ${age(t.maxAgeSeconds)} (<code>--android-max-age</code>); the server reads them again on its own (<code>--android-refresh</code>), and now with the button.
-  The vendor files (<code>--vendor-roots</code>, <code>--revocations</code>) are read at start-up; a change needs a restart.</p>
+  The vendor files (<code>--vendor-roots</code>, <code>--revocations</code>) and App Attest's roots (<code>--app-attest-roots</code>) are read at start-up; a change needs a restart.</p>
 <p><button type="button" data-api="/portal/api/trust/refresh" data-method="POST" data-busy="Reading the sources…" data-success="Trust sources read again.">Refresh now</button></p>
 ${table("Every trust source and its state", ["Source", "State"], t.sources.map((s) => html`<tr><th scope="row"><a href="#src-${s.name}">${s.label}</a></th><td>${stateWord(s.state)}</td></tr>`))}
 ${trustStateLegend()}

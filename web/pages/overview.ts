@@ -1,6 +1,6 @@
 import type { Overview, RequestTotals, SeriesPoint } from "../../src/portal/overview.ts";
 import { TRUST_STATES, type TrustState } from "../../src/domain/trustStates.ts";
-import { stateWorks, type TrustSourcesView, type TrustSourceView } from "../../src/services/trustSources.ts";
+import { stateWorks, type TrustSourceName, type TrustSourcesView, type TrustSourceView } from "../../src/services/trustSources.ts";
 import { html, type Html } from "../html.ts";
 import { layout, table, withQuery, type PageContext } from "../layout.ts";
 import { when } from "../time.ts";
@@ -44,10 +44,14 @@ export function trustStateLegend(): Html {
   )}</dl></details>`;
 }
 
+/** the sources read once, at start-up (a change needs a restart): no "last read" of their own */
+const READ_AT_START_UP: ReadonlySet<TrustSourceName> = new Set(["vendor-roots", "vendor-revocations", "app-attest-roots", "app-attest-receipt-root"]);
+export const readAtStartUp = (s: TrustSourceView): boolean => READ_AT_START_UP.has(s.name);
+
 /** when the data in use was obtained, as a cell says it */
 export function obtained(s: TrustSourceView): Html | string {
   if (s.origin === "built-in") return "shipped with attestd";
-  if (s.name === "vendor-roots" || s.name === "vendor-revocations") return s.configured ? "read at start-up" : "—";
+  if (readAtStartUp(s)) return s.configured ? "read at start-up" : "—";
   return whenever(s.fetchedAt);
 }
 
