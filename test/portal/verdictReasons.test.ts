@@ -232,7 +232,7 @@ describe("a counted reason in words, from its text alone", () => {
 
   it("app-attest, real attestations and assertions: each kind's words, the shared ids by their words", async () => {
     const ca = await demoCa();
-    const made = (o: Parameters<typeof makeAppAttestAttestation>[1]) => makeAppAttestAttestation(ca, { nonce: ATTEST_NONCE, now: ATTEST_NOW, ...o });
+    const made = (o: Partial<Parameters<typeof makeAppAttestAttestation>[1]>) => makeAppAttestAttestation(ca, { nonce: ATTEST_NONCE, now: ATTEST_NOW, ...o });
     const { blob, key } = await made({});
     const attestations = [
       await appraiseAttestation(blob),
