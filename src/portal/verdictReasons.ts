@@ -3,6 +3,7 @@ import type { PlayRuleId } from "../attestation/formats/playIntegrity.ts";
 import type { AppraisalChecks } from "../attestation/types.ts";
 import type { PinOutcome, VerdictDeviceDetail } from "../domain/devices.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
+import { STATS_REASON_CHARS } from "../store/historyQueries.ts";
 
 /**
  * The one home of a verdict's reason in words a person reads, for the portal's pages.
@@ -138,7 +139,8 @@ function androidRule(status: string, verdict: string, checks: AppraisalChecks): 
   if (checks.bootState && checks.bootState !== "verified" && checks.bootState !== "self-signed-allowed") return "boot-state";
   if (checks.tamper === "set") return "knox-tamper";
   if (checks.tamper === "unreadable") return "knox-unreadable";
-  if (checks.patchLevel === "below-minimum" || checks.patchLevel === "unknown") return "patch-level";
+  // an unreadable patch level refuses a device only under a minimum, and then the check says below-minimum
+  if (checks.patchLevel === "below-minimum") return "patch-level";
   if (checks.app === "refused") return "app";
   return "policy";
 }
@@ -153,33 +155,39 @@ function vendorRule(rule: unknown, checks: AppraisalChecks): VendorRule | undefi
   return typeof rule === "number" && rule >= 1 && rule <= 6 ? (String(rule) as VendorRule) : undefined;
 }
 
+const vendorExplanation = (rule: VendorRule): VerdictExplanation => ({ sentence: VENDOR_SENTENCES[rule], rule: `vendor rule ${rule.replace(":", " ")}` });
+const androidExplanation = (rule: AndroidRule): VerdictExplanation => ({ sentence: ANDROID_SENTENCES[rule], rule: `android-key ${rule}` });
+const playExplanation = (rule: PlayRuleId): VerdictExplanation => ({ sentence: PLAY_SENTENCES[rule], rule: `play-integrity rule ${rule}` });
+const attestationExplanation = (rule: AppAttestAttestationRule): VerdictExplanation => ({ sentence: APP_ATTEST_ATTESTATION_SENTENCES[rule], rule: `app-attest rule ${rule}` });
+const assertionExplanation = (rule: AppAttestAssertionRule): VerdictExplanation => ({ sentence: APP_ATTEST_ASSERTION_SENTENCES[rule], rule: `app-attest assertion rule ${rule}` });
+
 /** The appraisal's own explanation, before any device pin. Undefined for a rule this module does not know. */
 function appraisalExplanation(v: Pick<StoredVerdict, "format" | "record" | "detail">): VerdictExplanation | undefined {
   const checks = (v.detail.checks ?? {}) as AppraisalChecks;
   if (v.format === "vendor") {
     const rule = vendorRule(v.detail.rule, checks);
-    return rule ? { sentence: VENDOR_SENTENCES[rule], rule: `vendor rule ${rule.replace(":", " ")}` } : undefined;
+    return rule ? vendorExplanation(rule) : undefined;
   }
   // a verdict stored without its checks (older records) keeps its own words rather than a guessed sentence
   if (v.format === "android-key" && v.detail.checks && typeof v.detail.checks === "object") {
     const rule = androidRule(v.record.status, v.record.verdict, checks);
-    return { sentence: ANDROID_SENTENCES[rule], rule: `android-key ${rule}` };
+    return androidExplanation(rule);
   }
   if (v.format === "app-attest") {
     const rule = v.detail.rule;
     if (typeof rule !== "string") return undefined;
     if (v.detail.kind === "assertion" && rule in APP_ATTEST_ASSERTION_SENTENCES) {
-      return { sentence: APP_ATTEST_ASSERTION_SENTENCES[rule as AppAttestAssertionRule], rule: `app-attest assertion rule ${rule}` };
+      return assertionExplanation(rule as AppAttestAssertionRule);
     }
     if (v.detail.kind === "attestation" && rule in APP_ATTEST_ATTESTATION_SENTENCES) {
-      return { sentence: APP_ATTEST_ATTESTATION_SENTENCES[rule as AppAttestAttestationRule], rule: `app-attest rule ${rule}` };
+      return attestationExplanation(rule as AppAttestAttestationRule);
     }
     return undefined;
   }
   if (v.format === "play-integrity") {
     const rule = v.detail.rule;
     return typeof rule === "string" && PLAY_RULES.has(rule)
-      ? { sentence: PLAY_SENTENCES[rule as PlayRuleId], rule: `play-integrity rule ${rule}` }
+      ? playExplanation(rule as PlayRuleId)
       : undefined;
   }
   return undefined;
@@ -193,6 +201,129 @@ export function explainVerdict(v: Pick<StoredVerdict, "format" | "record" | "det
     return { sentence: PIN_SENTENCES[device.pin], rule: `device pin ${device.pin}${appraisal ? `, after ${appraisal.rule}` : ""}` };
   }
   return appraisalExplanation(v) ?? { sentence: v.reason, rule: v.format };
+}
+
+/**
+ * A reason as the overview's counters keep it (verdict_stats: the stored reason cut to STATS_REASON_CHARS, beside the
+ * status, without the format or the detail) in words: the same sentence and rule reference as explainVerdict gives
+ * the verdict, chosen from the text's own rule form alone. Undefined when the text does not say its rule beyond
+ * doubt (an unknown form, a rule id two formats share with a `why` that does not tell them apart, a cut-off text
+ * whose deciding part is gone): the page then shows the text itself, never a guess.
+ *
+ * The forms, as the formats write them: vendor "rule N (Status/Verdict): …" (vendorContainer.ts); play-integrity
+ * and app-attest "rule <id>: …" (playIntegrity.ts, appAttest.ts), told apart by the id or, for the ids they share,
+ * by the fixed words after it; android-key its own words per status (androidKey.ts, chain/androidChain.ts,
+ * policy/androidPolicy.ts, whose first failure is the deciding check in androidRule's order); the device pin
+ * "device pin <outcome>: …; appraisal: <the appraisal's reason>" (src/services/devicePinning.ts).
+ */
+export function reasonInWords(reason: string, status: string): VerdictExplanation | undefined {
+  const pin = /^device pin (changed|downgrade): /.exec(reason);
+  if (pin) {
+    const outcome = pin[1] as PinRule;
+    // the appraisal's part only when one "; appraisal: " marks it (device-supplied values could hold another)
+    const parts = reason.split("; appraisal: ");
+    const appraisal = parts.length === 2 ? appraisalInWords(parts[1]!, status) : undefined;
+    return { sentence: PIN_SENTENCES[outcome], rule: `device pin ${outcome}${appraisal ? `, after ${appraisal.rule}` : ""}` };
+  }
+  return appraisalInWords(reason, status);
+}
+
+/** vendor rule → the status and verdicts its reason can carry (blob-format.md); any other pairing is not ours */
+const VENDOR_OUTCOMES: Record<string, { status: string; verdicts: Record<string, VendorRule> }> = {
+  "1": { status: "DeviceError", verdicts: { Unknown: "1" } },
+  "2": { status: "CertificateInvalid", verdicts: { No: "2" } },
+  "3": { status: "Revoked", verdicts: { No: "3" } },
+  "4": { status: "SignatureInvalid", verdicts: { No: "4" } },
+  "5": { status: "NonceMismatch", verdicts: { No: "5" } },
+  "6": { status: "Success", verdicts: { No: "6" } },
+  "7": { status: "Success", verdicts: { Unknown: "7:no-reference", No: "7:differ", Yes: "7:match" } },
+};
+
+const PLAY_ONLY = new Set<string>(["decode-failed", "not-opened", "package", "freshness", "app-recognition", "cert-digest", "device-floor", "licensing", "play-protect", "app-access-risk"]);
+const ATTESTATION_ONLY = new Set<string>(["chain", "key-id", "environment", "receipt"]);
+const ASSERTION_ONLY = new Set<string>(["unknown-key", "revoked-key", "signature"]);
+
+/** android-key's chain reasons (CertificateInvalid): the chain validator's, and the leaf's unreadable KeyDescription */
+const ANDROID_CHAIN = /^(certificate \d+[ :']|the attest key's |no pinned root is available|the leaf carries no KeyDescription|leaf )/;
+
+/** android-key's policy failures, the first of which starts the reason, by the check they fail */
+const ANDROID_POLICY: [RegExp, AndroidRule][] = [
+  [/^(attestationSecurityLevel \S+ differs from keyMintSecurityLevel |security level \S+ is not TrustedEnvironment or StrongBox)/, "security-level"],
+  [/^no hardware-enforced RootOfTrust/, "root-of-trust"],
+  [/^bootloader unlocked \(deviceLocked = false\)/, "bootloader"],
+  [/^(SelfSigned boot with key [0-9a-f]*, not on the allow-list|verifiedBootState \w+)/, "boot-state"],
+  [/^Samsung Knox warranty bit set/, "knox-tamper"],
+  [/^Samsung Knox extension unreadable \(/, "knox-unreadable"],
+  [/^(policy minOsPatchLevel \S+ is not YYYYMM|no usable hardware-enforced osPatchLevel \(|osPatchLevel \S+ is older than the minimum )/, "patch-level"],
+  // the app check is the last: its failure is the whole reason, so the text must reach its end
+  [/^(app .* is not on the app allow-list|no attestationApplicationId to check against the app allow-list)$/s, "app"],
+];
+
+function appraisalInWords(reason: string, status: string): VerdictExplanation | undefined {
+  const vendor = /^rule (\d+) \((\w+)\/(\w+)\): /.exec(reason);
+  if (vendor) {
+    const outcome = VENDOR_OUTCOMES[vendor[1]!];
+    const rule = outcome && outcome.status === vendor[2] && outcome.status === status ? outcome.verdicts[vendor[3]!] : undefined;
+    return rule ? vendorExplanation(rule) : undefined;
+  }
+  const ruled = /^rule ([a-z][a-z-]*): (.*)$/s.exec(reason);
+  if (ruled) return ruleIdInWords(ruled[1]!, ruled[2]!);
+  return androidInWords(reason, status);
+}
+
+/** play-integrity's and app-attest's "rule <id>: <why>"; the ids both use are told apart by their fixed whys */
+function ruleIdInWords(id: string, why: string): VerdictExplanation | undefined {
+  if (PLAY_ONLY.has(id)) return playExplanation(id as PlayRuleId);
+  if (ATTESTATION_ONLY.has(id)) return attestationExplanation(id as AppAttestAttestationRule);
+  if (ASSERTION_ONLY.has(id)) return assertionExplanation(id as AppAttestAssertionRule);
+  switch (id) {
+    case "no-app":
+      if (why === "the tenant registered no iOS app") return attestationExplanation("no-app");
+      if (why === "the tenant registered no Play app" || why.startsWith("no Play app was given")) return playExplanation("no-app");
+      return undefined;
+    case "nonce":
+      if (why.startsWith("requestDetails (")) return playExplanation("nonce");
+      if (why.startsWith("the certificate's nonce does not answer this nonce") || why.startsWith("the credential certificate has no readable nonce extension")) {
+        return attestationExplanation("nonce");
+      }
+      return undefined;
+    case "app-id":
+      if (why === "the RP ID hash is not the SHA-256 of an app id the tenant registered") return attestationExplanation("app-id");
+      if (/^the RP ID hash is not the SHA-256 of .*, the key's app$/s.test(why)) return assertionExplanation("app-id");
+      return undefined;
+    case "counter":
+      if (/^the counter is \d+, an attestation's is 0$/.test(why)) return attestationExplanation("counter");
+      if (/^the counter \d+ is not above \d+/.test(why) || why.startsWith("another assertion of this key stored a counter")) return assertionExplanation("counter");
+      return undefined;
+    case "pass":
+      if (why.startsWith("decrypted and verified with the response keys of ") || why.startsWith("decoded by Google for ")) return playExplanation("pass");
+      if (why.startsWith("signed by the key of ")) return assertionExplanation("pass");
+      if (/; a genuine (development|production) key of /.test(why)) return attestationExplanation("pass");
+      return undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** android-key writes no rule form: its status and its fixed words say the check */
+function androidInWords(reason: string, status: string): VerdictExplanation | undefined {
+  switch (status) {
+    case "CertificateInvalid":
+      if (reason.endsWith(" (fail closed)")) return androidExplanation("trust");
+      // a cut-off text may have lost its " (fail closed)": only a whole one is a chain's
+      return [...reason].length < STATS_REASON_CHARS && ANDROID_CHAIN.test(reason) ? androidExplanation("chain") : undefined;
+    case "Revoked":
+      return /^certificate \d+ \(serial [^)]*\) is /.test(reason) ? androidExplanation("revoked") : undefined;
+    case "NonceMismatch":
+      return reason === "attestationChallenge does not match the nonce" ? androidExplanation("nonce") : undefined;
+    case "Success": {
+      if (reason.startsWith("verified chain to a pinned root; ")) return androidExplanation("pass");
+      const check = ANDROID_POLICY.find(([form]) => form.test(reason));
+      return check ? androidExplanation(check[1]) : undefined;
+    }
+    default:
+      return undefined;
+  }
 }
 
 /** The relying party's name for the device a verdict is about (`deviceId`), when it gave one. */

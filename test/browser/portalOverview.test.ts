@@ -5,6 +5,7 @@ import { after, before, describe, it } from "node:test";
 import type { Page } from "playwright-core";
 import { type Agent, request } from "undici";
 import type { StoredVerdict, VerdictValue } from "../../src/domain/verdicts.ts";
+import { VENDOR_SENTENCES } from "../../src/portal/verdictReasons.ts";
 import { sqliteFile } from "../../src/store/openStores.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { attestdCli } from "../helpers/serverProcess.ts";
@@ -66,7 +67,7 @@ describe("overview, history, keys and operator pages in a real browser", { timeo
             const v: StoredVerdict = {
               objectId: randomBytes(16).toString("base64url"),
               tenantId: acme.tenantId,
-              format: chipId.startsWith("phone") ? "android-key" : "vendor",
+              format: "vendor",
               record: { measurements: "7363d79d", tamperBit: verdict === "Yes" ? "0" : "1", IMEI: "", status: status as StoredVerdict["record"]["status"], nonce: "n", chipId, verdict, MAC: "", version: "2", createdDate: createdAt, updateDate: createdAt },
               reason,
               detail: { rule: verdict === "Yes" ? 8 : 6, records: { chipId, tamperBit: verdict === "Yes" ? 0 : 1 } },
@@ -76,12 +77,12 @@ describe("overview, history, keys and operator pages in a real browser", { timeo
           };
           for (let h = 1; h < 24; h++) {
             for (let i = 0; i < (h % 5) + 2; i++) await save(now - h * HOUR - i * 1000, "Yes", "Success", "rule 8 (Success/Yes): every check passed", `c0ffee${h}${i}`);
-            if (h % 4 === 0) await save(now - h * HOUR, "No", "Success", "rule 6 (Success/No): the tamper bit is set", `c0ffee${h}bad`);
-            if (h % 7 === 0) await save(now - h * HOUR, "No", "SignatureInvalid", "rule 3 (SignatureInvalid/No): the signature does not verify", `phone${h}`);
+            if (h % 4 === 0) await save(now - h * HOUR, "No", "Success", "rule 6 (Success/No): TAMPER_BIT is 1", `c0ffee${h}bad`);
+            if (h % 7 === 0) await save(now - h * HOUR, "No", "SignatureInvalid", "rule 4 (SignatureInvalid/No): the signature over data does not verify (ecdsa-with-SHA256)", `phone${h}`);
           }
           for (let d = 1; d < 30; d++) {
             for (let i = 0; i < (d % 6) * 3 + 4; i++) await save(now - d * 24 * HOUR - i * 60_000, "Yes", "Success", "rule 8 (Success/Yes): every check passed", `c0ffee-d${d}-${i}`);
-            if (d % 3 === 0) await save(now - d * 24 * HOUR, "Unknown", "Success", "rule 7 (Success/Unknown): no reference values for model X1 firmware 2.0", `c0ffee-d${d}-new`);
+            if (d % 3 === 0) await save(now - d * 24 * HOUR, "Unknown", "Success", 'rule 7 (Success/Unknown): no reference values for ("X1", "2.0")', `c0ffee-d${d}-new`);
           }
         } finally {
           await store.close();
@@ -137,7 +138,11 @@ describe("overview, history, keys and operator pages in a real browser", { timeo
     }
     const hourly = await page.getByRole("table", { name: "Verdicts per hour, last 24 hours", includeHidden: true }).locator("tbody tr").last().locator("td").allTextContents();
     assert.equal(hourly[2], "1", "the verdict just made is in this hour's bar, as Unknown");
-    await page.getByRole("table", { name: "Why verdicts were No or Unknown" }).getByText("rule 3 (SignatureInvalid/No)").waitFor();
+    // why, in the Verdicts pages' words (src/portal/verdictReasons.ts), the rule as a small reference
+    const why = page.getByRole("table", { name: "Why verdicts were No or Unknown" });
+    await why.getByText(VENDOR_SENTENCES["4"]).waitFor();
+    await why.getByText("vendor rule 4", { exact: true }).waitFor();
+    await why.getByText(VENDOR_SENTENCES["7:no-reference"]).waitFor();
 
     // verdicts: filtered through the form, every filter in the URL
     await page.goto(`${base}/portal/verdicts`);

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { ActivityEntry } from "../../src/domain/activity.ts";
 import type { StoredVerdict, VerdictValue } from "../../src/domain/verdicts.ts";
+import { ANDROID_SENTENCES, PLAY_SENTENCES, VENDOR_SENTENCES } from "../../src/portal/verdictReasons.ts";
 import { hourOf } from "../../src/store/historyQueries.ts";
 import { T0 } from "../helpers/clock.ts";
 import { portalPeople, refusalCode } from "../helpers/portalPeople.ts";
@@ -17,6 +18,9 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * with the data it must answer, and with what must be refused: a viewer writing, another tenant's record by URL, a
  * missing CSRF token, a tenant admin on an operator's route.
  */
+/** a text as the pages write it (web/html.ts escapes what it interpolates) */
+const escaped = (s: string) => s.replace(/&/g, "&amp;").replace(/'/g, "&#39;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
 describe("portal overview, history, keys and operator pages over HTTP", () => {
   let t: TestRuntime;
   let people: ReturnType<typeof portalPeople>;
@@ -177,6 +181,28 @@ describe("portal overview, history, keys and operator pages over HTTP", () => {
         assert.equal(res.statusCode, 200, asset);
         assert.match(String(res.headers["content-type"]), /javascript/);
       }
+    });
+
+    it("why verdicts failed, in the Verdicts pages' words with the rule as a small reference; a text it has no words for as it is", async () => {
+      // reasons as the formats write them (src/portal/verdictReasons.ts, reasonInWords), in the quiet tenant
+      const save = (v: StoredVerdict) => t.runtime.stores.durable.saveVerdict(v);
+      await save(verdict("t_quiet", T0 - HOUR, "No", { status: "SignatureInvalid", reason: "rule 4 (SignatureInvalid/No): the signature over data does not verify (ecdsa-with-SHA256)" }));
+      await save(verdict("t_quiet", T0 - HOUR, "No", { status: "Success", format: "play-integrity", reason: "rule cert-digest: the app's signing certificate is not one of the tenant's" }));
+      await save(verdict("t_quiet", T0 - HOUR, "No", { status: "Success", format: "android-key", reason: "bootloader unlocked (deviceLocked = false); verifiedBootState Unverified" }));
+      await save(verdict("t_quiet", T0 - HOUR, "No", { status: "SignatureInvalid", reason: "rule 3 (SignatureInvalid/No): no rule 3 says this" }));
+      const page = await as("root@example.org", { url: "/portal/?tenant=quiet" });
+      assert.equal(page.statusCode, 200);
+      const table = /<table[^>]*>\s*<caption>Why verdicts were No or Unknown<\/caption>[\s\S]*?<\/table>/.exec(page.body)?.[0] ?? "";
+      assert.match(table, /Why, and the rule that decided/);
+      const cell = (sentence: string, rule: string) => new RegExp(`<div>${escaped(sentence).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}<br><small class="muted rule-ref" title="[^"]*">${rule}</small></div>`);
+      assert.match(table, cell(VENDOR_SENTENCES["4"], "vendor rule 4"));
+      assert.match(table, cell(PLAY_SENTENCES["cert-digest"], "play-integrity rule cert-digest"));
+      assert.match(table, cell(ANDROID_SENTENCES.bootloader, "android-key bootloader"));
+      assert.match(table, /<td [^>]*class="wrap">rule 3 \(SignatureInvalid\/No\): no rule 3 says this<\/td>/, "a pairing no rule makes is shown as it is");
+      assert.match(table, /title="rule 4 \(SignatureInvalid\/No\): the signature over data does not verify \(ecdsa-with-SHA256\)"/, "the text as counted stays at hand");
+      // the status still links to its verdicts
+      assert.ok(table.includes('href="/portal/verdicts?verdict=No&amp;status=SignatureInvalid&amp;tenant=quiet"'), table);
+      assert.ok(table.includes('href="/portal/verdicts?verdict=No&amp;status=Success&amp;tenant=quiet"'));
     });
   });
 

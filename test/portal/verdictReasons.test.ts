@@ -10,10 +10,15 @@ import {
   explainVerdict,
   PIN_SENTENCES,
   PLAY_SENTENCES,
+  reasonInWords,
   VENDOR_SENTENCES,
   verdictDeviceId,
 } from "../../src/portal/verdictReasons.ts";
+import { STATS_REASON_CHARS } from "../../src/store/historyQueries.ts";
+import { makeAppAttestAssertion, makeAppAttestAttestation } from "../../src/attestation/sim/appAttest.ts";
 import { androidTrust, appraiseAt, challengeOf, nonceFor, pemBlob, WRONG_NONCE } from "../android/fixtures.ts";
+import { NONCE as ATTEST_NONCE, NOW as ATTEST_NOW, appraiseAssertion, appraiseAttestation, demoCa, knownKey } from "../appAttest/fixtures.ts";
+import { joseToken, makeApp, openAndAppraise, payload } from "../playIntegrity/fixtures.ts";
 
 /** A stored verdict of `format` as the explanation reads it: status, verdict, detail (rule, checks, device). */
 const verdict = (format: string, status: string, v: string, detail: Record<string, unknown>, reason = "the appraisal's own words") => ({
@@ -127,5 +132,138 @@ describe("verdict reasons in words", () => {
     assert.equal(matched.sentence, VENDOR_SENTENCES["7:match"]);
     assert.equal(verdictDeviceId({ detail: { device } }), "phone-1");
     assert.equal(verdictDeviceId({ detail: {} }), undefined);
+  });
+});
+
+/**
+ * reasonInWords: the overview's counters keep the reason text and the status only (verdict_stats), so the sentence
+ * is chosen from the text the formats write. Real appraisals' reasons give the words explainVerdict gives the
+ * stored verdict; what the text does not tell beyond doubt (an unknown form, a pairing no format writes, a cut-off
+ * text whose deciding words are gone) gives nothing, and the overview shows the text itself.
+ */
+describe("a counted reason in words, from its text alone", () => {
+  /** the counters' reason is the stored one cut to STATS_REASON_CHARS */
+  const counted = (r: AppraisalResult) => [...r.reason].slice(0, STATS_REASON_CHARS).join("");
+  const sameWords = (r: AppraisalResult) => {
+    const expected = explainVerdict(ofResult(r));
+    assert.notEqual(expected.sentence, r.reason, `explainVerdict knows ${r.reason}`);
+    assert.deepEqual(reasonInWords(counted(r), r.record.status), expected, r.reason);
+  };
+
+  it("android-key, real chains: pass, nonce, trust, bootloader and chain, as the Verdicts pages say them", () => {
+    const trust = androidTrust();
+    const at = "2025-10-01T00:00:00Z";
+    const good = pemBlob("android_keyattestation/testdata/caiman/sdk36/TEE_EC_RKP.pem");
+    sameWords(appraiseAt(good, nonceFor(challengeOf(good, trust, at)), trust, at));
+    sameWords(appraiseAt(good, WRONG_NONCE, trust, at));
+    sameWords(appraiseAt(good, WRONG_NONCE, androidTrust({ fresh: false }), at));
+    sameWords(appraiseAt(good, WRONG_NONCE, androidTrust({ pinnedRootSpkiSha256: new Set(["00".repeat(32)]) }), at));
+    const unlocked = pemBlob("android_keyattestation/testdata/akita/sdk34/TEE_EC_NONE.pem");
+    const uat = "2024-09-20T00:00:00Z";
+    const no = appraiseAt(unlocked, nonceFor(challengeOf(unlocked, trust, uat)), trust, uat);
+    assert.equal(explainVerdict(ofResult(no)).sentence, ANDROID_SENTENCES.bootloader);
+    sameWords(no);
+  });
+
+  it("android-key: each policy failure, as androidPolicy.ts words it, by its check; the app check only when whole", () => {
+    const cases: [string, keyof typeof ANDROID_SENTENCES][] = [
+      ["security level Software is not TrustedEnvironment or StrongBox; bootloader unlocked (deviceLocked = false)", "security-level"],
+      ["attestationSecurityLevel TrustedEnvironment differs from keyMintSecurityLevel Software", "security-level"],
+      ["no hardware-enforced RootOfTrust", "root-of-trust"],
+      ["bootloader unlocked (deviceLocked = false); verifiedBootState Unverified", "bootloader"],
+      [`SelfSigned boot with key ${"ab".repeat(32)}, not on the allow-list`, "boot-state"],
+      ["verifiedBootState Failed", "boot-state"],
+      ["Samsung Knox warranty bit set", "knox-tamper"],
+      ["Samsung Knox extension unreadable (bad length): its warranty bit cannot be read", "knox-unreadable"],
+      ["osPatchLevel 202301 is older than the minimum 202401", "patch-level"],
+      ["no usable hardware-enforced osPatchLevel (minimum 202401)", "patch-level"],
+      ["app com.example.a (signing digests ab) is not on the app allow-list", "app"],
+    ];
+    for (const [reason, rule] of cases) {
+      assert.deepEqual(reasonInWords(reason, "Success"), { sentence: ANDROID_SENTENCES[rule], rule: `android-key ${rule}` }, reason);
+    }
+    assert.equal(reasonInWords(`app ${"com.example.long.".repeat(20)}`, "Success"), undefined, "a cut-off app failure");
+    assert.equal(reasonInWords("certificate 2 (serial 0a) is REVOKED (KEY_COMPROMISE)", "Revoked")?.sentence, ANDROID_SENTENCES.revoked);
+    // a long trust reason cut before its " (fail closed)" is not taken for a chain's
+    const cut = [...`the Android attestation status list could not be fetched (${"x".repeat(300)}) (fail closed)`].slice(0, STATS_REASON_CHARS).join("");
+    assert.equal(reasonInWords(cut, "CertificateInvalid"), undefined);
+  });
+
+  it("vendor: 'rule N (Status/Verdict)' as the container's rules write it; a pairing no rule makes keeps its text", () => {
+    const cases: [string, string, string][] = [
+      ["rule 1 (DeviceError/Unknown): the device reported exitCode 3 (\"no key\")", "DeviceError", "1"],
+      ["rule 2 (CertificateInvalid/No): certificate 0 is not valid at 2026-11-26T12:00:00.000Z", "CertificateInvalid", "2"],
+      ["rule 3 (Revoked/No): the leaf CN=dev, serial 0a, is REVOKED (KEY_COMPROMISE)", "Revoked", "3"],
+      ["rule 4 (SignatureInvalid/No): the signature over data does not verify (ecdsa-with-SHA256)", "SignatureInvalid", "4"],
+      ["rule 5 (NonceMismatch/No): the NONCE record is not the query nonce", "NonceMismatch", "5"],
+      ["rule 6 (Success/No): TAMPER_BIT is 1", "Success", "6"],
+      ['rule 7 (Success/Unknown): no reference values for ("X1", "2.0")', "Success", "7:no-reference"],
+      ['rule 7 (Success/No): measurements differ from the reference values for ("X1", "1.0"): PCR0', "Success", "7:differ"],
+      ['rule 7 (Success/Yes): measurements equal the reference values for ("X1", "1.0")', "Success", "7:match"],
+    ];
+    for (const [reason, status, rule] of cases) {
+      assert.deepEqual(reasonInWords(reason, status), { sentence: VENDOR_SENTENCES[rule as "1"], rule: `vendor rule ${rule.replace(":", " ")}` }, reason);
+    }
+    for (const [reason, status] of [
+      ["rule 3 (SignatureInvalid/No): the signature does not verify", "SignatureInvalid"],
+      ["rule 8 (SignatureInvalid/No): a rule no container has", "SignatureInvalid"],
+      ["rule 6 (Success/No): TAMPER_BIT is 1", "Revoked"],
+      ["rule 1: the device reported an error", "DeviceError"],
+      ["something the portal never heard of", "Success"],
+      ["", "CertificateInvalid"],
+    ]) {
+      assert.equal(reasonInWords(reason!, status!), undefined, reason);
+    }
+  });
+
+  it("play-integrity, real tokens: each rule's reason, the ids it shares with app-attest told apart by their words", async () => {
+    const app = makeApp();
+    const appraised = async (p: unknown, apps = [app]) => (await openAndAppraise(await joseToken(p, app), apps)).result;
+    const results = [
+      await appraised(payload()),
+      await appraised(payload({ requestDetails: { requestHash: undefined } })),
+      await appraised(payload({ requestDetails: { requestPackageName: "com.example.other" } })),
+      await appraised(payload(), []),
+      await appraised(payload({ appIntegrity: { appRecognitionVerdict: "UNRECOGNIZED_VERSION" } })),
+    ];
+    assert.deepEqual(results.map((r) => r.detail.rule), ["pass", "nonce", "package", "no-app", "app-recognition"], results.map((r) => r.reason).join("\n"));
+    for (const r of results) sameWords(r);
+  });
+
+  it("app-attest, real attestations and assertions: each kind's words, the shared ids by their words", async () => {
+    const ca = await demoCa();
+    const made = (o: Partial<Parameters<typeof makeAppAttestAttestation>[1]>) => makeAppAttestAttestation(ca, { nonce: ATTEST_NONCE, now: ATTEST_NOW, ...o });
+    const { blob, key } = await made({});
+    const attestations = [
+      await appraiseAttestation(blob),
+      await appraiseAttestation(blob, { apps: [] }),
+      await appraiseAttestation((await made({ wrongNonce: true })).blob),
+      await appraiseAttestation((await made({ otherAppId: "DEMOTEAM01.com.example.other" })).blob),
+      await appraiseAttestation((await made({ counter: 1 })).blob),
+      await appraiseAttestation((await made({ otherCa: true })).blob),
+    ];
+    assert.deepEqual(attestations.map((r) => r.detail.rule), ["pass", "no-app", "nonce", "app-id", "counter", "chain"]);
+    const good = makeAppAttestAssertion(key, { nonce: ATTEST_NONCE }).body;
+    const assertions = [
+      await appraiseAssertion(good, knownKey(key)),
+      await appraiseAssertion(good, knownKey(key, { counter: 1_000_000 })),
+      await appraiseAssertion(good, undefined),
+      await appraiseAssertion(good, knownKey(key, { revoked: true })),
+      await appraiseAssertion(good, knownKey(key, { appId: "DEMOTEAM01.com.example.other" })),
+    ];
+    assert.deepEqual(assertions.map((r) => r.detail.rule), ["pass", "counter", "unknown-key", "revoked-key", "app-id"], assertions.map((r) => r.reason).join("\n"));
+    for (const r of [...attestations, ...assertions]) sameWords(r);
+    assert.equal(reasonInWords("rule nonce: a why no format writes", "NonceMismatch"), undefined, "a shared id with unknown words is no guess");
+    assert.equal(reasonInWords("rule later-rule: a rule this portal does not know", "Success"), undefined);
+  });
+
+  it("a device pin: its sentence, with the appraisal's rule as reference when the text names it", () => {
+    const pinned = "device pin changed: chipId aa → bb; appraisal: rule 7 (Success/Yes): measurements equal the reference values for (\"X1\", \"1.0\")";
+    assert.deepEqual(reasonInWords(pinned, "Success"), { sentence: PIN_SENTENCES.changed, rule: "device pin changed, after vendor rule 7 match" });
+    assert.deepEqual(reasonInWords("device pin downgrade: osPatchLevel 202401 → 202301; appraisal: rule pass: signed by the key", "Success"), {
+      sentence: PIN_SENTENCES.downgrade,
+      rule: "device pin downgrade",
+    }, "the appraisal's words are not known: the pin alone");
+    assert.equal(reasonInWords("device pin matched: nothing", "Success"), undefined);
   });
 });

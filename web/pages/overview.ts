@@ -6,6 +6,8 @@ import { layout, table, withQuery, type PageContext } from "../layout.ts";
 import { when } from "../time.ts";
 import { operatorFirstRun, quickStart, type ApiAccess } from "./quickStart.ts";
 import type { ApiKeySummary } from "../../src/services/apiKeyAdmin.ts";
+import { reasonInWords } from "../../src/portal/verdictReasons.ts";
+import type { FailureCount } from "../../src/store/types.ts";
 
 /** an empty tenant's first steps (web/pages/quickStart.ts) */
 export interface QuickStart {
@@ -53,6 +55,15 @@ export function obtained(s: TrustSourceView): Html | string {
   if (s.origin === "built-in") return "shipped with attestd";
   if (readAtStartUp(s)) return s.configured ? "read at start-up" : "—";
   return whenever(s.fetchedAt);
+}
+
+/**
+ * A counted reason in the Verdicts pages' words, the rule and the reason as kept as a small reference; a text the
+ * portal has no words for (src/portal/verdictReasons.ts, reasonInWords) is shown as it is.
+ */
+function failureWhy(f: FailureCount): Html | string {
+  const why = reasonInWords(f.reason, f.status);
+  return why ? html`<div>${why.sentence}<br><small class="muted rule-ref" title="${f.reason}">${why.rule}</small></div>` : f.reason;
 }
 
 /** The trust sources' table, on the overview (everyone) and the operators' trust page. */
@@ -117,11 +128,11 @@ export function overviewPage(ctx: PageContext, o: Overview, tenants: string[] | 
 
   const failures = table(
     "Why verdicts were No or Unknown",
-    ["Verdict", "Status", "The rule that decided", "Last 24 h", "Last 30 days"],
+    ["Verdict", "Status", "Why, and the rule that decided", "Last 24 h", "Last 30 days"],
     o.failures.map(
       (f) => html`<tr>
   <td>${f.verdict}</td><td><a href="${withQuery("/portal/verdicts", { verdict: f.verdict, status: f.status, tenant: ctx.tenant })}">${f.status}</a></td>
-  <td class="wrap">${f.reason}</td><td>${n(f.recent)}</td><td>${n(f.total)}</td>
+  <td class="wrap">${failureWhy(f)}</td><td>${n(f.recent)}</td><td>${n(f.total)}</td>
 </tr>`,
     ),
   );
