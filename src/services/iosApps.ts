@@ -1,4 +1,5 @@
 import type { IosAppPolicy, IosEnvironment } from "../attestation/types.ts";
+import { TenantReadCache } from "./tenantReadCache.ts";
 import type { Clock, Rng } from "../clock.ts";
 import type { StoredIosApp } from "../domain/iosApps.ts";
 import type { Tenant } from "../domain/tenants.ts";
@@ -17,7 +18,6 @@ export const IOS_ENVIRONMENTS: readonly IosEnvironment[] = ["production", "devel
 export const DEFAULT_IOS_ENVIRONMENT: IosEnvironment = "production";
 /** as PLAY_APP_CACHE_MS: how long another instance (or the CLI) may take to reach an appraisal here */
 export const IOS_APP_CACHE_MS = 5_000;
-const CACHE_TENANTS = 10_000;
 
 export interface IosAppInput {
   appId: string;
@@ -43,15 +43,16 @@ export function checkIosEnvironment(environment: unknown): IosEnvironment {
  * service, which judges the tenant's App Attest attestations against them. Nothing here is secret.
  */
 export class IosAppRegistry {
-  private readonly cache = new Map<string, { at: number; apps: IosAppPolicy[] }>();
-  private generation = 0;
+  private readonly cache: TenantReadCache<IosAppPolicy[]>;
 
   constructor(
     private readonly store: AppAttestStore,
     private readonly clock: Clock,
     private readonly rng: Rng,
-    private readonly cacheMs = IOS_APP_CACHE_MS,
-  ) {}
+    cacheMs = IOS_APP_CACHE_MS,
+  ) {
+    this.cache = new TenantReadCache(clock, cacheMs);
+  }
 
   /** 400 PORTAL_INVALID_REQUEST for a bad field, 409 PORTAL_IOS_APP_EXISTS for an app id already registered. */
   async add(tenant: Tenant, input: IosAppInput): Promise<StoredIosApp> {
@@ -81,21 +82,10 @@ export class IosAppRegistry {
 
   /** The tenant's apps as the appraisal needs them, read at most every IOS_APP_CACHE_MS per tenant. */
   async appsForAppraisal(tenantId: string): Promise<IosAppPolicy[]> {
-    const hit = this.cache.get(tenantId);
-    if (hit && this.clock.nowMs() - hit.at < this.cacheMs) return hit.apps;
-    const now = this.clock.nowMs();
-    const generation = this.generation;
-    const apps = (await this.store.listIosApps(tenantId)).map((a) => ({ appId: a.appId, environment: a.environment }));
-    if (generation === this.generation) {
-      this.cache.delete(tenantId);
-      if (this.cache.size >= CACHE_TENANTS) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(tenantId, { at: now, apps });
-    }
-    return apps;
+    return this.cache.get(tenantId, async () => (await this.store.listIosApps(tenantId)).map((a) => ({ appId: a.appId, environment: a.environment })));
   }
 
   private forget(tenantId: string): void {
-    this.generation++;
-    this.cache.delete(tenantId);
+    this.cache.forget(tenantId);
   }
 }

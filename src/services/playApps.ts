@@ -1,4 +1,5 @@
 import { createPrivateKey } from "node:crypto";
+import { TenantReadCache } from "./tenantReadCache.ts";
 import { parsePlayResponseKeys, PlayResponseKeyError } from "../attestation/encoding/playIntegrityToken.ts";
 import type { IntegrityLabel, PlayAppPolicy } from "../attestation/types.ts";
 import type { Clock, Rng } from "../clock.ts";
@@ -28,7 +29,6 @@ export const MAX_SERVICE_ACCOUNT_BYTES = 16 * 1024;
  * costs no store read and no unsealing, except once per tenant every 5 s.
  */
 export const PLAY_APP_CACHE_MS = 5_000;
-const CACHE_TENANTS = 10_000;
 
 /** The CLI's short names of the device-verdict floor (`--device-floor basic|device|strong`). */
 export const DEVICE_FLOOR_NAMES: Readonly<Record<"basic" | "device" | "strong", IntegrityLabel>> = {
@@ -156,17 +156,17 @@ type SecretJson =
  * the store sees them, and leave this class only through `appsForAppraisal`: `add` and `list` answer summaries.
  */
 export class PlayAppRegistry {
-  private readonly cache = new Map<string, { at: number; apps: RegisteredPlayApp[] }>();
-  /** bumped by every change: a read that began before it must not be cached (it may miss the change) */
-  private generation = 0;
+  private readonly cache: TenantReadCache<RegisteredPlayApp[]>;
 
   constructor(
     private readonly store: PlayAppStore,
     private readonly clock: Clock,
     private readonly rng: Rng,
     private readonly secrets: SecretBox,
-    private readonly cacheMs = PLAY_APP_CACHE_MS,
-  ) {}
+    cacheMs = PLAY_APP_CACHE_MS,
+  ) {
+    this.cache = new TenantReadCache(clock, cacheMs);
+  }
 
   /** Registers an app; 400 PORTAL_INVALID_REQUEST for a bad field, 409 PORTAL_PLAY_APP_EXISTS for a package already registered. */
   async add(tenant: Tenant, input: PlayAppInput): Promise<PlayAppSummary> {
@@ -222,23 +222,11 @@ export class PlayAppRegistry {
    * reason goes to the activity log only, as for the tenants' other keys.
    */
   async appsForAppraisal(tenantId: string): Promise<RegisteredPlayApp[]> {
-    const hit = this.cache.get(tenantId);
-    if (hit && this.clock.nowMs() - hit.at < this.cacheMs) return hit.apps;
-    // taken before the read: the entry never outlives cacheMs from a moment the store could have been older
-    const now = this.clock.nowMs();
-    const generation = this.generation;
-    const apps = (await this.store.listPlayApps(tenantId)).map((a) => this.opened(a));
-    if (generation === this.generation) {
-      this.cache.delete(tenantId);
-      if (this.cache.size >= CACHE_TENANTS) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(tenantId, { at: now, apps });
-    }
-    return apps;
+    return this.cache.get(tenantId, async () => (await this.store.listPlayApps(tenantId)).map((a) => this.opened(a)));
   }
 
   private forget(tenantId: string): void {
-    this.generation++;
-    this.cache.delete(tenantId);
+    this.cache.forget(tenantId);
   }
 
   private opened(a: StoredPlayApp): RegisteredPlayApp {
