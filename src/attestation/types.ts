@@ -254,7 +254,17 @@ export interface PlayAppPolicy {
  * keys opened it (or for which Google decoded it); or why it could not be opened.
  */
 export type PlayIntegrityEvidence =
-  | { opened: true; app: PlayAppPolicy; payload: unknown; decodedBy: "local" | "google" }
+  | {
+      opened: true;
+      app: PlayAppPolicy;
+      payload: unknown;
+      decodedBy: "local" | "google";
+      /**
+       * the token's protected header and ciphertext size, when the opening read them (opened locally): the
+       * appraisal then does not read the token again
+       */
+      token?: { header: Record<string, unknown>; ciphertextBytes: number };
+    }
   | {
       opened: false;
       /**

@@ -1,4 +1,4 @@
-import { looksLikePlayIntegrityToken, openWithApps, openWithResponseKeys } from "../attestation/encoding/playIntegrityToken.ts";
+import { looksLikePlayIntegrityToken, openTokenWithKeys, openWithApps } from "../attestation/encoding/playIntegrityToken.ts";
 import type { PlayIntegrityEvidence } from "../attestation/types.ts";
 import type { RegisteredPlayApp } from "../domain/playApps.ts";
 import type { OpenWithKeys } from "./playTokenThreads.ts";
@@ -31,7 +31,7 @@ export class PlayIntegrityOpener {
     private readonly apps: PlayAppSource,
     private readonly google: PlayTokenDecoder,
     /** opens with one app's response keys: inline by default, or on PlayTokenThreads' threads */
-    private readonly openWithKeys: OpenWithKeys = openWithResponseKeys,
+    private readonly openWithKeys: OpenWithKeys = openTokenWithKeys,
   ) {}
 
   async open(tenantId: string, blob: Uint8Array): Promise<PlayIntegrityEvidence | undefined> {

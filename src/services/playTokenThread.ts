@@ -1,10 +1,10 @@
 /**
  * A Play Integrity token thread's code (PlayTokenThreads, playTokenThreads.ts): opens tokens with response keys
- * off the event loop. Each message is `{ id, token, keys }`; the answer is `{ id, payload }` or `{ id, error }`
- * with the error's kind, so the caller rebuilds the same error classes `openWithResponseKeys` throws inline.
+ * off the event loop. Each message is `{ id, token, keys }`; the answer is `{ id, opened }` (payload and structure) or `{ id, error }`
+ * with the error's kind, so the caller rebuilds the same error classes `openTokenWithKeys` throws inline.
  */
 import { parentPort } from "node:worker_threads";
-import { openWithResponseKeys, PlayOpenError, PlayResponseKeyError, PlayTokenError } from "../attestation/encoding/playIntegrityToken.ts";
+import { openTokenWithKeys, PlayOpenError, PlayResponseKeyError, PlayTokenError, type OpenedToken } from "../attestation/encoding/playIntegrityToken.ts";
 import type { PlayResponseKeys } from "../domain/playApps.ts";
 
 /** A token to open with one app's keys, as sent to a thread. */
@@ -14,10 +14,10 @@ export interface OpenRequest {
   keys: PlayResponseKeys;
 }
 
-/** A thread's answer: the payload, or the kind of error `openWithResponseKeys` threw and its message. */
+/** A thread's answer: the opened token, or the kind of error `openTokenWithKeys` threw and its message. */
 export interface OpenAnswer {
   id: number;
-  payload?: unknown;
+  opened?: OpenedToken;
   error?: { kind: "open" | "token" | "keys" | "other"; message: string };
 }
 
@@ -43,8 +43,8 @@ function kindOf(e: unknown): NonNullable<OpenAnswer["error"]>["kind"] {
 }
 
 parentPort!.on("message", (m: OpenRequest) => {
-  openWithResponseKeys(m.token, sameKeys(m.keys)).then(
-    (payload) => parentPort!.postMessage({ id: m.id, payload } satisfies OpenAnswer),
+  openTokenWithKeys(m.token, sameKeys(m.keys)).then(
+    (opened) => parentPort!.postMessage({ id: m.id, opened } satisfies OpenAnswer),
     (e: unknown) => parentPort!.postMessage({ id: m.id, error: { kind: kindOf(e), message: e instanceof Error ? e.message : String(e) } } satisfies OpenAnswer),
   );
 });

@@ -1,7 +1,8 @@
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import {
-  openWithResponseKeys,
+  openTokenWithKeys,
+  type OpenedToken,
   PlayOpenError,
   PlayResponseKeyError,
   PlayTokenError,
@@ -9,8 +10,8 @@ import {
 import type { PlayResponseKeys } from "../domain/playApps.ts";
 import type { OpenAnswer, OpenRequest } from "./playTokenThread.ts";
 
-/** Opens a token with one app's response keys: `openWithResponseKeys`, inline or on a thread. */
-export type OpenWithKeys = (token: string, keys: PlayResponseKeys) => Promise<unknown>;
+/** Opens a token with one app's response keys: `openTokenWithKeys`, inline or on a thread. */
+export type OpenWithKeys = (token: string, keys: PlayResponseKeys) => Promise<OpenedToken>;
 
 /**
  * `--play-threads auto`: of the cores a process has (its share when `--workers` runs several), one for the event loop
@@ -35,7 +36,7 @@ function rebuilt(error: NonNullable<OpenAnswer["error"]>): Error {
 
 interface Pending {
   request: OpenRequest;
-  resolve: (payload: unknown) => void;
+  resolve: (opened: OpenedToken) => void;
   reject: (e: Error) => void;
 }
 
@@ -71,14 +72,14 @@ export class PlayTokenThreads {
     return this.threads.length;
   }
 
-  /** `openWithResponseKeys` on a thread (round robin), or inline when there are none or after close(). */
+  /** `openTokenWithKeys` on a thread (round robin), or inline when there are none or after close(). */
   readonly open: OpenWithKeys = (token, keys) => {
-    if (this.threads.length === 0 || this.closed) return openWithResponseKeys(token, keys);
+    if (this.threads.length === 0 || this.closed) return openTokenWithKeys(token, keys);
     const slot = this.next;
     this.next = (this.next + 1) % this.threads.length;
     const thread = (this.threads[slot] ??= this.start(slot));
     const request: OpenRequest = { id: ++this.ids, token, keys: { decryptionKey: keys.decryptionKey, verificationKeySpki: keys.verificationKeySpki } };
-    return new Promise<unknown>((resolve, reject) => {
+    return new Promise<OpenedToken>((resolve, reject) => {
       thread.pending.set(request.id, { request, resolve, reject });
       thread.worker.postMessage(request);
     });
@@ -93,7 +94,7 @@ export class PlayTokenThreads {
       if (!p) return;
       thread.pending.delete(answer.id);
       if (answer.error) p.reject(rebuilt(answer.error));
-      else p.resolve(answer.payload);
+      else p.resolve(answer.opened!);
     });
     let gone = false;
     const lost = () => {
@@ -104,7 +105,7 @@ export class PlayTokenThreads {
       const orphans = [...thread.pending.values()];
       thread.pending.clear();
       // pure work: open again here rather than fail a request for a thread's sake
-      for (const p of orphans) openWithResponseKeys(p.request.token, p.request.keys).then(p.resolve, p.reject);
+      for (const p of orphans) openTokenWithKeys(p.request.token, p.request.keys).then(p.resolve, p.reject);
     };
     worker.on("error", lost);
     worker.on("exit", lost);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { openWithResponseKeys, PlayOpenError, PlayResponseKeyError, PlayTokenError } from "../../src/attestation/encoding/playIntegrityToken.ts";
+import { openTokenWithKeys, PlayOpenError, PlayResponseKeyError, PlayTokenError } from "../../src/attestation/encoding/playIntegrityToken.ts";
 import { autoPlayThreads, PlayTokenThreads } from "../../src/services/playTokenThreads.ts";
 import { loadConfig } from "../../src/config.ts";
 import { joseToken, makeApp, payload } from "./fixtures.ts";
@@ -18,9 +18,13 @@ describe("play-integrity: opening tokens on threads", () => {
   const pool = new PlayTokenThreads(2);
   after(() => pool.close());
 
-  it("answers the payload openWithResponseKeys answers inline", async () => {
+  it("answers what opening inline answers: the payload, and the token's header and ciphertext size", async () => {
     const token = await joseToken(payload(), app);
-    assert.deepEqual(await pool.open(token, keys), await openWithResponseKeys(token, keys));
+    const opened = await pool.open(token, keys);
+    assert.deepEqual(opened, await openTokenWithKeys(token, keys));
+    assert.deepEqual(opened.token.header, { alg: "A256KW", enc: "A256GCM" });
+    assert.ok(opened.token.ciphertextBytes > 100);
+    assert.equal((opened.payload as { requestDetails: { requestHash: string } }).requestDetails.requestHash, payload().requestDetails && (payload().requestDetails as { requestHash: string }).requestHash);
   });
 
   it("rebuilds the error classes the caller tells apart: another app's token, a malformed one, unusable keys", async () => {
@@ -35,7 +39,7 @@ describe("play-integrity: opening tokens on threads", () => {
   it("answers concurrent tokens, each with its own payload", async () => {
     const nonces = Array.from({ length: 24 }, (_, i) => `nonce-${i}`);
     const tokens = await Promise.all(nonces.map((n) => joseToken(payload({ requestDetails: { requestHash: n } }), app)));
-    const opened = (await Promise.all(tokens.map((t) => pool.open(t, keys)))) as { requestDetails: { requestHash: string } }[];
+    const opened = (await Promise.all(tokens.map((t) => pool.open(t, keys)))).map((o) => o.payload as { requestDetails: { requestHash: string } });
     assert.deepEqual(opened.map((p) => p.requestDetails.requestHash), nonces);
   });
 
@@ -45,11 +49,11 @@ describe("play-integrity: opening tokens on threads", () => {
     // the threads are started by the opens above; end them while their tokens are in flight
     const threads = (pool as unknown as { threads: ({ worker: { terminate(): Promise<number> } } | undefined)[] }).threads;
     await Promise.all(threads.map((t) => t?.worker.terminate()));
-    const opened = (await Promise.all(answers)) as { requestDetails: { requestHash: string } }[];
+    const opened = (await Promise.all(answers)).map((o) => o.payload as { requestDetails: { requestHash: string } });
     assert.deepEqual(opened.map((p) => p.requestDetails.requestHash), tokens.map((_, i) => `n${i}`));
     assert.ok(pool.replaced >= 1, `replaced ${pool.replaced}`);
     // and the next token is opened by a new thread
-    assert.deepEqual(await pool.open(tokens[0]!, keys), await openWithResponseKeys(tokens[0]!, keys));
+    assert.deepEqual(await pool.open(tokens[0]!, keys), await openTokenWithKeys(tokens[0]!, keys));
   });
 
   it("opens inline after close(), and with 0 threads", async () => {
@@ -57,10 +61,10 @@ describe("play-integrity: opening tokens on threads", () => {
     const closed = new PlayTokenThreads(1);
     await closed.open(token, keys);
     await closed.close();
-    assert.deepEqual(await closed.open(token, keys), await openWithResponseKeys(token, keys));
+    assert.deepEqual(await closed.open(token, keys), await openTokenWithKeys(token, keys));
     const none = new PlayTokenThreads(0);
     assert.equal(none.size, 0);
-    assert.deepEqual(await none.open(token, keys), await openWithResponseKeys(token, keys));
+    assert.deepEqual(await none.open(token, keys), await openTokenWithKeys(token, keys));
   });
 });
 

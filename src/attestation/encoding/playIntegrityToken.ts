@@ -212,6 +212,21 @@ const jsonText = new TextDecoder("utf-8", { fatal: true });
  * PlayOpenError when these keys do not open it (another app's token, a tampered one, a nested or odd JWS).
  */
 export async function openWithResponseKeys(token: string, keys: PlayResponseKeys): Promise<unknown> {
+  return (await openTokenWithKeys(token, keys)).payload;
+}
+
+/** What opening a token gives: the payload, and the token's structure as the opening read it. */
+export interface OpenedToken {
+  payload: unknown;
+  /** the protected header and the ciphertext's size, which the verdict's detail reports */
+  token: Pick<PlayTokenParts, "header" | "ciphertextBytes">;
+}
+
+/**
+ * `openWithResponseKeys`, also answering the structure it read, so the appraisal need not read the token again
+ * (the opening may run on another thread: services/playTokenThreads.ts).
+ */
+export async function openTokenWithKeys(token: string, keys: PlayResponseKeys): Promise<OpenedToken> {
   const parts = readPlayIntegrityToken(Buffer.from(token, "latin1"));
   const { decryption, verification } = importResponseKeys(keys);
   let jws: Uint8Array;
@@ -253,7 +268,7 @@ export async function openWithResponseKeys(token: string, keys: PlayResponseKeys
     throw new PlayOpenError("payload: signed, but not UTF-8 JSON");
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new PlayOpenError("payload: signed, but not a JSON object");
-  return value;
+  return { payload: value, token: { header: parts.header, ciphertextBytes: parts.ciphertextBytes } };
 }
 
 /**
@@ -268,7 +283,7 @@ export async function openWithResponseKeys(token: string, keys: PlayResponseKeys
 export async function openWithApps(
   token: string,
   apps: readonly RegisteredPlayApp[],
-  open: (token: string, keys: PlayResponseKeys) => Promise<unknown> = openWithResponseKeys,
+  open: (token: string, keys: PlayResponseKeys) => Promise<OpenedToken> = openTokenWithKeys,
 ): Promise<PlayIntegrityEvidence> {
   if (apps.length === 0) return { opened: false, why: "no-app", reason: "the tenant registered no Play app" };
   const withKeys = apps.filter((a) => a.responseKeys);
@@ -287,8 +302,8 @@ export async function openWithApps(
   const findings: string[] = [];
   for (const app of tried) {
     try {
-      const payload = await open(token, app.responseKeys!);
-      return { opened: true, app: app.policy, payload, decodedBy: "local" };
+      const opened = await open(token, app.responseKeys!);
+      return { opened: true, app: app.policy, payload: opened.payload, token: opened.token, decodedBy: "local" };
     } catch (e) {
       if (e instanceof PlayTokenError) return malformed(e);
       if (e instanceof PlayOpenError) {

@@ -149,14 +149,17 @@ function appDetail(app: PlayAppPolicy): Record<string, unknown> {
 }
 
 export function appraisePlayIntegrity(input: AppraisalInput): AppraisalResult {
-  let token;
-  try {
-    token = readPlayIntegrityToken(input.blob);
-  } catch (e) {
-    if (e instanceof PlayTokenError) throw malformed(e.message);
-    throw e;
-  }
   const evidence = input.playIntegrity ?? { opened: false, why: "no-app", reason: "no Play app was given to open the token with" };
+  // a token opened locally was read whole by its opening; anything else is read (and refused if broken) here
+  let token = evidence.opened ? evidence.token : undefined;
+  if (!token) {
+    try {
+      token = readPlayIntegrityToken(input.blob);
+    } catch (e) {
+      if (e instanceof PlayTokenError) throw malformed(e.message);
+      throw e;
+    }
+  }
   const checks: AppraisalChecks = {};
   const detail: Record<string, unknown> = {
     format: "play-integrity",
