@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import { REPO } from "../test/helpers/serverProcess.ts";
 import { Deployment } from "./lib/deployment.ts";
 import { PrivatePostgres, PrivateRedis } from "./lib/services.ts";
-import type { FuzzResult } from "./parts/fuzz.ts";
+import { FUZZ_FORMATS, type FuzzResult } from "./parts/fuzz.ts";
 import { killUnderLoad, type KillResult } from "./parts/kill.ts";
 import { storeOutage, type OutageResult } from "./parts/outage.ts";
 import { slowClients, type SlowResult } from "./parts/slowClients.ts";
@@ -98,7 +98,7 @@ async function fuzzAll(): Promise<FuzzResult[]> {
       c.on("close", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`fuzz ${format} exited ${code}: ${err.slice(-2000)}`))));
     });
   // one process per format, two at a time: the machine the campaign was sized for has two cores
-  const formats = ["vendor", "android-key", "play-integrity"];
+  const formats = FUZZ_FORMATS;
   const results: FuzzResult[] = new Array(formats.length);
   let next = 0;
   const worker = async () => {

@@ -3,7 +3,11 @@ import { isAppError } from "../../src/errors/AppError.ts";
 import { splitDerCertificates } from "../../src/attestation/encoding/derChain.ts";
 import { createDevCa, issueDeviceLeaf } from "../../src/attestation/sim/devCa.ts";
 import { demoReferenceValues, encodeVendorBlob } from "../../src/attestation/sim/deviceSim.ts";
-import { VERDICT_FIELDS, type PlayIntegrityEvidence, type TrustConfig } from "../../src/attestation/types.ts";
+import { VERDICT_FIELDS, type AppAttestEvidence, type AppAttestKnownKey, type IosAppPolicy, type PlayIntegrityEvidence, type TrustConfig } from "../../src/attestation/types.ts";
+import { readAppAttestAssertion, readAppAttestAttestation } from "../../src/attestation/encoding/appAttestObject.ts";
+import { AppAttestKeys } from "../../src/services/appAttestKeys.ts";
+import type { AppAttestStore } from "../../src/store/types.ts";
+import type { StoredAppAttestKey } from "../../src/domain/iosApps.ts";
 import { openWithApps, parsePlayResponseKeys } from "../../src/attestation/encoding/playIntegrityToken.ts";
 import type { RegisteredPlayApp } from "../../src/domain/playApps.ts";
 import { readFileSync } from "node:fs";
@@ -24,9 +28,21 @@ import { androidTrust, challengeOf, derBlob, nonceFor, pemBlob } from "../../tes
  *
  * play-integrity mutants are opened as the service opens them (openWithApps, with the seed app's response keys and
  * another app's first), then appraised: the opening is async, so that format's cases are awaited one by one.
+ *
+ * app-attest mutants come from the simulator's attestation objects and assertions (kept in
+ * test/vectors/app-attest-fuzz/seeds.json), appraised with the demo App Attestation root trusted and the demo app
+ * registered; the service's own lookup (AppAttestKeys.evidence) gives each one its evidence, so an assertion whose
+ * key id survived the mutation is appraised with the remembered key (counter 0, as after the attestation) and one
+ * whose key id changed with none. A Yes needs what App Attest authenticates to be the seed's: an attestation's
+ * authData and certificates (the receipt is kept, not judged, under a root other than Apple's: docs/app-attest.md),
+ * an assertion's key id and authenticator data (not the signature's bytes: an ECDSA signature has more than one
+ * valid encoding).
  */
 
-export type FuzzFormat = "vendor" | "android-key" | "play-integrity";
+export type FuzzFormat = "vendor" | "android-key" | "play-integrity" | "app-attest";
+
+/** Every format the campaign fuzzes, in the order it runs and reports them. */
+export const FUZZ_FORMATS: readonly FuzzFormat[] = ["vendor", "android-key", "play-integrity", "app-attest"];
 
 export interface FuzzOptions {
   format: FuzzFormat;
@@ -62,10 +78,12 @@ interface Seed {
   nonce: string;
   now: Date;
   yes: boolean;
+  /** for a text body (an app-attest assertion): the characters most set and inserted bytes are */
+  text?: Buffer;
 }
 
-/** How a format's blobs are opened before appraisal (play-integrity only). */
-type Opener = (blob: Uint8Array) => Promise<PlayIntegrityEvidence>;
+/** What the service looks up before appraising a format's blobs (play-integrity: the opened token; app-attest: apps and key). */
+type Opener = (blob: Uint8Array) => Promise<{ playIntegrity?: PlayIntegrityEvidence; appAttest?: AppAttestEvidence }>;
 
 const VENDOR_NOW = new Date("2030-06-15T12:00:00.000Z");
 const VENDOR_NONCE = Buffer.alloc(32, 0x5a).toString("base64url");
@@ -87,7 +105,7 @@ async function playSeeds(trust: TrustConfig): Promise<{ seeds: Seed[]; trust: Tr
   // another app's keys tried first, as a tenant with several apps has them: every mutant pays a failed unwrap too
   const other = app("other", "com.example.other", { decryptionKey: Buffer.alloc(32, 7), verificationKeySpki: Buffer.from(v.verificationKey, "base64") });
   const apps = [other, app("seed", v.packageName, parsePlayResponseKeys(v.decryptionKey, v.verificationKey))];
-  const open: Opener = (blob) => openWithApps(Buffer.from(blob).toString("latin1"), apps);
+  const open: Opener = async (blob) => ({ playIntegrity: await openWithApps(Buffer.from(blob).toString("latin1"), apps) });
   const seeds: Seed[] = [];
   for (const t of v.tokens) {
     const s: Seed = { name: t.name, blob: Buffer.from(t.token, "latin1"), nonce: v.nonce, now: new Date(v.now), yes: false };
@@ -98,8 +116,47 @@ async function playSeeds(trust: TrustConfig): Promise<{ seeds: Seed[]; trust: Tr
   return { seeds, trust, open };
 }
 
+/** an assertion's own characters: its JSON and the base64 inside it */
+const ASSERTION_CHARS = Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_{}":, ');
+
+/**
+ * The simulator's attestation objects and assertions, made once with throw-away keys and kept
+ * (test/vectors/app-attest-fuzz/seeds.json), for the same reason as play-integrity's. The evidence comes from the
+ * service's AppAttestKeys over a store that holds the one attested key, as after its attestation.
+ */
+async function appAttestSeeds(trust: TrustConfig): Promise<{ seeds: Seed[]; trust: TrustConfig; open: Opener }> {
+  const v = JSON.parse(readFileSync(new URL("../../test/vectors/app-attest-fuzz/seeds.json", import.meta.url), "utf8")) as {
+    appId: string; nonce: string; now: string; rootDer: string; key: AppAttestKnownKey;
+    attestations: { name: string; blob: string }[]; assertions: { name: string; body: string }[];
+  };
+  const withRoot: TrustConfig = { ...trust, appAttest: { rootsDer: [Buffer.from(v.rootDer, "base64")] } };
+  // the app as `ios-app add --environment both` registers it (the seeds hold both environments' attestations), and another app
+  const apps: IosAppPolicy[] = [{ appId: "ABCDE12345.com.example.other", environment: "production" }, { appId: v.appId, environment: "both" }];
+  const stored: StoredAppAttestKey = {
+    ...v.key, tenantId: "fuzz", environment: "production", receipt: "", attestedAt: v.now, lastAssertedAt: null, revokedAt: null,
+  };
+  // the one read AppAttestKeys.evidence makes of the store
+  const store: Pick<AppAttestStore, "getAppAttestKey"> = { getAppAttestKey: async (_tenant, keyId) => (keyId === stored.keyId ? stored : undefined) };
+  const keys = new AppAttestKeys(store as AppAttestStore, { appsForAppraisal: async () => apps }, { nowMs: () => Date.parse(v.now) });
+  const open: Opener = async (blob) => {
+    const appAttest = await keys.evidence("fuzz", blob);
+    return appAttest ? { appAttest } : {};
+  };
+  const now = new Date(v.now);
+  const seeds: Seed[] = [
+    ...v.attestations.map((a) => ({ name: a.name, blob: Buffer.from(a.blob, "base64"), nonce: v.nonce, now, yes: false })),
+    ...v.assertions.map((a) => ({ name: a.name, blob: Buffer.from(a.body, "utf8"), nonce: v.nonce, now, yes: false, text: ASSERTION_CHARS })),
+  ];
+  for (const s of seeds) s.yes = verdictOf(s, s.blob, withRoot, await open(s.blob)) === "Yes";
+  if (!seeds.every((s) => s.yes)) throw new Error(`fuzz: the app-attest seeds do not all appraise Yes: ${seeds.filter((s) => !s.yes).map((s) => s.name).join(", ")}`);
+  return { seeds, trust: withRoot, open };
+}
+
 async function seedsFor(format: FuzzFormat): Promise<{ seeds: Seed[]; trust: TrustConfig; open?: Opener }> {
   const android = androidTrust();
+  if (format === "app-attest") {
+    return appAttestSeeds({ vendor: { rootsDer: [], revocations: new Map(), referenceValues: [] }, android });
+  }
   if (format === "play-integrity") {
     return playSeeds({ vendor: { rootsDer: [], revocations: new Map(), referenceValues: [] }, android });
   }
@@ -147,10 +204,10 @@ async function seedsFor(format: FuzzFormat): Promise<{ seeds: Seed[]; trust: Tru
 }
 
 /** The verdict, or which container error; throws for anything the invariant forbids. */
-function verdictOf(seed: Seed, blob: Uint8Array, trust: TrustConfig, playIntegrity?: PlayIntegrityEvidence): string {
+function verdictOf(seed: Seed, blob: Uint8Array, trust: TrustConfig, evidence: Awaited<ReturnType<Opener>> = {}): string {
   let r;
   try {
-    r = appraise({ blob, nonce: seed.nonce, trust, now: seed.now, ...(playIntegrity ? { playIntegrity } : {}) });
+    r = appraise({ blob, nonce: seed.nonce, trust, now: seed.now, ...evidence });
   } catch (e) {
     if (isAppError(e) && e.entry.code === "4000006") return "malformed";
     if (isAppError(e) && e.entry.code === "5010000") return "notImplemented";
@@ -184,10 +241,11 @@ const TOKEN_CHARS = Buffer.from("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu
  * One to four byte-level mutations (flip, set, truncate, insert, delete, swap), or, now and then, noise. For a text
  * format (`text`), set and inserted bytes are mostly the format's own characters.
  */
-function mutant(seeds: readonly Seed[], rnd: () => number, text?: Buffer): { seed: Seed; blob: Buffer; how: string } {
+function mutant(seeds: readonly Seed[], rnd: () => number, formatText?: Buffer): { seed: Seed; blob: Buffer; how: string } {
   const int = (n: number) => Math.floor(rnd() * n);
-  const byte = () => (text && rnd() < 0.8 ? text[int(text.length)]! : int(256));
   const seed = seeds[int(seeds.length)]!;
+  const text = formatText ?? seed.text;
+  const byte = () => (text && rnd() < 0.8 ? text[int(text.length)]! : int(256));
   if (rnd() < 0.03) {
     const noise = Buffer.alloc(int(600));
     for (let i = 0; i < noise.length; i++) noise[i] = int(256);
@@ -240,9 +298,23 @@ function mutant(seeds: readonly Seed[], rnd: () => number, text?: Buffer): { see
  * Whether a mutant's signed bytes are the seed's. The vendor container's only unsigned bytes are exitCode's label:
  * errLen and errString (blob-format.md). An android-key chain is signed certificate by certificate, and the root
  * may be left out (it is pinned, docs/android-key.md): a mutant whose certificates are the seed's first ones,
- * byte for byte, is the same attestation (a truncation at a certificate boundary drops the root).
+ * byte for byte, is the same attestation (a truncation at a certificate boundary drops the root). An app-attest
+ * body, read by the format's own reader: see the header.
  */
 function sameSignedRegion(format: FuzzFormat, a: Uint8Array, seed: Uint8Array): boolean {
+  if (format === "app-attest") {
+    const eq = (x: Uint8Array, y: Uint8Array) => Buffer.from(x).equals(y);
+    try {
+      if (seed[0] === 0x7b) {
+        const [m, s] = [readAppAttestAssertion(a), readAppAttestAssertion(seed)];
+        return eq(m.keyId, s.keyId) && eq(m.authenticatorData, s.authenticatorData);
+      }
+      const [m, s] = [readAppAttestAttestation(a), readAppAttestAttestation(seed)];
+      return eq(m.authData, s.authData) && m.x5c.length === s.x5c.length && m.x5c.every((c, i) => eq(c, s.x5c[i]!));
+    } catch {
+      return false;
+    }
+  }
   if (format === "play-integrity") return Buffer.from(a).toString("latin1").trim() === Buffer.from(seed).toString("latin1");
   if (format === "android-key") {
     const mine = splitDerCertificates(a);
@@ -273,7 +345,7 @@ export async function fuzzFormat(opts: FuzzOptions): Promise<FuzzResult> {
     const m = mutant(seeds, rnd, text);
     let v: string;
     try {
-      v = verdictOf(m.seed, m.blob, trust, open ? await open(m.blob) : undefined);
+      v = verdictOf(m.seed, m.blob, trust, open ? await open(m.blob) : {});
     } catch (e) {
       violation(i, `${(e as Error).message.split("\n").slice(0, 3).join(" ")} (${m.how})`);
       continue;

@@ -21,6 +21,7 @@ const PARTS = [
   { marker: "walkthrough-android", blocks: ["request", "unlocked request"] },
   { marker: "walkthrough-devices", blocks: ["twice", "downgrade", "history", "reset"] },
   { marker: "walkthrough-play", blocks: ["request", "basic request"] },
+  { marker: "walkthrough-app-attest", blocks: ["attestation", "assertion", "replayed counter"] },
 ] as const;
 
 /**
@@ -96,4 +97,15 @@ it("README walk-through, part 4: dev-ca --play-integrity → play-app add → no
   assert.equal(verdict!.version, "1");
   assert.equal(basic!.status, "Success");
   assert.equal(basic!.verdict, "No");
+});
+
+/** Part 5: an App Attest key from the demo root, its app registered for the tenant in the set-up; its counter kept. */
+it("README walk-through, part 5: dev-ca --app-attest → ios-app add → attestation → Yes; assertion → Yes, counter 1; counter 1 again → No", { timeout: 600_000 }, async () => {
+  const [attested, asserted, replayed] = (await walkthroughs())[4]!;
+  assert.deepEqual([attested!.status, attested!.verdict, attested!.version], ["Success", "Yes", "0"]);
+  assert.equal(attested!.measurements, "DEMOTEAM01.com.example.attestd.demo");
+  assert.match(attested!.chipId, /^[A-Za-z0-9+/]{43}=$/);
+  assert.deepEqual([asserted!.status, asserted!.verdict, asserted!.version, asserted!.chipId], ["Success", "Yes", "1", attested!.chipId]);
+  // the same key and counter as the accepted assertion, for a fresh nonce: a replay or a clone, refused by the counter
+  assert.deepEqual([replayed!.status, replayed!.verdict, replayed!.version, replayed!.chipId], ["NonceMismatch", "No", "1", attested!.chipId]);
 });

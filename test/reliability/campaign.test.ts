@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { Deployment } from "../../reliability/lib/deployment.ts";
 import { PrivatePostgres, PrivateRedis } from "../../reliability/lib/services.ts";
-import { fuzzFormat } from "../../reliability/parts/fuzz.ts";
+import { FUZZ_FORMATS, fuzzFormat } from "../../reliability/parts/fuzz.ts";
 import { killUnderLoad, type KillResult } from "../../reliability/parts/kill.ts";
 import { storeOutage } from "../../reliability/parts/outage.ts";
 import { slowClients } from "../../reliability/parts/slowClients.ts";
@@ -37,7 +37,7 @@ function assertKill(k: KillResult): void {
 }
 
 describe("reliability campaign, short version", () => {
-  for (const format of ["vendor", "android-key", "play-integrity"] as const) {
+  for (const format of FUZZ_FORMATS) {
     it(`fuzz: 2,000 mutated ${format} blobs through appraise give a record or the container error, and no Yes from a signed change`, async () => {
       const r = await fuzzFormat({ format, cases: 2_000, seed: 13, rssLimitMb: 1024 });
       assert.equal(r.violations, 0, r.examples.join("\n"));
