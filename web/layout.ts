@@ -36,6 +36,7 @@ export const NAV: { label: string; links: NavLink[] }[] = [
       { href: "/portal/devices", label: "Attested devices" },
       { href: "/portal/activity", label: "Activity log" },
       { href: "/portal/play-apps", label: "Play apps" },
+      { href: "/portal/ios-apps", label: "iOS apps" },
       { href: "/portal/reference-values", label: "Reference values" },
     ],
   },

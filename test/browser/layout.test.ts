@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Page } from "playwright-core";
@@ -21,6 +21,7 @@ const SIZES = [
 const LONG_TENANT = "acme-international-device-attestation-holdings-europe-west-00001";
 const LONG_LABEL = "production web shop for the European storefront, Android and vendor devices, rotated quarterly by ops";
 const LONG_EMAIL = "integration.service.account.for.enrollment@subsidiary.acme-international.example";
+const IOS_APP_ID = "ABCDE12345.com.acme-international.storefront.europe.production";
 
 /**
  * The frame every page of the portal shares (web/layout.ts, web/static/portal.css and portal.js), in Debian's
@@ -42,6 +43,9 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 2_40
         }
         const client = attestdCli(["client", "create", "--tenant", LONG_TENANT, "--user", LONG_EMAIL, "--out", path.join(dir, "keys.json"), ...data]);
         assert.equal(client.status, 0, client.stderr);
+        // an iOS app with a long bundle id, so the iOS apps page shows a row of each of its tables
+        const ios = attestdCli(["ios-app", "add", "--tenant", LONG_TENANT, "--app-id", IOS_APP_ID, "--environment", "both", ...data]);
+        assert.equal(ios.status, 0, ios.stderr);
         await seedHistory(dir);
       },
     });
@@ -75,6 +79,13 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 2_40
         };
         await store.saveVerdict(v);
       }
+      // an App Attest key, as an attestation's Yes leaves it, and one assertion of it (the iOS apps page's keys)
+      const publicKey = Buffer.concat([Buffer.from([4]), randomBytes(64)]);
+      const keyId = createHash("sha256").update(publicKey).digest("base64");
+      const attestedAt = new Date(now - 3_600_000).toISOString();
+      const key = { tenantId: tenant.tenantId, keyId, appId: IOS_APP_ID, publicKey: publicKey.toString("base64"), counter: 0, environment: "production" as const, receipt: "", attestedAt, lastAssertedAt: null, revokedAt: null };
+      assert.ok(await store.applyAppAttestEffect({ kind: "attested", key }));
+      assert.ok(await store.applyAppAttestEffect({ kind: "asserted", tenantId: tenant.tenantId, keyId, counter: 3, at: new Date(now - 60_000).toISOString() }));
       await store.appendActivity([
         { time: new Date(now - 5000).toISOString(), errorId: null, tenantId: tenant.tenantId, clientId: null, method: "POST", route: "/v2/nonces", status: 200, code: null, latencyMs: 3, remoteAddress: "203.0.113.7", reason: null },
         {

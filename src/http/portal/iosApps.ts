@@ -2,9 +2,14 @@ import { Type } from "typebox";
 import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { IOS_APP_CACHE_MS, MAX_IOS_APP_ID } from "../../services/iosApps.ts";
+import { iosAppsPage } from "../../../web/pages/iosApps.ts";
+import { pickTenantPage } from "../../../web/layout.ts";
 import { partBErrors, SafeText } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
-import { TenantQuery, type PortalRoutes } from "./context.ts";
+import { allowed, TenantQuery, type PortalRoutes } from "./context.ts";
+
+/** the keys one page shows; the pager goes on from the last */
+const KEYS_PAGE = 50;
 
 const Environment = Type.Union([Type.Literal("production"), Type.Literal("development"), Type.Literal("both")], {
   description: "which App Attest environments' keys the app accepts (the AAGUID appattest or appattestdevelop)",
@@ -44,11 +49,36 @@ const KeyIdParam = Type.Object({ keyId: Type.String({ pattern: "^[A-Za-z0-9_-]{4
 const keyIdOf = (param: string) => Buffer.from(param, "base64url").toString("base64");
 
 /**
- * A tenant's iOS apps and App Attest keys (issue 25): the admin API over the same IosAppRegistry and AppAttestKeys
+ * A tenant's iOS apps and App Attest keys (issue 25): the page (`/portal/ios-apps`, the apps and their keys) and
+ * the admin API over the same IosAppRegistry and AppAttestKeys
  * as `attestd ios-app ...` and `attestd ios-key ...`. A tenant's admin registers and removes its own tenant's apps
  * and revokes its keys, a viewer lists them, an operator acts on the ?tenant= one.
  */
-export function registerIosAppRoutes(app: AppInstance, { deps, scope, tags }: PortalRoutes): void {
+export function registerIosAppRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
+  app.get(
+    "/portal/ios-apps",
+    {
+      schema: {
+        hide: true,
+        querystring: Type.Object(
+          { ...TenantQuery, after: Type.Optional(Type.String({ maxLength: 44, description: "the keys' cursor: the last keyId of the page before" })) },
+          { additionalProperties: false },
+        ),
+      },
+      config: { portal: "viewer" },
+    },
+    async (request, reply) => {
+      // an operator who has not picked a tenant picks one here
+      if (request.actor!.role === "operator" && !request.query.tenant) {
+        return html(reply, pickTenantPage(ctxOf(request), "iOS apps", "/portal/ios-apps", (await deps.tenantAdmin.list()).map((t) => t.name)));
+      }
+      const { tenant } = await scope(request, false);
+      const after = request.query.after || undefined;
+      const [apps, keys] = await Promise.all([deps.iosApps.list(tenant!), deps.appAttestKeys.list(tenant!.tenantId, { after, limit: KEYS_PAGE })]);
+      return html(reply, iosAppsPage(ctxOf(request), apps, { ...keys, after }, allowed(request.actor!, "admin")));
+    },
+  );
+
   app.get(
     "/portal/api/ios-apps",
     {
