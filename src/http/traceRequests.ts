@@ -1,6 +1,6 @@
 import type { Span } from "@opentelemetry/api";
 import type { FastifyRequest } from "fastify";
-import { context, incomingContext, SpanKind, SpanStatusCode, trace } from "../tracing/spans.ts";
+import { context, incomingContext, markFailed, SpanKind, trace } from "../tracing/spans.ts";
 import { PACKAGE_VERSION } from "../packageInfo.ts";
 import { UNLOGGED } from "./recordResponses.ts";
 import type { AppInstance } from "./types.ts";
@@ -56,8 +56,7 @@ export function traceRequests(app: AppInstance): void {
     if (request.errorCode) span.setAttribute("attestd.error.code", request.errorCode);
     // a 4xx is the caller's mistake and the server worked (OpenTelemetry's HTTP conventions): only 5xx mark an error
     if (status === undefined || status >= 500) {
-      span.setAttribute("error.type", status === undefined ? "aborted" : String(status));
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      markFailed(span, status === undefined ? "aborted" : String(status));
     }
     span.end();
   };

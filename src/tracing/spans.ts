@@ -34,6 +34,12 @@ export function errorType(err: unknown): string {
   return err instanceof Error ? err.name : "Error";
 }
 
+/** A span that failed, by the kind of failure alone (an error's type, a status code): never a message. */
+export function markFailed(span: Span, type: string): void {
+  span.setAttribute("error.type", type);
+  span.setStatus({ code: SpanStatusCode.ERROR });
+}
+
 /**
  * Runs `fn` inside a child span of the active one, named `name`. A throw marks the span as an error (its type
  * only: the message may name an input) and is rethrown. `fn` gets the span to add attributes known only at the end.
@@ -44,8 +50,7 @@ export function inSpan<T>(name: string, attributes: Attributes, fn: (span?: Span
     try {
       return await fn(span);
     } catch (err) {
-      span.setAttribute("error.type", errorType(err));
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      markFailed(span, errorType(err));
       throw err;
     } finally {
       span.end();
@@ -60,8 +65,7 @@ export function inSpanSync<T>(name: string, attributes: Attributes, fn: (span?: 
     try {
       return fn(span);
     } catch (err) {
-      span.setAttribute("error.type", errorType(err));
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      markFailed(span, errorType(err));
       throw err;
     } finally {
       span.end();
@@ -96,13 +100,11 @@ export function tracedFetch(inner: typeof fetch): typeof fetch {
           const res = await inner(input, init);
           span.setAttribute("http.response.status_code", res.status);
           if (res.status >= 400) {
-            span.setAttribute("error.type", String(res.status));
-            span.setStatus({ code: SpanStatusCode.ERROR });
+            markFailed(span, String(res.status));
           }
           return res;
         } catch (err) {
-          span.setAttribute("error.type", errorType(err));
-          span.setStatus({ code: SpanStatusCode.ERROR });
+          markFailed(span, errorType(err));
           throw err;
         } finally {
           span.end();
