@@ -19,6 +19,7 @@ import type { DevicePinReset, DeviceRecord } from "../domain/devices.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type { EarAlgorithm, SigningKeyRecord } from "../domain/signingKeys.ts";
 import type { StoredPlayApp } from "../domain/playApps.ts";
+import type { StoredWebhookEndpoint, WebhookAttempt, WebhookDelivery, WebhookDeliveryState, WebhookEventType, WebhookVerdictFilter } from "../domain/webhooks.ts";
 import type { StoredAppAttestKey, StoredIosApp } from "../domain/iosApps.ts";
 import type { IntegrityLabel } from "../attestation/types.ts";
 
@@ -325,6 +326,46 @@ export function rowMappers(d: Dialect) {
       publicKey: r.public_key as string,
       privateKey: r.private_key as string,
       createdAt: r.created_at as string,
+    }),
+
+    webhookEndpoint: (r: Row): StoredWebhookEndpoint => ({
+      id: r.id as string,
+      tenantId: r.tenant_id as string,
+      url: r.url as string,
+      description: r.description as string,
+      events: d.json<WebhookEventType[]>(r.events) ?? [],
+      verdicts: r.verdicts as WebhookVerdictFilter,
+      enabled: d.bool(r.enabled),
+      sealedSecret: r.secret as string,
+      createdAt: r.created_at as string,
+      updatedAt: r.updated_at as string,
+    }),
+
+    webhookDelivery: (r: Row): WebhookDelivery => ({
+      id: r.id as string,
+      eventId: r.event_id as string,
+      tenantId: r.tenant_id as string,
+      endpointId: r.endpoint_id as string,
+      eventType: r.event_type as WebhookEventType,
+      payload: r.payload as string,
+      createdAt: r.created_at as string,
+      nextAttemptMs: num(r.next_attempt_ms),
+      giveUpAtMs: num(r.give_up_at_ms),
+      state: r.state as WebhookDeliveryState,
+      attempts: num(r.attempts),
+      tries: num(r.tries),
+      lastStatus: r.last_status === null || r.last_status === undefined ? null : num(r.last_status),
+      finishedAt: str(r.finished_at),
+    }),
+
+    webhookAttempt: (r: Row): WebhookAttempt => ({
+      deliveryId: r.delivery_id as string,
+      attempt: num(r.attempt),
+      at: r.at as string,
+      status: r.status === null || r.status === undefined ? null : num(r.status),
+      durationMs: num(r.duration_ms),
+      error: str(r.error),
+      response: str(r.response),
     }),
 
     playApp: (r: Row): StoredPlayApp => ({

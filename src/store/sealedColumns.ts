@@ -16,10 +16,13 @@ export interface SealedColumn {
 export const TENANT_PRIVATE_KEY_PURPOSE = "tenant-private-key";
 export const EAR_SIGNING_KEY_PURPOSE = "ear-signing-key";
 export const PLAY_APP_SECRET_PURPOSE = "play-app-secret";
+export const WEBHOOK_SECRET_PURPOSE = "webhook-secret";
 
 export const SEALED_COLUMNS: readonly SealedColumn[] = [
   { table: "tenant_encryption_keys", idColumn: "tenant_id", column: "private_key", purpose: TENANT_PRIVATE_KEY_PURPOSE },
   { table: "ear_signing_keys", idColumn: "kid", column: "private_key", purpose: EAR_SIGNING_KEY_PURPOSE },
   // a Play app's response keys or service account (src/services/playApps.ts)
   { table: "play_apps", idColumn: "id", column: "secret", purpose: PLAY_APP_SECRET_PURPOSE },
+  // a webhook endpoint's signing secrets (src/services/webhooks.ts)
+  { table: "webhook_endpoints", idColumn: "id", column: "secret", purpose: WEBHOOK_SECRET_PURPOSE },
 ];

@@ -26,6 +26,7 @@ import type { StoredVerdict, VerdictValue } from "../domain/verdicts.ts";
 import type { DevicePinReset, DeviceRecord } from "../domain/devices.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../domain/portal.ts";
 import type { SigningKeyRecord } from "../domain/signingKeys.ts";
+import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../domain/webhooks.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../nonces/types.ts";
 
 /**
@@ -64,7 +65,7 @@ export interface NonceVerdictStore {
    * `consume`, and when it answers "ok" also `saveVerdict(verdict)`, in one transaction: both or neither. Atomic
    * as `consume` is: of concurrent calls for one nonce, at most one answers "ok" and stores its verdict.
    */
-  consumeWithVerdict(nonce: string, tenantId: string, nowMs: number, verdict: StoredVerdict): Promise<NonceConsumeOutcome>;
+  consumeWithVerdict(nonce: string, tenantId: string, nowMs: number, verdict: StoredVerdict, webhooks?: WebhookPlan): Promise<NonceConsumeOutcome>;
 }
 
 /**
@@ -78,6 +79,7 @@ export interface NonceDeviceVerdictStore {
     nowMs: number,
     deviceId: string,
     decide: DeviceVerdictDecision,
+    webhooks?: WebhookPlan,
   ): Promise<{ outcome: NonceConsumeOutcome; verdict?: StoredVerdict }>;
 }
 
@@ -117,11 +119,12 @@ export interface TenantStore {
   setTenantState(name: string, state: TenantState): Promise<boolean>;
   setEnrollmentEnabled(name: string, enabled: boolean): Promise<boolean>;
 
-  createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions" | "lastUsedAt" | "label"> & { label?: string | null }): Promise<void>;
+  /** `webhooks`: outbox rows (key.created) written in the same transaction (WebhookStore) */
+  createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions" | "lastUsedAt" | "label"> & { label?: string | null }, webhooks?: readonly NewWebhookDelivery[]): Promise<void>;
   getApiKey(keyId: string): Promise<ApiKeyRecord | undefined>;
   listApiKeys(tenantId: string): Promise<ApiKeyRecord[]>;
-  /** returns false when the key is unknown or already revoked */
-  revokeApiKey(keyId: string, at: string): Promise<boolean>;
+  /** returns false when the key is unknown or already revoked; `webhooks` (key.revoked) are written only with the revocation */
+  revokeApiKey(keyId: string, at: string, webhooks?: readonly NewWebhookDelivery[]): Promise<boolean>;
   setApiKeyRestrictions(keyId: string, r: ApiKeyRestrictions | null): Promise<boolean>;
   /** changes what `f` names, at once (one statement); false when the key is unknown or revoked */
   updateApiKey(keyId: string, f: ApiKeyChanges): Promise<boolean>;
@@ -137,7 +140,11 @@ export interface ApiKeyChanges {
 }
 
 export interface VerdictStore {
-  saveVerdict(v: StoredVerdict): Promise<void>;
+  /**
+   * `webhooks`: the outbox rows the verdict carries (WebhookPlan), written in the verdict's transaction. Every path
+   * that stores a verdict takes one, so an event is never lost between its write and its delivery.
+   */
+  saveVerdict(v: StoredVerdict, webhooks?: WebhookPlan): Promise<void>;
   getVerdict(objectId: string): Promise<StoredVerdict | undefined>;
   /**
    * Verdict history, newest first (createdAt DESC, objectId DESC), filtered on indexed columns and paged by key
@@ -192,7 +199,7 @@ export interface DeviceStore {
    * others read the winner's), calls `decide` with it, and writes the record and the verdict `decide` returned.
    * Answers that verdict.
    */
-  saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict>;
+  saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision, webhooks?: WebhookPlan): Promise<StoredVerdict>;
   /**
    * Clears the device's pin (its history stays; the next Yes pins afresh), counts the reset and writes its audit
    * record, atomically. Undefined, changing nothing, when the tenant has no such device.
@@ -592,13 +599,64 @@ export interface AppAttestStore {
    * (compare-and-set: of two concurrent assertions with one counter, exactly one applies) — then stores `verdict`
    * when it applied, `refused` when it did not. Answers the verdict stored.
    */
-  saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict): Promise<StoredVerdict>;
+  saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict, webhooks?: WebhookPlan): Promise<StoredVerdict>;
   /** the effect alone, in its own transaction (a named device's appraisal, whose verdict the device's record writes) */
   applyAppAttestEffect(effect: AppAttestKeyEffect): Promise<boolean>;
 }
 
+/**
+ * Signed webhooks (issue 26, docs/events.md): a tenant's endpoints and the outbox of deliveries. Endpoint calls name
+ * the tenant, so one tenant's id never reaches another's. The outbox is written with the event's own write (the
+ * `webhooks` argument of the verdict and key methods) or, for events of no tenant write (trust), by
+ * `enqueueWebhookDeliveries`; a worker claims due rows with a lease, so of several instances one attempts each row.
+ */
+export interface WebhookStore {
+  addWebhookEndpoint(e: StoredWebhookEndpoint): Promise<void>;
+  /** the tenant's endpoints, oldest first */
+  listWebhookEndpoints(tenantId: string): Promise<StoredWebhookEndpoint[]>;
+  getWebhookEndpoint(tenantId: string, id: string): Promise<StoredWebhookEndpoint | undefined>;
+  /** changes what `f` names; false when the tenant has no endpoint of that id */
+  updateWebhookEndpoint(tenantId: string, id: string, f: WebhookEndpointChanges): Promise<boolean>;
+  /** false when the tenant has no endpoint of that id; its deliveries stay (their history), pending ones then fail */
+  removeWebhookEndpoint(tenantId: string, id: string): Promise<boolean>;
+  enqueueWebhookDeliveries(rows: readonly NewWebhookDelivery[]): Promise<void>;
+  /**
+   * Leases up to `limit` pending deliveries that are due (nextAttemptMs <= nowMs) and not leased (or whose lease
+   * expired) to `owner` until nowMs + leaseMs, soonest due first. Atomic across processes: concurrent callers
+   * never get the same row while its lease holds.
+   */
+  claimWebhookDeliveries(owner: string, limit: number, nowMs: number, leaseMs: number): Promise<WebhookDelivery[]>;
+  /**
+   * Records an attempt and what it leaves the delivery as, in one transaction, and frees the lease; false, changing
+   * nothing, when `owner` no longer holds the delivery's lease (another instance took it over).
+   */
+  recordWebhookAttempt(owner: string, a: WebhookAttempt, outcome: WebhookAttemptOutcome): Promise<boolean>;
+  /** the tenant's deliveries, newest first (createdAt, id), optionally of one endpoint, keyset-paged by `before` */
+  listWebhookDeliveries(tenantId: string, q: { endpointId?: string | undefined; before?: { createdAt: string; id: string } | undefined; limit: number }): Promise<WebhookDelivery[]>;
+  getWebhookDelivery(tenantId: string, id: string): Promise<WebhookDelivery | undefined>;
+  /** the delivery's attempts, first first */
+  listWebhookAttempts(tenantId: string, deliveryId: string): Promise<WebhookAttempt[]>;
+  /**
+   * A delivery pending again, due at `nowMs` with a fresh retry window (tries 0, giving up at `giveUpAtMs`), its
+   * lease dropped; false when the tenant has no delivery of that id.
+   */
+  resendWebhookDelivery(tenantId: string, id: string, nowMs: number, giveUpAtMs: number): Promise<boolean>;
+  /** pending deliveries, every tenant (the backlog metric) */
+  countPendingWebhookDeliveries(): Promise<number>;
+}
+
+export interface WebhookEndpointChanges {
+  url?: string;
+  description?: string;
+  events?: StoredWebhookEndpoint["events"];
+  verdicts?: StoredWebhookEndpoint["verdicts"];
+  enabled?: boolean;
+  sealedSecret?: string;
+  updatedAt: string;
+}
+
 /** Everything durable, as one backend provides it. */
-export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore, PlayAppStore, AppAttestStore {
+export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore, PlayAppStore, AppAttestStore, WebhookStore {
   readonly kind: string;
   /** cheap round trip for /readyz */
   ping(): Promise<void>;

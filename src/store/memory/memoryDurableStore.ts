@@ -17,10 +17,12 @@ import type {
   TopOf,
   VerdictCount,
   VerdictQuery,
+  WebhookEndpointChanges,
 } from "../types.ts";
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
+import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../../domain/webhooks.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import { hourOf, MAX_HISTORY_PAGE, MAX_TOP, STATS_REASON_CHARS, verdictStatsKey } from "../historyQueries.ts";
@@ -133,11 +135,13 @@ export class MemoryDurableStore implements DurableStore {
     return false;
   }
 
-  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions" | "lastUsedAt" | "label"> & { label?: string | null }) {
+  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions" | "lastUsedAt" | "label"> & { label?: string | null }, webhooks: readonly NewWebhookDelivery[] = []) {
     this.check();
     if (this.keys.has(k.keyId)) throw new MemoryConstraintError(`api key ${k.keyId} already exists`);
     if (!this.tenants.has(k.tenantId)) throw new MemoryConstraintError(`api key ${k.keyId}: no tenant ${k.tenantId}`);
+    this.checkDeliveries(webhooks);
     this.keys.set(k.keyId, { ...k, label: k.label ?? null, revokedAt: null, restrictions: null, lastUsedAt: null });
+    this.putDeliveries(webhooks);
   }
   async touchApiKeys(uses: readonly { keyId: string; at: string }[]) {
     for (const u of uses) {
@@ -160,10 +164,12 @@ export class MemoryDurableStore implements DurableStore {
       .sort(([a, i], [b, j]) => cmp(a.createdAt, b.createdAt) || i - j)
       .map(([k]) => this.copyKey(k));
   }
-  async revokeApiKey(keyId: string, at: string) {
+  async revokeApiKey(keyId: string, at: string, webhooks: readonly NewWebhookDelivery[] = []) {
     const k = this.keys.get(keyId);
     if (!k || k.revokedAt !== null) return false;
+    this.checkDeliveries(webhooks);
     k.revokedAt = at;
+    this.putDeliveries(webhooks);
     return true;
   }
   async setApiKeyRestrictions(keyId: string, r: ApiKeyRestrictions | null) {
@@ -183,10 +189,13 @@ export class MemoryDurableStore implements DurableStore {
   }
 
   // ---- verdicts ----
-  async saveVerdict(v: StoredVerdict): Promise<void> {
+  async saveVerdict(v: StoredVerdict, webhooks?: WebhookPlan): Promise<void> {
     this.check();
     if (this.verdicts.has(v.objectId)) throw new MemoryConstraintError(`verdict ${v.objectId} already exists`);
+    const rows = webhooks?.(v) ?? [];
+    this.checkDeliveries(rows);
     this.verdicts.set(v.objectId, structuredClone(v));
+    this.putDeliveries(rows);
   }
   // ---- per-device memory: synchronous between awaits, so each save sees the one before it ----
   async getDevice(tenantId: string, deviceId: string): Promise<DeviceRecord | undefined> {
@@ -203,14 +212,17 @@ export class MemoryDurableStore implements DurableStore {
       .slice(0, q.limit)
       .map((d) => structuredClone(d));
   }
-  async saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict> {
+  async saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision, webhooks?: WebhookPlan): Promise<StoredVerdict> {
     this.check();
     const key = deviceKey(tenantId, deviceId);
     const current = this.devices.get(key);
     const { verdict, device } = decide(current && structuredClone(current));
     if (this.verdicts.has(verdict.objectId)) throw new MemoryConstraintError(`verdict ${verdict.objectId} already exists`);
+    const rows = webhooks?.(verdict) ?? [];
+    this.checkDeliveries(rows);
     this.devices.set(key, { ...structuredClone(device), tenantId, deviceId, resets: current?.resets ?? 0 });
     this.verdicts.set(verdict.objectId, structuredClone(verdict));
+    this.putDeliveries(rows);
     return verdict;
   }
   async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
@@ -626,12 +638,131 @@ export class MemoryDurableStore implements DurableStore {
     k.lastAssertedAt = e.at;
     return true;
   }
-  async saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict) {
+  async saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict, webhooks?: WebhookPlan) {
     this.check();
     if (this.verdicts.has(verdict.objectId) || this.verdicts.has(refused.objectId)) throw new MemoryConstraintError("verdict already exists");
     const v = this.appAttestEffect(effect) ? verdict : refused;
+    const rows = webhooks?.(v) ?? [];
+    this.checkDeliveries(rows);
     this.verdicts.set(v.objectId, structuredClone(v));
+    this.putDeliveries(rows);
     return v;
+  }
+
+  // ---- webhooks (issue 26) ----
+  private readonly webhookEndpoints = new Map<string, StoredWebhookEndpoint>();
+  private readonly webhookDeliveries = new Map<string, WebhookDelivery & { leaseOwner: string | null; leaseUntilMs: number | null }>();
+  private readonly webhookAttempts: WebhookAttempt[] = [];
+
+  private checkDeliveries(rows: readonly NewWebhookDelivery[]): void {
+    const ids = new Set<string>();
+    for (const r of rows) {
+      if (this.webhookDeliveries.has(r.id) || ids.has(r.id)) throw new MemoryConstraintError(`webhook delivery ${r.id} already exists`);
+      ids.add(r.id);
+    }
+  }
+  private putDeliveries(rows: readonly NewWebhookDelivery[]): void {
+    for (const r of rows) {
+      this.webhookDeliveries.set(r.id, { ...r, state: "pending", attempts: 0, tries: 0, lastStatus: null, finishedAt: null, leaseOwner: null, leaseUntilMs: null });
+    }
+  }
+  private static publicDelivery(d: WebhookDelivery & { leaseOwner: string | null; leaseUntilMs: number | null }): WebhookDelivery {
+    const { leaseOwner: _o, leaseUntilMs: _u, ...rest } = d;
+    return { ...rest };
+  }
+  async addWebhookEndpoint(e: StoredWebhookEndpoint) {
+    this.check();
+    if (!this.tenants.has(e.tenantId)) throw new MemoryConstraintError(`webhook endpoint: no tenant ${e.tenantId}`);
+    if (this.webhookEndpoints.has(e.id)) throw new MemoryConstraintError("webhook endpoint id exists");
+    this.webhookEndpoints.set(e.id, { ...e, events: [...e.events] });
+  }
+  async listWebhookEndpoints(tenantId: string) {
+    return [...this.webhookEndpoints.values()]
+      .filter((e) => e.tenantId === tenantId)
+      .sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id))
+      .map((e) => ({ ...e, events: [...e.events] }));
+  }
+  async getWebhookEndpoint(tenantId: string, id: string) {
+    const e = this.webhookEndpoints.get(id);
+    return e && e.tenantId === tenantId ? { ...e, events: [...e.events] } : undefined;
+  }
+  async updateWebhookEndpoint(tenantId: string, id: string, f: WebhookEndpointChanges) {
+    const e = this.webhookEndpoints.get(id);
+    if (!e || e.tenantId !== tenantId) return false;
+    if (f.url !== undefined) e.url = f.url;
+    if (f.description !== undefined) e.description = f.description;
+    if (f.events !== undefined) e.events = [...f.events];
+    if (f.verdicts !== undefined) e.verdicts = f.verdicts;
+    if (f.enabled !== undefined) e.enabled = f.enabled;
+    if (f.sealedSecret !== undefined) e.sealedSecret = f.sealedSecret;
+    e.updatedAt = f.updatedAt;
+    return true;
+  }
+  async removeWebhookEndpoint(tenantId: string, id: string) {
+    const e = this.webhookEndpoints.get(id);
+    return Boolean(e && e.tenantId === tenantId && this.webhookEndpoints.delete(id));
+  }
+  async enqueueWebhookDeliveries(rows: readonly NewWebhookDelivery[]) {
+    this.check();
+    this.checkDeliveries(rows);
+    this.putDeliveries(rows);
+  }
+  async claimWebhookDeliveries(owner: string, limit: number, nowMs: number, leaseMs: number) {
+    this.check();
+    const due = [...this.webhookDeliveries.values()]
+      .filter((d) => d.state === "pending" && d.nextAttemptMs <= nowMs && (d.leaseUntilMs === null || d.leaseUntilMs <= nowMs))
+      .sort((a, b) => a.nextAttemptMs - b.nextAttemptMs || cmp(a.id, b.id))
+      .slice(0, limit);
+    for (const d of due) (d.leaseOwner = owner), (d.leaseUntilMs = nowMs + leaseMs);
+    return due.map(MemoryDurableStore.publicDelivery);
+  }
+  async recordWebhookAttempt(owner: string, a: WebhookAttempt, outcome: WebhookAttemptOutcome) {
+    this.check();
+    const d = this.webhookDeliveries.get(a.deliveryId);
+    if (!d || d.leaseOwner !== owner || d.state !== "pending") return false;
+    if (this.webhookAttempts.some((x) => x.deliveryId === a.deliveryId && x.attempt === a.attempt)) throw new MemoryConstraintError("attempt exists");
+    this.webhookAttempts.push({ ...a });
+    d.attempts = Math.max(d.attempts, a.attempt);
+    d.lastStatus = a.status;
+    d.leaseOwner = null;
+    d.leaseUntilMs = null;
+    if (outcome.state === "pending") {
+      d.tries += 1;
+      d.nextAttemptMs = outcome.nextAttemptMs;
+    } else {
+      d.state = outcome.state;
+      d.finishedAt = outcome.at;
+    }
+    return true;
+  }
+  async listWebhookDeliveries(tenantId: string, q: { endpointId?: string | undefined; before?: { createdAt: string; id: string } | undefined; limit: number }) {
+    const b = q.before;
+    return [...this.webhookDeliveries.values()]
+      .filter((d) => d.tenantId === tenantId && (q.endpointId === undefined || d.endpointId === q.endpointId))
+      .filter((d) => !b || cmp(d.createdAt, b.createdAt) < 0 || (d.createdAt === b.createdAt && cmp(d.id, b.id) < 0))
+      .sort((x, y) => cmp(y.createdAt, x.createdAt) || cmp(y.id, x.id))
+      .slice(0, q.limit)
+      .map(MemoryDurableStore.publicDelivery);
+  }
+  async getWebhookDelivery(tenantId: string, id: string) {
+    const d = this.webhookDeliveries.get(id);
+    return d && d.tenantId === tenantId ? MemoryDurableStore.publicDelivery(d) : undefined;
+  }
+  async listWebhookAttempts(tenantId: string, deliveryId: string) {
+    const d = this.webhookDeliveries.get(deliveryId);
+    if (!d || d.tenantId !== tenantId) return [];
+    return this.webhookAttempts.filter((a) => a.deliveryId === deliveryId).sort((x, y) => x.attempt - y.attempt).map((a) => ({ ...a }));
+  }
+  async resendWebhookDelivery(tenantId: string, id: string, nowMs: number, giveUpAtMs: number) {
+    const d = this.webhookDeliveries.get(id);
+    if (!d || d.tenantId !== tenantId) return false;
+    Object.assign(d, { state: "pending", tries: 0, nextAttemptMs: nowMs, giveUpAtMs, leaseOwner: null, leaseUntilMs: null, finishedAt: null });
+    return true;
+  }
+  async countPendingWebhookDeliveries() {
+    let n = 0;
+    for (const d of this.webhookDeliveries.values()) if (d.state === "pending") n++;
+    return n;
   }
   async applyAppAttestEffect(effect: AppAttestKeyEffect) {
     this.check();

@@ -20,6 +20,7 @@ import {
   verdictStatsKey,
 } from "../historyQueries.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
+import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../../domain/webhooks.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
@@ -39,6 +40,7 @@ import type {
   StoredActivityEntry,
   TopOf,
   VerdictQuery,
+  WebhookEndpointChanges,
 } from "../types.ts";
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
@@ -104,6 +106,32 @@ function insertCountedVerdict(first: number, o: { before?: string; onlyIf?: stri
     INSERT INTO verdict_stats (tenant_id, hour, verdict, status, reason, slot, n)
     SELECT ${$(1)}, ${$(7)}, ${$(8)}, ${$(9)}, substr(${$(10)}, 1, ${STATS_REASON_CHARS}), ${$(11)}, 1 FROM v
     ON CONFLICT (tenant_id, hour, verdict, status, reason, slot) DO UPDATE SET n = verdict_stats.n + 1`;
+}
+
+/** Outbox rows (webhooks) from one JSON parameter, in one statement, inside the caller's transaction. */
+const INSERT_WEBHOOK_DELIVERIES = `INSERT INTO webhook_deliveries (id, event_id, tenant_id, endpoint_id, event_type, payload, created_at, state, attempts, tries, next_attempt_ms, give_up_at_ms)
+  SELECT id, event_id, tenant_id, endpoint_id, event_type, payload, created_at, 'pending', 0, 0, next_attempt_ms, give_up_at_ms
+  FROM json_to_recordset($1::json) AS x(id text, event_id text, tenant_id text, endpoint_id text, event_type text, payload text, created_at text,
+    next_attempt_ms bigint, give_up_at_ms bigint)`;
+
+function deliveriesJson(rows: readonly NewWebhookDelivery[]): string {
+  return JSON.stringify(
+    rows.map((d) => ({
+      id: d.id,
+      event_id: d.eventId,
+      tenant_id: d.tenantId,
+      endpoint_id: d.endpointId,
+      event_type: d.eventType,
+      payload: d.payload,
+      created_at: d.createdAt,
+      next_attempt_ms: d.nextAttemptMs,
+      give_up_at_ms: d.giveUpAtMs,
+    })),
+  );
+}
+
+async function insertDeliveries(c: pg.PoolClient, rows: readonly NewWebhookDelivery[] | undefined): Promise<void> {
+  if (rows && rows.length > 0) await query(c, "insertWebhookDeliveries", INSERT_WEBHOOK_DELIVERIES, [deliveriesJson(rows)]);
 }
 
 /** The overview's request counters of the activity rows a statement's `a` CTE returns (inserted ones only). */
@@ -237,12 +265,22 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     const r = await this.q("setEnrollment", "UPDATE tenants SET enrollment_enabled = $1 WHERE name = $2", [enabled, name]);
     return r.rowCount === 1;
   }
-  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions" | "lastUsedAt" | "label"> & { label?: string | null }) {
-    await this.q(
-      "insertKey",
-      "INSERT INTO api_keys (key_id, tenant_id, secret_hash, rps, burst, created_at, label) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-      [k.keyId, k.tenantId, k.secretHash, k.rps, k.burst, k.createdAt, k.label ?? null],
-    );
+  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions" | "lastUsedAt" | "label"> & { label?: string | null }, webhooks: readonly NewWebhookDelivery[] = []) {
+    const insert = (c: pg.Pool | pg.PoolClient) =>
+      query(
+        c,
+        "insertKey",
+        "INSERT INTO api_keys (key_id, tenant_id, secret_hash, rps, burst, created_at, label) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        [k.keyId, k.tenantId, k.secretHash, k.rps, k.burst, k.createdAt, k.label ?? null],
+      );
+    if (webhooks.length === 0) {
+      await insert(this.pool);
+      return;
+    }
+    await transaction(this.pool, async (c) => {
+      await insert(c);
+      await insertDeliveries(c, webhooks);
+    });
   }
   async touchApiKeys(uses: readonly { keyId: string; at: string }[]): Promise<void> {
     if (uses.length === 0) return;
@@ -264,12 +302,15 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     ]);
     return r.rows.map(pgRows.apiKey);
   }
-  async revokeApiKey(keyId: string, at: string) {
-    const r = await this.q("revokeKey", "UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2 AND revoked_at IS NULL", [
-      at,
-      keyId,
-    ]);
-    return r.rowCount === 1;
+  async revokeApiKey(keyId: string, at: string, webhooks: readonly NewWebhookDelivery[] = []) {
+    const revoke = async (c: pg.Pool | pg.PoolClient) =>
+      (await query(c, "revokeKey", "UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2 AND revoked_at IS NULL", [at, keyId])).rowCount === 1;
+    if (webhooks.length === 0) return revoke(this.pool);
+    return transaction(this.pool, async (c) => {
+      if (!(await revoke(c))) return false;
+      await insertDeliveries(c, webhooks);
+      return true;
+    });
   }
   async setApiKeyRestrictions(keyId: string, r: ApiKeyRestrictions | null) {
     const res = await this.q("setRestrictions", "UPDATE api_keys SET restrictions = $1::json WHERE key_id = $2", [
@@ -333,7 +374,16 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
   }
 
   // ---- verdicts ----
-  async saveVerdict(v: StoredVerdict): Promise<void> {
+  async saveVerdict(v: StoredVerdict, webhooks?: WebhookPlan): Promise<void> {
+    const deliveries = webhooks?.(v);
+    if (deliveries && deliveries.length > 0) {
+      // the verdict and its outbox rows in one transaction: both or neither
+      await transaction(this.pool, async (c) => {
+        await query(c, "insertVerdict", insertCountedVerdict(1), countedVerdictValues(v));
+        await insertDeliveries(c, deliveries);
+      });
+      return;
+    }
     // synchronous_commit (on by default) makes the INSERT durable before the caller acknowledges the verdict; one
     // statement, one round trip, the counter with it (insertCountedVerdict)
     await this.q("insertVerdict", insertCountedVerdict(1), countedVerdictValues(v));
@@ -378,8 +428,17 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
    * verdict: of concurrent creators one inserts, the others wait for its commit, insert nothing, then read the
    * winner's record (locked) and decide again against it. Two round trips inside the transaction either way.
    */
-  async saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict> {
-    return transaction(this.pool, async (c) => {
+  async saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision, webhooks?: WebhookPlan): Promise<StoredVerdict> {
+    const saved = await transaction(this.pool, async (c) => {
+      const v = await this.deviceVerdictTx(c, tenantId, deviceId, decide);
+      await insertDeliveries(c, webhooks?.(v));
+      return v;
+    });
+    return saved;
+  }
+
+  private async deviceVerdictTx(c: pg.PoolClient, tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict> {
+    {
       const update = async (row: Row) => {
         const out = decide(pgRows.attestedDevice(row));
         await query(
@@ -416,7 +475,7 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
       if (created.rowCount === 1) return first.verdict;
       const winner = await query(c, "deviceForUpdate", DEVICE_FOR_UPDATE, [tenantId, deviceId]);
       return update(winner.rows[0]!);
-    });
+    }
   }
 
   async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
@@ -932,16 +991,142 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     return r.rowCount === 1;
   }
 
-  async saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict): Promise<StoredVerdict> {
+  async saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict, webhooks?: WebhookPlan): Promise<StoredVerdict> {
     return transaction(this.pool, async (c) => {
       const v = (await this.appAttestEffect(c, effect)) ? verdict : refused;
       await query(c, "insertVerdict", insertCountedVerdict(1), countedVerdictValues(v));
+      await insertDeliveries(c, webhooks?.(v));
       return v;
     });
   }
 
   async applyAppAttestEffect(effect: AppAttestKeyEffect): Promise<boolean> {
     return transaction(this.pool, (c) => this.appAttestEffect(c, effect));
+  }
+
+  // ---- webhooks (issue 26) ----
+  async addWebhookEndpoint(e: StoredWebhookEndpoint): Promise<void> {
+    await this.q(
+      "insertWebhookEndpoint",
+      `INSERT INTO webhook_endpoints (id, tenant_id, url, description, events, verdicts, enabled, secret, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5::json, $6, $7, $8, $9, $10)`,
+      [e.id, e.tenantId, e.url, e.description, JSON.stringify(e.events), e.verdicts, e.enabled, e.sealedSecret, e.createdAt, e.updatedAt],
+    );
+  }
+
+  async listWebhookEndpoints(tenantId: string): Promise<StoredWebhookEndpoint[]> {
+    const r = await this.q("webhookEndpoints", "SELECT * FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY created_at, id", [tenantId]);
+    return r.rows.map(pgRows.webhookEndpoint);
+  }
+
+  async getWebhookEndpoint(tenantId: string, id: string): Promise<StoredWebhookEndpoint | undefined> {
+    const r = await this.q("webhookEndpoint", "SELECT * FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
+    return r.rows[0] && pgRows.webhookEndpoint(r.rows[0]);
+  }
+
+  async updateWebhookEndpoint(tenantId: string, id: string, f: WebhookEndpointChanges): Promise<boolean> {
+    const r = await this.q(
+      "updateWebhookEndpoint",
+      `UPDATE webhook_endpoints SET url = CASE WHEN $1 THEN $2::text ELSE url END, description = CASE WHEN $3 THEN $4::text ELSE description END,
+         events = CASE WHEN $5 THEN $6::json ELSE events END, verdicts = CASE WHEN $7 THEN $8::text ELSE verdicts END,
+         enabled = CASE WHEN $9 THEN $10::boolean ELSE enabled END, secret = CASE WHEN $11 THEN $12::text ELSE secret END, updated_at = $13
+       WHERE tenant_id = $14 AND id = $15`,
+      [
+        f.url !== undefined, f.url ?? null,
+        f.description !== undefined, f.description ?? null,
+        f.events !== undefined, f.events ? JSON.stringify(f.events) : null,
+        f.verdicts !== undefined, f.verdicts ?? null,
+        f.enabled !== undefined, f.enabled ?? null,
+        f.sealedSecret !== undefined, f.sealedSecret ?? null,
+        f.updatedAt, tenantId, id,
+      ],
+    );
+    return r.rowCount === 1;
+  }
+
+  async removeWebhookEndpoint(tenantId: string, id: string): Promise<boolean> {
+    return ((await this.q("removeWebhookEndpoint", "DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2", [tenantId, id])).rowCount ?? 0) === 1;
+  }
+
+  async enqueueWebhookDeliveries(rows: readonly NewWebhookDelivery[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.q("insertWebhookDeliveries", INSERT_WEBHOOK_DELIVERIES, [deliveriesJson(rows)]);
+  }
+
+  /**
+   * FOR UPDATE SKIP LOCKED: instances claiming together pass over each other's rows instead of waiting, and the
+   * lease written in the same statement keeps a row from every other claim until it expires.
+   */
+  async claimWebhookDeliveries(owner: string, limit: number, nowMs: number, leaseMs: number): Promise<WebhookDelivery[]> {
+    const r = await this.q(
+      "claimWebhookDeliveries",
+      `UPDATE webhook_deliveries SET lease_owner = $1, lease_until_ms = $2
+       WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_ms <= $3
+         AND (lease_until_ms IS NULL OR lease_until_ms <= $3) ORDER BY next_attempt_ms, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+       RETURNING *`,
+      [owner, nowMs + leaseMs, nowMs, limit],
+    );
+    return r.rows.map(pgRows.webhookDelivery).sort((a, b) => a.nextAttemptMs - b.nextAttemptMs || (a.id < b.id ? -1 : 1));
+  }
+
+  async recordWebhookAttempt(owner: string, a: WebhookAttempt, outcome: WebhookAttemptOutcome): Promise<boolean> {
+    const pending = outcome.state === "pending";
+    // one statement: the attempt is inserted only if the update found the lease still ours
+    const r = await this.q(
+      "recordWebhookAttempt",
+      `WITH d AS (
+         UPDATE webhook_deliveries SET attempts = GREATEST(attempts, $1), last_status = $2, lease_owner = NULL, lease_until_ms = NULL,
+           state = $3, tries = tries + $4, next_attempt_ms = CASE WHEN $5 THEN $6::bigint ELSE next_attempt_ms END, finished_at = $7
+         WHERE id = $8 AND lease_owner = $9 AND state = 'pending'
+         RETURNING id
+       )
+       INSERT INTO webhook_attempts (delivery_id, attempt, at, status, duration_ms, error, response)
+       SELECT id, $1, $10, $2, $11, $12, $13 FROM d`,
+      [a.attempt, a.status, outcome.state, pending ? 1 : 0, pending, pending ? outcome.nextAttemptMs : null, pending ? null : outcome.at, a.deliveryId, owner, a.at, a.durationMs, a.error, a.response],
+    );
+    return r.rowCount === 1;
+  }
+
+  async listWebhookDeliveries(tenantId: string, q: { endpointId?: string | undefined; before?: { createdAt: string; id: string } | undefined; limit: number }): Promise<WebhookDelivery[]> {
+    const b = q.before;
+    const r = await this.q(
+      "webhookDeliveries",
+      `SELECT * FROM webhook_deliveries WHERE tenant_id = $1 AND ($2::text IS NULL OR endpoint_id = $2)
+         AND ($3::text IS NULL OR (created_at, id) < ($3, $4::text))
+       ORDER BY created_at DESC, id DESC LIMIT $5`,
+      [tenantId, q.endpointId ?? null, b?.createdAt ?? null, b?.id ?? null, q.limit],
+    );
+    return r.rows.map(pgRows.webhookDelivery);
+  }
+
+  async getWebhookDelivery(tenantId: string, id: string): Promise<WebhookDelivery | undefined> {
+    const r = await this.q("webhookDelivery", "SELECT * FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
+    return r.rows[0] && pgRows.webhookDelivery(r.rows[0]);
+  }
+
+  async listWebhookAttempts(tenantId: string, deliveryId: string): Promise<WebhookAttempt[]> {
+    const r = await this.q(
+      "webhookAttempts",
+      `SELECT a.* FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+       WHERE d.tenant_id = $1 AND a.delivery_id = $2 ORDER BY a.attempt`,
+      [tenantId, deliveryId],
+    );
+    return r.rows.map(pgRows.webhookAttempt);
+  }
+
+  async resendWebhookDelivery(tenantId: string, id: string, nowMs: number, giveUpAtMs: number): Promise<boolean> {
+    const r = await this.q(
+      "resendWebhookDelivery",
+      `UPDATE webhook_deliveries SET state = 'pending', tries = 0, next_attempt_ms = $1, give_up_at_ms = $2, lease_owner = NULL,
+         lease_until_ms = NULL, finished_at = NULL WHERE tenant_id = $3 AND id = $4`,
+      [nowMs, giveUpAtMs, tenantId, id],
+    );
+    return r.rowCount === 1;
+  }
+
+  async countPendingWebhookDeliveries(): Promise<number> {
+    const r = await this.q("pendingWebhookDeliveries", "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE state = 'pending'");
+    return Number(r.rows[0]!.n);
   }
 
   // ---- jti replay set (used without --redis-url) ----

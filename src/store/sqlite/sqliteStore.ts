@@ -27,10 +27,12 @@ import type {
   StoredActivityEntry,
   TopOf,
   VerdictQuery,
+  WebhookEndpointChanges,
 } from "../types.ts";
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
+import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../../domain/webhooks.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
@@ -221,6 +223,10 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
       insertActivity: db.prepare(
         "INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (error_id) WHERE error_id IS NOT NULL DO NOTHING",
       ),
+      insertWebhookDelivery: db.prepare(
+        `INSERT INTO webhook_deliveries (id, event_id, tenant_id, endpoint_id, event_type, payload, created_at, state, attempts, tries, next_attempt_ms, give_up_at_ms)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, 0, ?, ?)`,
+      ),
       countRequest: db.prepare(
         `INSERT INTO activity_stats (tenant_id, hour, method, route, status, code, n) VALUES (?, ?, ?, ?, ?, ?, 1)
          ON CONFLICT (tenant_id, hour, method, route, status, code) DO UPDATE SET n = n + 1`,
@@ -292,8 +298,15 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   async setEnrollmentEnabled(name: string, enabled: boolean) {
     return this.stmt.setEnrollment.run(enabled ? 1 : 0, name).changes === 1;
   }
-  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions" | "lastUsedAt" | "label"> & { label?: string | null }) {
-    this.stmt.insertKey.run(k.keyId, k.tenantId, k.secretHash, k.rps, k.burst, k.createdAt, k.label ?? null);
+  async createApiKey(k: Omit<ApiKeyRecord, "revokedAt" | "restrictions" | "lastUsedAt" | "label"> & { label?: string | null }, webhooks: readonly NewWebhookDelivery[] = []) {
+    if (webhooks.length === 0) {
+      this.stmt.insertKey.run(k.keyId, k.tenantId, k.secretHash, k.rps, k.burst, k.createdAt, k.label ?? null);
+      return;
+    }
+    await this.writer.run(() => {
+      this.stmt.insertKey.run(k.keyId, k.tenantId, k.secretHash, k.rps, k.burst, k.createdAt, k.label ?? null);
+      this.insertDeliveries(webhooks);
+    });
   }
   async touchApiKeys(uses: readonly { keyId: string; at: string }[]): Promise<void> {
     if (uses.length === 0) return;
@@ -309,8 +322,13 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   async listApiKeys(tenantId: string) {
     return (this.stmt.keysByTenant.all(tenantId) as Row[]).map(sqliteRows.apiKey);
   }
-  async revokeApiKey(keyId: string, at: string) {
-    return this.stmt.revokeKey.run(at, keyId).changes === 1;
+  async revokeApiKey(keyId: string, at: string, webhooks: readonly NewWebhookDelivery[] = []) {
+    if (webhooks.length === 0) return this.stmt.revokeKey.run(at, keyId).changes === 1;
+    return this.writer.run(() => {
+      if (this.stmt.revokeKey.run(at, keyId).changes !== 1) return false;
+      this.insertDeliveries(webhooks);
+      return true;
+    });
   }
   async setApiKeyRestrictions(keyId: string, r: ApiKeyRestrictions | null) {
     return this.stmt.setRestrictions.run(r ? JSON.stringify(r) : null, keyId).changes === 1;
@@ -357,12 +375,16 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     return this.writer.run(() => this.consumeTx(nonce, tenantId, nowMs), { savepoint: false });
   }
 
-  async consumeWithVerdict(nonce: string, tenantId: string, nowMs: number, v: StoredVerdict): Promise<NonceConsumeOutcome> {
+  async consumeWithVerdict(nonce: string, tenantId: string, nowMs: number, v: StoredVerdict, webhooks?: WebhookPlan): Promise<NonceConsumeOutcome> {
     const row = countedVerdictRow(v);
+    const deliveries = webhooks?.(v);
     // In its own savepoint (the default): should the verdict's insert fail, the consumption is undone with it.
     return this.writer.run(() => {
       const outcome = this.consumeTx(nonce, tenantId, nowMs);
-      if (outcome === "ok") this.insertVerdict(row);
+      if (outcome === "ok") {
+        this.insertVerdict(row);
+        if (deliveries) this.insertDeliveries(deliveries);
+      }
       return outcome;
     });
   }
@@ -373,11 +395,12 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     nowMs: number,
     deviceId: string,
     decide: DeviceVerdictDecision,
+    webhooks?: WebhookPlan,
   ): Promise<{ outcome: NonceConsumeOutcome; verdict?: StoredVerdict }> {
-    // one savepoint: the consumption, the device's record and the verdict, or none of them
+    // one savepoint: the consumption, the device's record, the verdict and its outbox rows, or none of them
     return this.writer.run(() => {
       const outcome = this.consumeTx(nonce, tenantId, nowMs);
-      return outcome === "ok" ? { outcome, verdict: this.deviceVerdictTx(tenantId, deviceId, decide) } : { outcome };
+      return outcome === "ok" ? { outcome, verdict: this.deviceVerdictTx(tenantId, deviceId, decide, webhooks) } : { outcome };
     });
   }
 
@@ -392,9 +415,18 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   }
 
   // ---- verdicts ----
-  async saveVerdict(v: StoredVerdict): Promise<void> {
+  async saveVerdict(v: StoredVerdict, webhooks?: WebhookPlan): Promise<void> {
     // serialised now, so the row is what the caller passed even if it changes the object before the flush
     const row = countedVerdictRow(v);
+    const deliveries = webhooks?.(v);
+    if (deliveries && deliveries.length > 0) {
+      // in a savepoint: the verdict and its outbox rows, or neither
+      await this.writer.run(() => {
+        this.insertVerdict(row);
+        this.insertDeliveries(deliveries);
+      });
+      return;
+    }
     // No savepoint of its own (groupCommit.ts, RunOptions): the row first, so a failed insert writes nothing, and a
     // counter upsert failing after it (nothing in it can: no constraint it could break) would only under-count.
     await this.writer.run(() => this.insertVerdict(row), { savepoint: false });
@@ -407,6 +439,13 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   private insertVerdict({ row, stats: k }: CountedVerdictRow): void {
     this.stmt.insertVerdict.run(...row);
     this.stmt.countVerdict.run(k.tenantId, k.hour, k.verdict, k.status, k.reason);
+  }
+
+  /** Outbox rows, inside the caller's transaction (the event's own write). */
+  private insertDeliveries(rows: readonly NewWebhookDelivery[]): void {
+    for (const d of rows) {
+      this.stmt.insertWebhookDelivery.run(d.id, d.eventId, d.tenantId, d.endpointId, d.eventType, d.payload, d.createdAt, d.nextAttemptMs, d.giveUpAtMs);
+    }
   }
 
   async getVerdict(objectId: string): Promise<StoredVerdict | undefined> {
@@ -423,7 +462,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   // Inside a write batch (IMMEDIATE, so every process on the file is shut out): the read, the decision and both
   // writes see and leave the device exactly as the batch's order has it, so concurrent appraisals of one device
   // take turns and only the first can find it unpinned.
-  private readonly deviceVerdictTx = (tenantId: string, deviceId: string, decide: DeviceVerdictDecision): StoredVerdict => {
+  private readonly deviceVerdictTx = (tenantId: string, deviceId: string, decide: DeviceVerdictDecision, webhooks?: WebhookPlan): StoredVerdict => {
     const row = this.stmt.deviceById.get(tenantId, deviceId) as Row | undefined;
     const { verdict: v, device: d } = decide(row && sqliteRows.attestedDevice(row));
     const json = (x: unknown) => (x === null ? null : JSON.stringify(x));
@@ -431,6 +470,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
       tenantId, deviceId, d.firstSeen, d.lastSeen, d.count, JSON.stringify(d.last), json(d.latestFacts), json(d.pin), d.resets,
     );
     this.insertVerdict(countedVerdictRow(v));
+    if (webhooks) this.insertDeliveries(webhooks(v));
     return v;
   };
 
@@ -444,8 +484,8 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     return (this.stmt.devicesAfter.all(tenantId, q.after ?? "", q.limit) as Row[]).map(sqliteRows.attestedDevice);
   }
 
-  async saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict> {
-    return this.writer.run(() => this.deviceVerdictTx(tenantId, deviceId, decide));
+  async saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision, webhooks?: WebhookPlan): Promise<StoredVerdict> {
+    return this.writer.run(() => this.deviceVerdictTx(tenantId, deviceId, decide, webhooks));
   }
 
   async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
@@ -831,18 +871,162 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     );
   };
 
-  async saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict): Promise<StoredVerdict> {
+  async saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict, webhooks?: WebhookPlan): Promise<StoredVerdict> {
     // one savepoint in one IMMEDIATE write batch: every process on the file is shut out, so the compare sees the
     // counter as the batch's order left it, and the verdict commits with the effect or not at all
     const rows = { verdict: countedVerdictRow(verdict), refused: countedVerdictRow(refused) };
     return this.writer.run(() => {
       const applied = this.appAttestEffectTx(effect);
       this.insertVerdict(applied ? rows.verdict : rows.refused);
+      if (webhooks) this.insertDeliveries(webhooks(applied ? verdict : refused));
       return applied ? verdict : refused;
     });
   }
 
   async applyAppAttestEffect(effect: AppAttestKeyEffect): Promise<boolean> {
     return this.writer.run(() => this.appAttestEffectTx(effect));
+  }
+
+  // ---- webhooks (issue 26): endpoints are operator writes (autocommit); the outbox through the writer ----
+  async addWebhookEndpoint(e: StoredWebhookEndpoint): Promise<void> {
+    this.db
+      .prepare(
+        `INSERT INTO webhook_endpoints (id, tenant_id, url, description, events, verdicts, enabled, secret, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(e.id, e.tenantId, e.url, e.description, JSON.stringify(e.events), e.verdicts, e.enabled ? 1 : 0, e.sealedSecret, e.createdAt, e.updatedAt);
+  }
+
+  async listWebhookEndpoints(tenantId: string): Promise<StoredWebhookEndpoint[]> {
+    return (this.db.prepare("SELECT * FROM webhook_endpoints WHERE tenant_id = ? ORDER BY created_at, id").all(tenantId) as Row[]).map(sqliteRows.webhookEndpoint);
+  }
+
+  async getWebhookEndpoint(tenantId: string, id: string): Promise<StoredWebhookEndpoint | undefined> {
+    const r = this.db.prepare("SELECT * FROM webhook_endpoints WHERE tenant_id = ? AND id = ?").get(tenantId, id) as Row | undefined;
+    return r && sqliteRows.webhookEndpoint(r);
+  }
+
+  async updateWebhookEndpoint(tenantId: string, id: string, f: WebhookEndpointChanges): Promise<boolean> {
+    const set = (v: SqlArg | undefined) => [v !== undefined ? 1 : 0, v ?? null];
+    return (
+      this.db
+        .prepare(
+          `UPDATE webhook_endpoints SET url = CASE WHEN ? THEN ? ELSE url END, description = CASE WHEN ? THEN ? ELSE description END,
+             events = CASE WHEN ? THEN ? ELSE events END, verdicts = CASE WHEN ? THEN ? ELSE verdicts END,
+             enabled = CASE WHEN ? THEN ? ELSE enabled END, secret = CASE WHEN ? THEN ? ELSE secret END, updated_at = ?
+           WHERE tenant_id = ? AND id = ?`,
+        )
+        .run(
+          ...set(f.url),
+          ...set(f.description),
+          ...set(f.events && JSON.stringify(f.events)),
+          ...set(f.verdicts),
+          ...set(f.enabled === undefined ? undefined : f.enabled ? 1 : 0),
+          ...set(f.sealedSecret),
+          f.updatedAt,
+          tenantId,
+          id,
+        ).changes === 1
+    );
+  }
+
+  async removeWebhookEndpoint(tenantId: string, id: string): Promise<boolean> {
+    return this.db.prepare("DELETE FROM webhook_endpoints WHERE tenant_id = ? AND id = ?").run(tenantId, id).changes === 1;
+  }
+
+  async enqueueWebhookDeliveries(rows: readonly NewWebhookDelivery[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.writer.run(() => this.insertDeliveries(rows));
+  }
+
+  async claimWebhookDeliveries(owner: string, limit: number, nowMs: number, leaseMs: number): Promise<WebhookDelivery[]> {
+    // one statement in the writer's IMMEDIATE batch: every process on the file is shut out while it picks and leases
+    const rows = await this.writer.run(
+      () =>
+        this.db
+          .prepare(
+            `UPDATE webhook_deliveries SET lease_owner = ?, lease_until_ms = ?
+             WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_ms <= ?
+               AND (lease_until_ms IS NULL OR lease_until_ms <= ?) ORDER BY next_attempt_ms, id LIMIT ?)
+             RETURNING *`,
+          )
+          .all(owner, nowMs + leaseMs, nowMs, nowMs, limit) as Row[],
+      { savepoint: false },
+    );
+    return rows.map(sqliteRows.webhookDelivery).sort((a, b) => a.nextAttemptMs - b.nextAttemptMs || (a.id < b.id ? -1 : 1));
+  }
+
+  async recordWebhookAttempt(owner: string, a: WebhookAttempt, outcome: WebhookAttemptOutcome): Promise<boolean> {
+    return this.writer.run(() => {
+      const pending = outcome.state === "pending";
+      const r = this.db
+        .prepare(
+          `UPDATE webhook_deliveries SET attempts = MAX(attempts, ?), last_status = ?, lease_owner = NULL, lease_until_ms = NULL,
+             state = ?, tries = tries + ?, next_attempt_ms = CASE WHEN ? THEN ? ELSE next_attempt_ms END, finished_at = ?
+           WHERE id = ? AND lease_owner = ? AND state = 'pending'`,
+        )
+        .run(
+          a.attempt,
+          a.status,
+          outcome.state,
+          pending ? 1 : 0,
+          pending ? 1 : 0,
+          pending ? outcome.nextAttemptMs : null,
+          pending ? null : outcome.at,
+          a.deliveryId,
+          owner,
+        );
+      if (r.changes !== 1) return false;
+      this.db
+        .prepare("INSERT INTO webhook_attempts (delivery_id, attempt, at, status, duration_ms, error, response) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        .run(a.deliveryId, a.attempt, a.at, a.status, a.durationMs, a.error, a.response);
+      return true;
+    });
+  }
+
+  async listWebhookDeliveries(tenantId: string, q: { endpointId?: string | undefined; before?: { createdAt: string; id: string } | undefined; limit: number }): Promise<WebhookDelivery[]> {
+    const b = q.before;
+    return (
+      this.db
+        .prepare(
+          `SELECT * FROM webhook_deliveries WHERE tenant_id = ? AND (? IS NULL OR endpoint_id = ?)
+             AND (? IS NULL OR created_at < ? OR (created_at = ? AND id < ?))
+           ORDER BY created_at DESC, id DESC LIMIT ?`,
+        )
+        .all(tenantId, q.endpointId ?? null, q.endpointId ?? null, b?.createdAt ?? null, b?.createdAt ?? null, b?.createdAt ?? null, b?.id ?? null, q.limit) as Row[]
+    ).map(sqliteRows.webhookDelivery);
+  }
+
+  async getWebhookDelivery(tenantId: string, id: string): Promise<WebhookDelivery | undefined> {
+    const r = this.db.prepare("SELECT * FROM webhook_deliveries WHERE tenant_id = ? AND id = ?").get(tenantId, id) as Row | undefined;
+    return r && sqliteRows.webhookDelivery(r);
+  }
+
+  async listWebhookAttempts(tenantId: string, deliveryId: string): Promise<WebhookAttempt[]> {
+    return (
+      this.db
+        .prepare(
+          `SELECT a.* FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+           WHERE d.tenant_id = ? AND a.delivery_id = ? ORDER BY a.attempt`,
+        )
+        .all(tenantId, deliveryId) as Row[]
+    ).map(sqliteRows.webhookAttempt);
+  }
+
+  async resendWebhookDelivery(tenantId: string, id: string, nowMs: number, giveUpAtMs: number): Promise<boolean> {
+    return this.writer.run(
+      () =>
+        this.db
+          .prepare(
+            `UPDATE webhook_deliveries SET state = 'pending', tries = 0, next_attempt_ms = ?, give_up_at_ms = ?, lease_owner = NULL,
+               lease_until_ms = NULL, finished_at = NULL WHERE tenant_id = ? AND id = ?`,
+          )
+          .run(nowMs, giveUpAtMs, tenantId, id).changes === 1,
+      { savepoint: false },
+    );
+  }
+
+  async countPendingWebhookDeliveries(): Promise<number> {
+    return Number((this.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE state = 'pending'").get() as Row).n);
   }
 }
