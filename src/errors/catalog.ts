@@ -98,6 +98,7 @@ const table = {
   PORTAL_TENANT_EXISTS: entry("P", 409, "4098050", "PORTAL_TENANT_EXISTS", "A tenant with this name or customer ID exists"),
   PORTAL_INVITE_INVALID: entry("P", 410, "4108000", "PORTAL_INVITE_INVALID", "The sign-in link is unknown, used, expired, or void (a newer link, a password set or a disable voids it)"),
   RSA_DECRYPTION_FAIL: entry("B", 500, "5000006", "RSA_DECRYPTION_FAIL", "Text could not be decrypted"),
+  PORTAL_WEBHOOK_URL_REFUSED: entry("P", 400, "4008026", "PORTAL_WEBHOOK_URL_REFUSED", "The webhook URL is not a target the operator allows: https only, no loopback, private, link-local or metadata address (--webhook-allow-private, --webhook-allow-hosts)"),
 } as const;
 
 export type CatalogKey = keyof typeof table;

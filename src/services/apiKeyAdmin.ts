@@ -1,3 +1,4 @@
+import type { NewWebhookDelivery } from "../domain/webhooks.ts";
 import { generateApiKey } from "../auth/apiKeys.ts";
 import { parseRestrictions } from "../auth/restrictions.ts";
 import type { Clock, Rng } from "../clock.ts";
@@ -39,6 +40,11 @@ function limits(rps: number, burst: number | undefined): { rps: number; burst: n
   return { rps, burst: burst || (rps ? Math.max(1, Math.ceil(rps * 2)) : 0) };
 }
 
+/** What ApiKeyAdmin asks of the webhook planner (WebhookRegistry.keyEvent). */
+export interface KeyEvents {
+  keyEvent(tenantId: string, type: "key.created" | "key.revoked", data: { keyId: string; label?: string | null; at: string }): Promise<NewWebhookDelivery[]>;
+}
+
 /**
  * Part A API keys, for the CLI (`attestd key ...`) and the portal alike: one home for how a key is made (shown
  * once, only its hash kept), listed and revoked, always within one tenant.
@@ -54,6 +60,8 @@ export class ApiKeyAdmin {
     private readonly clock: Clock,
     private readonly rng: Rng,
     private readonly cache: KeyCache = { forget: () => undefined },
+    /** signed webhooks (WebhookRegistry): key.created / key.revoked rows, written in the key's own transaction */
+    private readonly webhooks?: KeyEvents,
   ) {}
 
   async create(tenant: Tenant, o: { rps?: number; burst?: number; label?: string | null } = {}): Promise<{ key: string; record: ApiKeySummary }> {
@@ -61,7 +69,8 @@ export class ApiKeyAdmin {
     const label = cleanLabel(o.label);
     const k = generateApiKey(this.rng);
     const createdAt = new Date(this.clock.nowMs()).toISOString();
-    await this.store.createApiKey({ keyId: k.keyId, tenantId: tenant.tenantId, secretHash: k.secretHash, rps, burst, createdAt, label });
+    const events = (await this.webhooks?.keyEvent(tenant.tenantId, "key.created", { keyId: k.keyId, label, at: createdAt })) ?? [];
+    await this.store.createApiKey({ keyId: k.keyId, tenantId: tenant.tenantId, secretHash: k.secretHash, rps, burst, createdAt, label }, events);
     // in case the id was probed (and remembered as unknown) before it existed
     this.cache.forget(k.keyId);
     return { key: k.key, record: { keyId: k.keyId, tenantId: tenant.tenantId, rps, burst, createdAt, revokedAt: null, restrictions: null, label, lastUsedAt: null } };
@@ -102,7 +111,9 @@ export class ApiKeyAdmin {
   async revoke(tenant: Tenant | undefined, keyId: string): Promise<boolean> {
     const k = await this.store.getApiKey(keyId);
     if (!k || (tenant && k.tenantId !== tenant.tenantId)) return false;
-    const revoked = await this.store.revokeApiKey(keyId, new Date(this.clock.nowMs()).toISOString());
+    const at = new Date(this.clock.nowMs()).toISOString();
+    const events = (await this.webhooks?.keyEvent(k.tenantId, "key.revoked", { keyId, label: k.label, at })) ?? [];
+    const revoked = await this.store.revokeApiKey(keyId, at, events);
     this.cache.forget(keyId);
     return revoked;
   }

@@ -8,6 +8,7 @@ import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
+import type { WebhookPlan } from "../domain/webhooks.ts";
 import { checkNonceShape, NonceService, refuseUnlessConsumed, type NonceLimits } from "../nonces/nonceService.ts";
 import type { AppAttestStore, DeviceStore, NonceDeviceVerdictStore, NonceStore, NonceVerdictStore, VerdictStore } from "../store/types.ts";
 import { applyDevicePin } from "./devicePinning.ts";
@@ -46,6 +47,11 @@ export interface AttestationDeps {
     };
     store: AppAttestStore;
   };
+  /**
+   * signed webhooks (WebhookRegistry): the outbox rows a verdict carries, written in its transaction; undefined (one
+   * cache lookup) when the tenant has no endpoint that hears verdict or pin events
+   */
+  webhooks?: { verdictPlan(tenantId: string): Promise<WebhookPlan | undefined> };
 }
 
 /**
@@ -54,15 +60,15 @@ export interface AttestationDeps {
  */
 function consumeThenSave(nonces: NonceStore, verdicts: VerdictStore & DeviceStore): NonceVerdictStore & NonceDeviceVerdictStore {
   return {
-    async consumeWithVerdict(nonce, tenantId, nowMs, verdict) {
+    async consumeWithVerdict(nonce, tenantId, nowMs, verdict, webhooks) {
       const outcome = await nonces.consume(nonce, tenantId, nowMs);
-      if (outcome === "ok") await verdicts.saveVerdict(verdict);
+      if (outcome === "ok") await verdicts.saveVerdict(verdict, webhooks);
       return outcome;
     },
-    async consumeWithDeviceVerdict(nonce, tenantId, nowMs, deviceId, decide) {
+    async consumeWithDeviceVerdict(nonce, tenantId, nowMs, deviceId, decide, webhooks) {
       const outcome = await nonces.consume(nonce, tenantId, nowMs);
       if (outcome !== "ok") return { outcome };
-      return { outcome, verdict: await verdicts.saveDeviceVerdict(tenantId, deviceId, decide) };
+      return { outcome, verdict: await verdicts.saveDeviceVerdict(tenantId, deviceId, decide, webhooks) };
     },
   };
 }
@@ -129,22 +135,23 @@ export class AttestationService {
       await inSpan("store consume_nonce", { "db.operation.name": "consume_nonce" }, () => this.nonces.consume(nonce, tenantId));
       throw e;
     }
+    const webhooks = await this.d.webhooks?.verdictPlan(tenantId);
     const nowMs = this.d.clock.nowMs();
     if (appraised.effect) {
       const withEffect = appraised as Required<Appraised>;
       return inSpan("store consume_nonce_save_app_attest_verdict", { "db.operation.name": "consume_nonce_save_app_attest_verdict" }, () =>
-        this.submitWithKeyEffect(tenant, nonce, nowMs, deviceId, withEffect),
+        this.submitWithKeyEffect(tenant, nonce, nowMs, deviceId, withEffect, webhooks),
       );
     }
     if (deviceId === undefined) {
       const outcome = await inSpan("store consume_nonce_save_verdict", { "db.operation.name": "consume_nonce_save_verdict" }, () =>
-        this.nonceVerdicts.consumeWithVerdict(nonce, tenantId, nowMs, appraised.verdict),
+        this.nonceVerdicts.consumeWithVerdict(nonce, tenantId, nowMs, appraised.verdict, webhooks),
       );
       refuseUnlessConsumed(outcome);
       return appraised.verdict;
     }
     const { outcome, verdict } = await inSpan("store consume_nonce_save_device_verdict", { "db.operation.name": "consume_nonce_save_device_verdict" }, () =>
-      this.nonceVerdicts.consumeWithDeviceVerdict(nonce, tenantId, nowMs, deviceId, (current) => applyDevicePin(current, { deviceId, ...appraised })),
+      this.nonceVerdicts.consumeWithDeviceVerdict(nonce, tenantId, nowMs, deviceId, (current) => applyDevicePin(current, { deviceId, ...appraised }), webhooks),
     );
     refuseUnlessConsumed(outcome);
     return verdict!;
@@ -157,15 +164,22 @@ export class AttestationService {
    * stores where nonces and verdicts share no transaction): a crash between leaves the nonce used with no verdict.
    * With a deviceId the effect commits first, then the device's record with the verdict it decided.
    */
-  private async submitWithKeyEffect(tenant: Tenant, nonce: string, nowMs: number, deviceId: string | undefined, a: Required<Appraised>): Promise<StoredVerdict> {
+  private async submitWithKeyEffect(
+    tenant: Tenant,
+    nonce: string,
+    nowMs: number,
+    deviceId: string | undefined,
+    a: Required<Appraised>,
+    webhooks: WebhookPlan | undefined,
+  ): Promise<StoredVerdict> {
     const { tenantId } = tenant;
     const store = this.d.appAttest!.store;
     refuseUnlessConsumed(await this.d.nonces.consume(nonce, tenantId, nowMs));
-    if (deviceId === undefined) return store.saveAppAttestVerdict(a.effect, a.verdict, a.refused);
+    if (deviceId === undefined) return store.saveAppAttestVerdict(a.effect, a.verdict, a.refused, webhooks);
     const applied = await store.applyAppAttestEffect(a.effect);
     const verdict = applied ? a.verdict : a.refused;
     const facts = applied ? a.facts : undefined;
-    return this.d.verdicts.saveDeviceVerdict(tenantId, deviceId, (current) => applyDevicePin(current, { deviceId, verdict, facts }));
+    return this.d.verdicts.saveDeviceVerdict(tenantId, deviceId, (current) => applyDevicePin(current, { deviceId, verdict, facts }), webhooks);
   }
 
   /**
