@@ -9,6 +9,7 @@ import { enrollmentConformance } from "./enrollmentConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { PgSigningKeyStore } from "../../src/store/postgres/pgSigningKeyStore.ts";
 import { playAppConformance } from "./playAppConformance.ts";
+import { webhookConformance } from "./webhookConformance.ts";
 import { appAttestConformance } from "./appAttestConformance.ts";
 import { PgSecretsStore } from "../../src/store/postgres/pgSecretsStore.ts";
 
@@ -114,6 +115,21 @@ playAppConformance("postgres", async () => {
 
 appAttestConformance("postgres", async () => {
   const db = await createTestDatabase("appattest");
+  const store = await PgStore.open({ url: db.url, poolMax: 4 });
+  const other = await PgStore.open({ url: db.url, poolMax: 4 });
+  return {
+    durable: store,
+    other,
+    close: async () => {
+      await other.close();
+      await store.close();
+      await db.drop();
+    },
+  };
+});
+
+webhookConformance("postgres", async () => {
+  const db = await createTestDatabase("webhooks");
   const store = await PgStore.open({ url: db.url, poolMax: 4 });
   const other = await PgStore.open({ url: db.url, poolMax: 4 });
   return {

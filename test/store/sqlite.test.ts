@@ -11,6 +11,7 @@ import { enrollmentConformance } from "./enrollmentConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { SqliteSigningKeyStore } from "../../src/store/sqlite/sqliteSigningKeyStore.ts";
 import { playAppConformance } from "./playAppConformance.ts";
+import { webhookConformance } from "./webhookConformance.ts";
 import { appAttestConformance } from "./appAttestConformance.ts";
 import { SqliteSecretsStore } from "../../src/store/sqlite/sqliteSecretsStore.ts";
 
@@ -118,6 +119,23 @@ appAttestConformance("sqlite", async () => {
   return {
     durable: store,
     other,
+    close: async () => {
+      await other.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+webhookConformance("sqlite", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "attestd-webhooks-"));
+  const file = path.join(dir, "attestd.sqlite");
+  const store = new SqliteStore({ file });
+  const other = new SqliteStore({ file, lockWaitMs: 2_000 });
+  return {
+    durable: store,
+    other,
+    nonceVerdicts: store,
     close: async () => {
       await other.close();
       await store.close();
