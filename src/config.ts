@@ -5,6 +5,7 @@ import { LOG_FORMATS } from "./logging.ts";
 import { EAR_ALGORITHMS } from "./domain/signingKeys.ts";
 import { AEAD_CIPHERS, TLS_MIN_VERSIONS } from "./tls/tlsPolicy.ts";
 import { otlpHeadersProblem } from "./tracing/otlpHeaders.ts";
+import { allowHostProblem } from "./net/webhookTarget.ts";
 
 /**
  * One table of settings. Each becomes a CLI flag (`--nonce-ttl`), an environment variable (`ATTESTD_NONCE_TTL`) and
@@ -174,6 +175,14 @@ export const settings = {
     default: "auto",
     choices: LOG_FORMATS,
   }),
+  webhookAllowPrivate: s("bool", "let webhook endpoints be loopback, private, link-local, unique-local or metadata addresses (an operator's own network, tests); off, they are refused at registration and after DNS resolution at every delivery (docs/events.md)"),
+  webhookAllowHosts: s("list", "webhook hosts (exact names) or CIDRs allowed although private, without --webhook-allow-private (comma-separated)", { default: [] }),
+  webhookAllowHttp: s("bool", "let webhook endpoints be plain http:// URLs; off, https is required"),
+  webhookTimeoutMs: s("int", "ms one webhook delivery attempt may take (connection, answer) before it counts as failed and is retried", { default: 10_000, min: 100, max: 60_000 }),
+  webhookRetryPeriod: s("int", "seconds a webhook delivery is retried after its event (or a resend) before it is failed", { default: 259_200, min: 60, max: 2_592_000 }),
+  webhookRetryBaseMs: s("int", "ms before a webhook delivery's first retry; each later pause doubles (with ±20 % jitter)", { default: 5_000, min: 10, max: 3_600_000 }),
+  webhookRetryMaxMs: s("int", "longest pause between two attempts of a webhook delivery, in ms", { default: 3_600_000, min: 100, max: 86_400_000 }),
+  webhookPollMs: s("int", "ms between looks at the webhook outbox when it had nothing due", { default: 1_000, min: 10, max: 60_000 }),
 } as const satisfies Record<string, Setting>;
 
 export type SettingName = keyof typeof settings;
@@ -348,6 +357,10 @@ export function loadConfig(
   }
   if (c.playThreads !== "auto" && !(/^\d{1,2}$/.test(c.playThreads) && Number(c.playThreads) <= 16)) {
     throw new ConfigError(`--play-threads ${c.playThreads}: expected auto or a number from 0 to 16`);
+  }
+  for (const entry of c.webhookAllowHosts) {
+    const why = allowHostProblem(entry);
+    if (why) throw new ConfigError(`--webhook-allow-hosts: ${why}`);
   }
   if (c.portalIdleTimeout > c.portalSessionLifetime) {
     throw new ConfigError("--portal-idle-timeout cannot be longer than --portal-session-lifetime");

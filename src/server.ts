@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import type { FastifyBaseLogger } from "fastify";
 import { cryptoRng, systemClock, type Clock, type Rng } from "./clock.ts";
 import { publicBaseUrl, type Config } from "./config.ts";
@@ -41,6 +42,9 @@ import { EarKeyRing } from "./results/signingKeys.ts";
 import type { EarAlgorithm } from "./domain/signingKeys.ts";
 import { TenantAdmin } from "./services/tenantAdmin.ts";
 import { TrustSources } from "./services/trustSources.ts";
+import { WebhookRegistry } from "./services/webhooks.ts";
+import { WebhookDeliverer } from "./services/webhookDelivery.ts";
+import { WebhookTrustEvents } from "./services/webhookTrustEvents.ts";
 import { PortalOverview } from "./portal/overview.ts";
 import { startTracing, type Tracing } from "./tracing/sdk.ts";
 import { tracedFetch } from "./tracing/spans.ts";
@@ -182,6 +186,24 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // a tenant's Play apps, one registry per process: the portal's changes drop its cache at once, and the attestation
   // service opens the tenant's Play Integrity tokens with appsForAppraisal (issue 23)
   const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
+  // signed webhooks (issue 26, docs/events.md): endpoints, the outbox rows events carry, and this instance's worker
+  const webhookTargets = { allowPrivate: config.webhookAllowPrivate === true, allowHosts: config.webhookAllowHosts, allowHttp: config.webhookAllowHttp === true };
+  const webhooks = new WebhookRegistry(stores.durable, clock, rng, secrets.box, { targets: webhookTargets, retryPeriodMs: config.webhookRetryPeriod * 1000 });
+  const instanceName = `${hostname()}:${process.pid}:${rng.bytes(4).toString("hex")}`;
+  const webhookDeliverer = new WebhookDeliverer(stores.durable, webhooks, clock, rng, {
+    owner: instanceName,
+    targets: webhookTargets,
+    timeoutMs: config.webhookTimeoutMs,
+    pollMs: config.webhookPollMs,
+    retryBaseMs: config.webhookRetryBaseMs,
+    retryMaxMs: config.webhookRetryMaxMs,
+    onAttempt: (result, seconds) => {
+      metrics.webhookAttempts.inc({ result });
+      metrics.webhookAttemptSeconds.observe(seconds);
+    },
+    onError: (err) => log.warn({ err }, "webhook delivery pass failed; retrying"),
+  });
+  metrics.trackWebhookBacklog(() => stores.durable.countPendingWebhookDeliveries());
   // started on the first token: a deployment with no Play app pays nothing for them
   const playThreads = new PlayTokenThreads(config.playThreads === "auto" ? autoPlayThreads(undefined, config.workers) : Number(config.playThreads));
   // a tenant's iOS apps and the App Attest keys its devices attested (issue 25)
@@ -200,6 +222,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     onAppraisal: (r, s) => metrics.recordAppraisal(r, s),
     playIntegrity: new PlayIntegrityOpener(playApps, playDecoder, playThreads.open),
     appAttest: { keys: appAttestKeys, store: stores.durable },
+    webhooks,
   });
   const enrollment = createEnrollment({
     tenants: stores.durable,
@@ -285,7 +308,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     portal: registerPortal({
       ...portal,
       history: new PortalHistory(stores.durable),
-      keys: new ApiKeyAdmin(stores.durable, clock, rng, auth),
+      keys: new ApiKeyAdmin(stores.durable, clock, rng, auth, webhooks),
+      webhooks,
       tenants: new TenantDirectory(stores.durable),
       clients: enrollment.clients,
       referenceValues: new ReferenceValueAdmin(stores.durable, clock, {
@@ -316,6 +340,11 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   }, 30_000);
   housekeeping.unref();
   if (opts.enrollment?.startWorker !== false) enrollment.start();
+  webhookDeliverer.start();
+  const trustEvents = new WebhookTrustEvents(() => trustSources.view(false), (type, data) => webhooks.trustEvent(type, data), instanceName, (err) =>
+    log.warn({ err }, "watching the trust sources for webhooks failed"),
+  );
+  trustEvents.start(30_000);
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -326,6 +355,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       trust.stop();
       // after the requests in flight finished: their decodes are let finish too
       await app.close();
+      await trustEvents.stop();
+      await webhookDeliverer.stop();
       playDecoder.stop();
       await playThreads.close();
       receiptRefresher.stop();

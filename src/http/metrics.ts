@@ -128,6 +128,33 @@ export class Metrics {
   }
 
   /** `attestd_activity_pending`: activity-log entries in memory, not yet written */
+  /** webhook delivery attempts (src/services/webhookDelivery.ts) by what they left: delivered, retry, failed */
+  readonly webhookAttempts = new Counter({
+    name: "attestd_webhook_attempts_total",
+    help: "Webhook delivery attempts by result: delivered (2xx), retry (to be attempted again), failed (given up)",
+    labelNames: ["result"] as const,
+    registers: [this.registry],
+  });
+  readonly webhookAttemptSeconds = new Histogram({
+    name: "attestd_webhook_attempt_duration_seconds",
+    help: "Time one webhook delivery attempt took, answer or not",
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  /** `attestd_webhook_outbox_pending`: deliveries not yet delivered or given up, every tenant (read at each scrape) */
+  trackWebhookBacklog(pending: () => Promise<number>): void {
+    new Gauge({
+      name: "attestd_webhook_outbox_pending",
+      help: "Webhook deliveries in the outbox still to be delivered (due now or waiting for a retry), every instance's",
+      registers: [this.registry],
+      async collect() {
+        // a store that does not answer leaves the last reading
+        this.set(await pending().catch(() => Number.NaN));
+      },
+    });
+  }
+
   trackActivityBacklog(pending: () => number): void {
     this.gaugeReading(
       "attestd_activity_pending",

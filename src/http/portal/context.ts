@@ -12,6 +12,7 @@ import type { Actor, PortalSessions } from "../../portal/sessions.ts";
 import type { ApiKeyAdmin } from "../../services/apiKeyAdmin.ts";
 import type { ReferenceValueAdmin } from "../../services/referenceValueAdmin.ts";
 import type { PlayAppRegistry } from "../../services/playApps.ts";
+import type { WebhookRegistry } from "../../services/webhooks.ts";
 import type { IosAppRegistry } from "../../services/iosApps.ts";
 import type { AppAttestKeys } from "../../services/appAttestKeys.ts";
 import type { ClientAdmin } from "../../enrollment/clients.ts";
@@ -39,6 +40,8 @@ export interface PortalDeps {
   referenceValues: ReferenceValueAdmin;
   /** a tenant's Google Play apps (the same PlayAppRegistry as `attestd play-app ...`) */
   playApps: PlayAppRegistry;
+  /** a tenant's webhook endpoints and deliveries (the same WebhookRegistry as `attestd webhook ...`) */
+  webhooks: WebhookRegistry;
   /** a tenant's iOS apps and App Attest keys (the same services as `attestd ios-app ...`, `attestd ios-key ...`) */
   iosApps: IosAppRegistry;
   appAttestKeys: AppAttestKeys;

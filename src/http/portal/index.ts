@@ -24,6 +24,7 @@ import { registerOperatorRoutes } from "./operator.ts";
 import { registerOverviewRoutes } from "./overview.ts";
 import { registerPinnedDeviceRoutes } from "./devices.ts";
 import { registerPlayAppRoutes } from "./playApps.ts";
+import { registerWebhookRoutes } from "./webhooks.ts";
 import { registerIosAppRoutes } from "./iosApps.ts";
 
 /**
@@ -199,6 +200,7 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     registerClientRoutes(app, routes);
     registerReferenceValueRoutes(app, routes);
     registerPlayAppRoutes(app, routes);
+    registerWebhookRoutes(app, routes);
     registerIosAppRoutes(app, routes);
     registerEnrollmentRoutes(app, routes);
     registerPinnedDeviceRoutes(app, routes);
