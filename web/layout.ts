@@ -44,6 +44,7 @@ export const NAV: { label: string; links: NavLink[] }[] = [
     label: "Access",
     links: [
       { href: "/portal/keys", label: "API keys" },
+      { href: "/portal/webhooks", label: "Webhooks" },
       { href: "/portal/clients", label: "Enrollment clients" },
       { href: "/portal/enrollment", label: "Enrollment" },
       { href: "/portal/users", label: "Users", only: ["admin", "operator"] },

@@ -87,6 +87,25 @@ describe("portal: webhooks", () => {
     assert.equal(receiver.received[1]!.id, receiver.received[0]!.id, "a resend keeps the webhook-id");
   });
 
+  it("the page lists endpoints and deliveries, one delivery's attempts, and forms for an admin only", async () => {
+    const list = (await portal.as("vic@acme.example", { url: "/portal/api/webhook-deliveries" })).json() as { id: string }[];
+    const page = await portal.as("vic@acme.example", { url: `/portal/webhooks?delivery=${list[0]!.id}` });
+    assert.equal(page.statusCode, 200);
+    assert.match(page.body, /Latest deliveries/);
+    assert.ok(page.body.includes(receiver.url));
+    assert.match(page.body, /Attempts/);
+    assert.match(page.body, /key\.created/);
+    assert.doesNotMatch(page.body, /Add endpoint|>Resend<|Rotate secret/, "no form or action for a viewer");
+    assert.ok(!page.body.includes(secret.slice(6)));
+    const admin = await portal.as("ada@acme.example", { url: "/portal/webhooks" });
+    assert.match(admin.body, /Add endpoint/);
+    assert.match(admin.body, />Resend</);
+    assert.match(admin.body, /href="\/portal\/webhooks"[^>]*>Webhooks</, "in the navigation");
+    const operator = await portal.as("root@example.org", { url: "/portal/webhooks" });
+    assert.equal(operator.statusCode, 200);
+    assert.match(operator.body, /acme/);
+  });
+
   it("rotates (the new secret once), disables, and an operator removes by ?tenant=", async () => {
     const rot = await portal.as("ada@acme.example", { method: "POST", url: `/portal/api/webhooks/${endpointId}/rotate`, payload: { overlapSeconds: 60 } });
     assert.equal(rot.statusCode, 200, rot.body);

@@ -5,7 +5,9 @@ import { catalog } from "../../errors/catalog.ts";
 import { DEFAULT_ROTATION_OVERLAP_S, MAX_DESCRIPTION, MAX_ROTATION_OVERLAP_S, MAX_URL_LENGTH, WEBHOOK_CACHE_MS } from "../../services/webhooks.ts";
 import { partBErrors } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
-import { TenantQuery, type PortalRoutes } from "./context.ts";
+import { allowed, TenantQuery, type PortalRoutes } from "./context.ts";
+import { webhooksPage } from "../../../web/pages/webhooks.ts";
+import { pickTenantPage } from "../../../web/layout.ts";
 
 const EventType = Type.Union([
   Type.Literal("verdict.stored"),
@@ -78,8 +80,25 @@ const Id = Type.Object({ id: Type.String({ minLength: 1, maxLength: 40 }) });
  * WebhookRegistry as `attestd webhook ...`. An admin adds, changes, rotates, removes and resends; a viewer lists. The
  * secret is in the answer of the POST and of a rotation, never again.
  */
-export function registerWebhookRoutes(app: AppInstance, { deps, scope, tags }: PortalRoutes): void {
+export function registerWebhookRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
   const tenantOf = async (request: Parameters<typeof scope>[0]) => (await scope(request, false)).tenant!;
+
+  app.get(
+    "/portal/webhooks",
+    { schema: { hide: true, querystring: Type.Object({ ...TenantQuery, delivery: Type.Optional(Type.String({ maxLength: 40 })) }) }, config: { portal: "viewer" } },
+    async (request, reply) => {
+      if (request.actor!.role === "operator" && !request.query.tenant) {
+        return html(reply, pickTenantPage(ctxOf(request), "Webhooks", "/portal/webhooks", (await deps.tenantAdmin.list()).map((t) => t.name)));
+      }
+      const tenant = await tenantOf(request);
+      const [endpoints, deliveries, shown] = await Promise.all([
+        deps.webhooks.list(tenant),
+        deps.webhooks.deliveries(tenant, { limit: 50 }),
+        request.query.delivery ? deps.webhooks.delivery(tenant, request.query.delivery) : undefined,
+      ]);
+      return html(reply, webhooksPage(ctxOf(request), { endpoints, deliveries, shown }, allowed(request.actor!, "admin")));
+    },
+  );
 
   app.get(
     "/portal/api/webhooks",
