@@ -210,6 +210,12 @@ describe("portal over HTTP", () => {
       "/portal/api/verdicts",
       "/portal/api/verdicts.csv",
       "/portal/api/verdicts/{objectId}",
+      "/portal/api/webhook-deliveries",
+      "/portal/api/webhook-deliveries/{id}",
+      "/portal/api/webhook-deliveries/{id}/resend",
+      "/portal/api/webhooks",
+      "/portal/api/webhooks/{id}",
+      "/portal/api/webhooks/{id}/rotate",
     ]);
     for (const p of portal) {
       for (const [method, op] of Object.entries(doc.paths[p]!)) {
