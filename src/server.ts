@@ -244,7 +244,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     sessions: new PortalSessions(stores.durable, clock, rng, { idleMs: config.portalIdleTimeout * 1000, absoluteMs: config.portalSessionLifetime * 1000 }),
     passkeys: new PortalPasskeys(stores.durable, clock, rng, rateLimiter, { origin: new URL(publicUrl).origin, name: "attestd" }),
   };
-  const devices = new DeviceService(stores.durable, clock);
+  const devices = new DeviceService(stores.durable, clock, webhooks);
 
   const readiness = async (): Promise<ReadinessReport> => {
     const critical = (await stores.health()).map((h) => ({

@@ -1,5 +1,6 @@
 import { Command } from "commander";
-import { systemClock } from "../clock.ts";
+import { cryptoRng, systemClock } from "../clock.ts";
+import { DEFAULT_RETRY_PERIOD_MS, WebhookPlanner } from "../services/webhooks.ts";
 import { isAppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import { DeviceService } from "../services/deviceService.ts";
@@ -19,7 +20,8 @@ async function deviceErrors<T>(deviceId: string, tenant: string, fn: () => Promi
 async function withDevices<T>(cmd: Command, tenant: string, fn: (devices: DeviceService, tenantId: string) => Promise<T>) {
   return withStores(cmd, async (stores) => {
     const t = await tenantNamed(stores, tenant);
-    return fn(new DeviceService(stores.durable, systemClock), t.tenantId);
+    // a reset's device.pin.changed is written with it, as the server writes it (docs/events.md)
+    return fn(new DeviceService(stores.durable, systemClock, new WebhookPlanner(stores.durable, systemClock, cryptoRng, { retryPeriodMs: DEFAULT_RETRY_PERIOD_MS })), t.tenantId);
   });
 }
 

@@ -1,13 +1,16 @@
 import { Command, Option } from "commander";
 import { cryptoRng, systemClock } from "../clock.ts";
 import { ApiKeyAdmin, type KeyEdit } from "../services/apiKeyAdmin.ts";
+import { DEFAULT_RETRY_PERIOD_MS, WebhookPlanner } from "../services/webhooks.ts";
 import { TENANT_STATES, TenantAdmin } from "../services/tenantAdmin.ts";
 import type { Stores } from "../store/types.ts";
 import type { TenantState } from "../domain/tenants.ts";
 import { addSettings, CliError, refusals, STORAGE_SETTINGS, withStores, type CommandDefinitions } from "./options.ts";
 
 const tenants = (stores: Stores) => new TenantAdmin(stores.durable, systemClock, cryptoRng);
-const keys = (stores: Stores) => new ApiKeyAdmin(stores.durable, systemClock, cryptoRng);
+// key.created / key.revoked are written with the key, as the server writes them (docs/events.md)
+const keys = (stores: Stores) =>
+  new ApiKeyAdmin(stores.durable, systemClock, cryptoRng, undefined, new WebhookPlanner(stores.durable, systemClock, cryptoRng, { retryPeriodMs: DEFAULT_RETRY_PERIOD_MS }));
 
 function number(v: string | undefined, flag: string): number | undefined {
   if (v === undefined) return undefined;

@@ -3,6 +3,7 @@ import { DEVICE_ID_RE, type DevicePinReset, type DeviceRecord } from "../domain/
 import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import type { DeviceStore } from "../store/types.ts";
+import type { NewWebhookDelivery } from "../domain/webhooks.ts";
 
 /** Refuses a relying party's device name that is not 1-128 of A-Z a-z 0-9 . _ : - (INVALID_REQUEST). */
 export function checkDeviceId(deviceId: string): void {
@@ -22,6 +23,8 @@ export class DeviceService {
   constructor(
     private readonly store: DeviceStore,
     private readonly clock: Clock,
+    /** signed webhooks (WebhookRegistry): device.pin.changed rows, written in the reset's transaction */
+    private readonly webhooks?: { pinResetEvents(tenantId: string, data: { deviceId: string; at: string }): Promise<NewWebhookDelivery[]> },
   ) {}
 
   /** The device's record; A_NOT_FOUND when the tenant has none by that name. */
@@ -54,7 +57,9 @@ export class DeviceService {
    */
   async resetPin(tenantId: string, deviceId: string, by: string): Promise<DevicePinReset> {
     checkDeviceId(deviceId);
-    const reset = await this.store.resetDevicePin(tenantId, deviceId, { at: new Date(this.clock.nowMs()).toISOString(), by });
+    const at = new Date(this.clock.nowMs()).toISOString();
+    const events = (await this.webhooks?.pinResetEvents(tenantId, { deviceId, at })) ?? [];
+    const reset = await this.store.resetDevicePin(tenantId, deviceId, { at, by }, events);
     if (!reset) throw new AppError(catalog.A_NOT_FOUND, "No appraisal of a device by that deviceId");
     return reset;
   }

@@ -39,6 +39,8 @@ export const SECRET_PREFIX = "whsec_";
 /** the longest a previous secret may keep signing after a rotation (7 days) */
 export const MAX_ROTATION_OVERLAP_S = 7 * 86_400;
 export const DEFAULT_ROTATION_OVERLAP_S = 86_400;
+/** --webhook-retry-period's default (3 days), for the CLI commands that write events without the serve flags */
+export const DEFAULT_RETRY_PERIOD_MS = 259_200_000;
 
 export interface WebhookSettings {
   targets: WebhookTargetPolicy;
@@ -111,7 +113,7 @@ function checkDescription(d: string | undefined): string {
  * endpoint for verdict or pin events; the store then writes no outbox row and runs no extra statement.
  */
 export class WebhookRegistry {
-  private readonly cache: TenantReadCache<Subscription[]>;
+  private readonly planner: WebhookPlanner;
 
   constructor(
     private readonly store: WebhookStore & Pick<TenantStore, "listTenants">,
@@ -120,7 +122,7 @@ export class WebhookRegistry {
     private readonly secrets: SecretBox,
     private readonly settings: WebhookSettings,
   ) {
-    this.cache = new TenantReadCache(clock, settings.cacheMs ?? WEBHOOK_CACHE_MS);
+    this.planner = new WebhookPlanner(store, clock, rng, settings);
   }
 
   get retryPeriodMs(): number {
@@ -188,7 +190,7 @@ export class WebhookRegistry {
       updatedAt: at,
     };
     await this.store.addWebhookEndpoint(e);
-    this.cache.forget(tenant.tenantId);
+    this.planner.forget(tenant.tenantId);
     return { endpoint: this.summary(e), secret };
   }
 
@@ -211,13 +213,13 @@ export class WebhookRegistry {
       ...(f.enabled !== undefined ? { enabled: f.enabled === true } : {}),
       updatedAt: this.iso(),
     });
-    this.cache.forget(tenant.tenantId);
+    this.planner.forget(tenant.tenantId);
     return changed ? this.get(tenant, id) : undefined;
   }
 
   async remove(tenant: Tenant, id: string): Promise<boolean> {
     const removed = await this.store.removeWebhookEndpoint(tenant.tenantId, id);
-    this.cache.forget(tenant.tenantId);
+    this.planner.forget(tenant.tenantId);
     return removed;
   }
 
@@ -261,7 +263,54 @@ export class WebhookRegistry {
     return this.store.resendWebhookDelivery(tenant.tenantId, id, now, now + this.settings.retryPeriodMs);
   }
 
-  // ---- planning: the outbox rows an event carries ----
+  // ---- planning (WebhookPlanner), through this registry's own planner so its changes apply at once ----
+
+  verdictPlan(tenantId: string): Promise<WebhookPlan | undefined> {
+    return this.planner.verdictPlan(tenantId);
+  }
+
+  keyEvent(tenantId: string, type: "key.created" | "key.revoked", data: { keyId: string; label?: string | null; at: string }): Promise<NewWebhookDelivery[]> {
+    return this.planner.keyEvent(tenantId, type, data);
+  }
+
+  pinResetEvents(tenantId: string, data: { deviceId: string; at: string }): Promise<NewWebhookDelivery[]> {
+    return this.planner.pinResetEvents(tenantId, data);
+  }
+
+  trustEvent(type: "trust.degraded" | "trust.recovered", data: object): Promise<number> {
+    return this.planner.trustEvent(type, data);
+  }
+
+  /** The endpoint a delivery goes to, as stored (the worker's; its secret opened by secretsFor). */
+  endpointFor(tenantId: string, id: string): Promise<StoredWebhookEndpoint | undefined> {
+    return this.store.getWebhookEndpoint(tenantId, id);
+  }
+}
+
+/**
+ * The outbox rows an event carries, planned against the tenant's enabled endpoints (read at most every
+ * WEBHOOK_CACHE_MS per tenant). No secret is needed to plan: the CLI's key and device commands plan with one of
+ * their own, and the registry's changes drop its planner's copy at once.
+ */
+export class WebhookPlanner {
+  private readonly cache: TenantReadCache<Subscription[]>;
+
+  constructor(
+    private readonly store: WebhookStore & Pick<TenantStore, "listTenants">,
+    private readonly clock: Clock,
+    private readonly rng: Rng,
+    private readonly settings: Pick<WebhookSettings, "retryPeriodMs" | "cacheMs">,
+  ) {
+    this.cache = new TenantReadCache(clock, settings.cacheMs ?? WEBHOOK_CACHE_MS);
+  }
+
+  forget(tenantId: string): void {
+    this.cache.forget(tenantId);
+  }
+
+  private iso(ms = this.clock.nowMs()): string {
+    return new Date(ms).toISOString();
+  }
 
   private subscriptions(tenantId: string): Promise<Subscription[]> {
     return this.cache.get(tenantId, async () =>
@@ -326,10 +375,9 @@ export class WebhookRegistry {
     return this.rows(tenantId, await this.subscriptions(tenantId), type, data, Date.parse(data.at));
   }
 
-  /** A pin cleared by an operator: device.pin.changed, written on its own after the reset. */
-  async pinReset(tenantId: string, data: { deviceId: string; at: string; by: string }): Promise<void> {
-    const rows = this.rows(tenantId, await this.subscriptions(tenantId), "device.pin.changed", { deviceId: data.deviceId, change: "reset", at: data.at }, Date.parse(data.at));
-    await this.store.enqueueWebhookDeliveries(rows);
+  /** A pin cleared by an operator (device.pin.changed, change "reset"): the rows the reset's transaction writes. */
+  async pinResetEvents(tenantId: string, data: { deviceId: string; at: string }): Promise<NewWebhookDelivery[]> {
+    return this.rows(tenantId, await this.subscriptions(tenantId), "device.pin.changed", { deviceId: data.deviceId, change: "reset", at: data.at }, Date.parse(data.at));
   }
 
   /**
@@ -345,8 +393,4 @@ export class WebhookRegistry {
     return rows.length;
   }
 
-  /** The endpoint a delivery goes to, as stored (the worker's; its secret opened by secretsFor). */
-  endpointFor(tenantId: string, id: string): Promise<StoredWebhookEndpoint | undefined> {
-    return this.store.getWebhookEndpoint(tenantId, id);
-  }
 }

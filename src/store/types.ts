@@ -204,7 +204,7 @@ export interface DeviceStore {
    * Clears the device's pin (its history stays; the next Yes pins afresh), counts the reset and writes its audit
    * record, atomically. Undefined, changing nothing, when the tenant has no such device.
    */
-  resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined>;
+  resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }, webhooks?: readonly NewWebhookDelivery[]): Promise<DevicePinReset | undefined>;
   /** the device's reset audit records, oldest first */
   listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]>;
 }

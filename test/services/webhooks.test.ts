@@ -9,6 +9,7 @@ import { catalog, type CatalogEntry } from "../../src/errors/catalog.ts";
 import { checkWebhookUrl, isRefusedAddress, WebhookTargetRefused, type WebhookTargetPolicy } from "../../src/net/webhookTarget.ts";
 import { SecretBox } from "../../src/secrets/secretBox.ts";
 import { ApiKeyAdmin } from "../../src/services/apiKeyAdmin.ts";
+import { DeviceService } from "../../src/services/deviceService.ts";
 import { WebhookDeliverer } from "../../src/services/webhookDelivery.ts";
 import { WEBHOOK_CACHE_MS, WebhookRegistry } from "../../src/services/webhooks.ts";
 import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts";
@@ -317,5 +318,21 @@ describe("webhooks", () => {
     assert.deepEqual(refused.map((r) => r.eventType), ["device.pin.refused"]);
     assert.deepEqual(JSON.parse(refused[0]!.payload).data.changes, [{ fact: "x", from: "a", to: "b" }]);
     assert.equal(plan(verdict(acme.tenantId, "Yes", now, { deviceId: "d1", pin: "matched" })).length, 0);
+  });
+
+  it("a pin reset writes device.pin.changed with the reset; an unknown device writes nothing", async () => {
+    await registry.add(acme, { url: receiver.url, events: ["device.pin.changed"] });
+    const devices = new DeviceService(store, clock, registry);
+    await store.saveDeviceVerdict(acme.tenantId, "d1", () => ({
+      verdict: verdict(acme.tenantId, "Yes", now),
+      device: {
+        tenantId: acme.tenantId, deviceId: "d1", firstSeen: new Date(now).toISOString(), lastSeen: new Date(now).toISOString(), count: 1,
+        last: { objectId: "o", at: new Date(now).toISOString(), verdict: "Yes", status: "Success", pin: "none" }, latestFacts: null, pin: null, resets: 0,
+      },
+    }));
+    await devices.resetPin(acme.tenantId, "d1", "cli");
+    await assert.rejects(devices.resetPin(acme.tenantId, "nope", "cli"));
+    const rows = await registry.deliveries(acme, { limit: 10 });
+    assert.deepEqual(rows.map((r) => [r.eventType, JSON.parse(r.payload).data.change]), [["device.pin.changed", "reset"]]);
   });
 });

@@ -225,10 +225,12 @@ export class MemoryDurableStore implements DurableStore {
     this.putDeliveries(rows);
     return verdict;
   }
-  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
+  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }, webhooks: readonly NewWebhookDelivery[] = []): Promise<DevicePinReset | undefined> {
     this.check();
     const d = this.devices.get(deviceKey(tenantId, deviceId));
     if (!d) return undefined;
+    this.checkDeliveries(webhooks);
+    this.putDeliveries(webhooks);
     const record: DevicePinReset = { tenantId, deviceId, at: reset.at, by: reset.by, previousPin: d.pin };
     this.deviceResets.push(structuredClone(record));
     d.pin = null;

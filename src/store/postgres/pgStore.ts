@@ -478,7 +478,7 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     }
   }
 
-  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
+  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }, webhooks: readonly NewWebhookDelivery[] = []): Promise<DevicePinReset | undefined> {
     return transaction(this.pool, async (c) => {
       const r = await query(c, "deviceForUpdate", DEVICE_FOR_UPDATE, [tenantId, deviceId]);
       if (!r.rows[0]) return undefined;
@@ -492,6 +492,7 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
          UPDATE attested_devices SET pin = NULL, resets = resets + 1 WHERE tenant_id = $1 AND device_id = $2`,
         [tenantId, deviceId, reset.at, reset.by, previousPin && JSON.stringify(previousPin)],
       );
+      await insertDeliveries(c, webhooks);
       return { tenantId, deviceId, at: reset.at, by: reset.by, previousPin };
     });
   }

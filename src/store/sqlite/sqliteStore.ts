@@ -488,13 +488,14 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     return this.writer.run(() => this.deviceVerdictTx(tenantId, deviceId, decide, webhooks));
   }
 
-  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
+  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }, webhooks: readonly NewWebhookDelivery[] = []): Promise<DevicePinReset | undefined> {
     return transaction(this.db, "immediate", (): DevicePinReset | undefined => {
       const row = this.stmt.deviceById.get(tenantId, deviceId) as Row | undefined;
       if (!row) return undefined;
       const previousPin = sqliteRows.attestedDevice(row).pin;
       this.stmt.insertDeviceReset.run(tenantId, deviceId, reset.at, reset.by, previousPin && JSON.stringify(previousPin));
       this.stmt.clearDevicePin.run(tenantId, deviceId);
+      this.insertDeliveries(webhooks);
       return { tenantId, deviceId, at: reset.at, by: reset.by, previousPin };
     });
   }
