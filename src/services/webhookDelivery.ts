@@ -83,7 +83,10 @@ export class WebhookDeliverer {
     this.wake?.();
   }
 
-  /** Stops claiming; attempts in flight are cut short (their leases expire and another pass retries them). */
+  /**
+   * Stops claiming, and waits for the attempts in flight (each ends within the timeout), so that their outcome is
+   * recorded and no lease is left to expire: a graceful stop delays no delivery.
+   */
   async stop(): Promise<void> {
     this.stopping.abort();
     this.wake?.();
@@ -133,7 +136,6 @@ export class WebhookDeliverer {
         const r = await postWebhook(target, headers, d.payload, {
           timeoutMs: this.o.timeoutMs,
           maxExcerptBytes: WEBHOOK_RESPONSE_EXCERPT_BYTES,
-          signal: this.stopping.signal,
         });
         status = r.status;
         response = r.excerpt.length ? r.excerpt.toString("utf8") : null;
@@ -142,7 +144,6 @@ export class WebhookDeliverer {
         error = e instanceof WebhookTargetRefused ? `refused: ${err.message}` : err.name === "TimeoutError" ? err.message : `${err.code ?? err.name}: ${err.message}`;
       }
     }
-    if (this.stopping.signal.aborted && status === null && !terminal) return "retry"; // cut short: the lease expires
     const durationMs = Math.round(performance.now() - t0);
     const ok = status !== null && status >= 200 && status < 300;
     const nowMs = this.clock.nowMs();
