@@ -4,7 +4,7 @@
  *
  *   npm run bench                      full run (~2-3 minutes on 2 cores)
  *   npm run bench -- --quick           smoke run (~1 s per workload); writes bench/results/quick.json only
- *   npm run bench -- --only android    a subset: startup, http, android, android-https, play-integrity-https, results, cluster, history, tracing (comma-separated)
+ *   npm run bench -- --only android    a subset: startup, http, android, android-https, play-integrity-https, results, cluster, history, tracing, webhooks (comma-separated)
  *   npm run bench -- --profile         profile the attestd server even when the targets are met (--no-profile: never)
  *   npm run bench -- --out DIR         write the JSON elsewhere
  *   npm run bench -- --rounds 5        attestd/baseline turns per Part A workload (default 5; median shown)
@@ -31,8 +31,9 @@ import { runPlayIntegrityHttpSection } from "./sections/playIntegrityHttp.ts";
 import { runResultsSection } from "./sections/results.ts";
 import { runStartupSection } from "./sections/startup.ts";
 import { runTracingSection } from "./sections/tracing.ts";
+import { runWebhooksSection } from "./sections/webhooks.ts";
 
-export const SECTIONS = ["startup", "http", "android", "android-https", "play-integrity-https", "results", "cluster", "history", "tracing"] as const;
+export const SECTIONS = ["startup", "http", "android", "android-https", "play-integrity-https", "results", "cluster", "history", "tracing", "webhooks"] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 export interface BenchOptions {
@@ -183,6 +184,11 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
     if (want("tracing")) {
       log("tracing: Part A with OpenTelemetry traces off and on (exported to a local OTLP sink)");
       results.sections.tracing = await runTracingSection({ tmp, fx: await fixture(), settings: load, micro, log }).catch(failure);
+    }
+
+    if (want("webhooks")) {
+      log("webhooks: Part A blobs for a tenant with no endpoint and with one for every verdict (a local receiver)");
+      results.sections.webhooks = await runWebhooksSection({ tmp, fx: await fixture(), settings: load, log }).catch(failure);
     }
 
     if (want("cluster")) {

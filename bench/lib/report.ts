@@ -7,6 +7,7 @@ import type { PlayIntegrityHttpSection } from "../sections/playIntegrityHttp.ts"
 import type { ResultsSection } from "../sections/results.ts";
 import type { StartupSection } from "../sections/startup.ts";
 import type { TracingSection } from "../sections/tracing.ts";
+import type { WebhooksSection } from "../sections/webhooks.ts";
 import type { MeasuredLoad } from "./partA.ts";
 import type { ProfileSummary } from "./profile.ts";
 import { SQLITE_CACHE_ALLOWANCE_MB } from "./soak.ts";
@@ -53,6 +54,8 @@ export interface BenchResults {
     history: Outcome<HistorySection>;
     /** issue 26: what OpenTelemetry tracing costs per request, off and on (`--only tracing`) */
     tracing?: Outcome<TracingSection>;
+    /** issue 26: what a webhook endpoint for every verdict costs per verdict (`--only webhooks`) */
+    webhooks?: Outcome<WebhooksSection>;
   };
 }
 
@@ -99,6 +102,8 @@ export function otherWork(r: BenchResults): { max: number; where: string } {
   }
   const tr = r.sections.tracing;
   if (tr?.status === "ok") see(tr.otherCores, "the tracing section");
+  const wh = r.sections.webhooks;
+  if (wh?.status === "ok") see(wh.otherCores, "the webhooks section");
   const c = r.sections.cluster;
   if (c?.status === "ok") {
     for (const run of c.runs) {
@@ -348,6 +353,21 @@ export function renderSummary(r: BenchResults): string {
     for (const n of tr.notes) out.push(`  note: ${n}`);
     out.push("");
   } else if (tr) out.push(notOk("Traces", tr), "");
+
+  const whs = r.sections.webhooks;
+  if (whs?.status === "ok") {
+    const b = whs.blobs;
+    out.push(`Webhooks (issue 26): a tenant with no endpoint, and with one endpoint for every verdict (outbox row + signed delivery to a local receiver); median of ${whs.settings.rounds} paired round(s)`);
+    out.push(
+      table(
+        ["workload", "none 2xx/s", "subscribed 2xx/s", "sub ÷ none", "none CPU µs/verdict", "subscribed CPU µs/verdict", "added µs/verdict", "p50 / p99 ms none", "p50 / p99 ms subscribed"],
+        [["POST /v2/blobs (vendor)", f0(b.none.rps), f0(b.subscribed.rps), f2(b.throughputRatio), f0(b.cpuUsPerVerdict.none), f0(b.cpuUsPerVerdict.subscribed), f0(b.cpuUsPerVerdict.added), lat(b.none), lat(b.subscribed)]],
+      ),
+    );
+    out.push(`  the receiver got ${f0(whs.received)} deliveries`);
+    for (const n of whs.notes) out.push(`  note: ${n}`);
+    out.push("");
+  } else if (whs) out.push(notOk("Webhooks", whs), "");
 
   const hi = r.sections.history;
   if (hi?.status === "ok") {
