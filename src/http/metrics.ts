@@ -149,7 +149,7 @@ export class Metrics {
       help: "Webhook deliveries in the outbox still to be delivered (due now or waiting for a retry), every instance's",
       registers: [this.registry],
       async collect() {
-        // a store that does not answer leaves the last reading
+        // NaN while the store does not answer: no number rather than a stale one
         this.set(await pending().catch(() => Number.NaN));
       },
     });

@@ -43,7 +43,6 @@ export type AttemptResult = "delivered" | "retry" | "failed";
 export class WebhookDeliverer {
   private readonly stopping = new AbortController();
   private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
 
   constructor(
     private readonly store: WebhookStore,
@@ -67,20 +66,10 @@ export class WebhookDeliverer {
         } catch (e) {
           this.o.onError?.(e);
         }
-        if (n < (this.o.batch ?? 16)) {
-          await new Promise<void>((resolve) => {
-            this.wake = resolve;
-            void abortablePause(this.o.pollMs, this.stopping.signal).then(resolve);
-          });
-          this.wake = undefined;
-        }
+        // a full batch: more may be due, look again at once
+        if (n < (this.o.batch ?? 16)) await abortablePause(this.o.pollMs, this.stopping.signal);
       }
     })();
-  }
-
-  /** Look at the outbox now (an event was just written in this process). */
-  nudge(): void {
-    this.wake?.();
   }
 
   /**
@@ -89,7 +78,6 @@ export class WebhookDeliverer {
    */
   async stop(): Promise<void> {
     this.stopping.abort();
-    this.wake?.();
     await this.loop;
   }
 
