@@ -87,6 +87,14 @@ describe("portal: webhooks", () => {
     assert.equal(receiver.received[1]!.id, receiver.received[0]!.id, "a resend keeps the webhook-id");
   });
 
+  it("/metrics counts the attempts by result and reads the outbox backlog", async () => {
+    const m = (await t.runtime.app.inject({ method: "GET", url: "/metrics" })).body;
+    const delivered = /^attestd_webhook_attempts_total\{result="delivered"\} (\d+)$/m.exec(m);
+    assert.ok(delivered && Number(delivered[1]) >= 2, m.split("\n").filter((l) => l.includes("webhook")).join("\n"));
+    assert.match(m, /^attestd_webhook_outbox_pending 0$/m);
+    assert.match(m, /^attestd_webhook_attempt_duration_seconds_count \d+$/m);
+  });
+
   it("the page lists endpoints and deliveries, one delivery's attempts, and forms for an admin only", async () => {
     const list = (await portal.as("vic@acme.example", { url: "/portal/api/webhook-deliveries" })).json() as { id: string }[];
     const page = await portal.as("vic@acme.example", { url: `/portal/webhooks?delivery=${list[0]!.id}` });
