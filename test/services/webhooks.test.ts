@@ -12,6 +12,8 @@ import { ApiKeyAdmin } from "../../src/services/apiKeyAdmin.ts";
 import { DeviceService } from "../../src/services/deviceService.ts";
 import { WebhookDeliverer } from "../../src/services/webhookDelivery.ts";
 import { WEBHOOK_CACHE_MS, WebhookRegistry } from "../../src/services/webhooks.ts";
+import { WebhookTrustEvents } from "../../src/services/webhookTrustEvents.ts";
+import type { TrustSourcesView } from "../../src/services/trustSources.ts";
 import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts";
 import { T0 } from "../helpers/clock.ts";
 import { verifyStandardWebhook, WebhookReceiver } from "../helpers/webhookReceiver.ts";
@@ -334,5 +336,27 @@ describe("webhooks", () => {
     await assert.rejects(devices.resetPin(acme.tenantId, "nope", "cli"));
     const rows = await registry.deliveries(acme, { limit: 10 });
     assert.deepEqual(rows.map((r) => [r.eventType, JSON.parse(r.payload).data.change]), [["device.pin.changed", "reset"]]);
+  });
+
+  it("trust sources: a move to a failing state is trust.degraded, the way back trust.recovered, for each listening tenant", async () => {
+    const { secret } = await registry.add(acme, { url: receiver.url, events: ["trust.degraded", "trust.recovered"] });
+    receiver.secrets = [secret];
+    const globex = await store.createTenant({ tenantId: "t_globex", name: "globex", customerId: "1002", kind: "customer", createdAt: new Date(T0).toISOString() });
+    await registry.add(globex, { url: receiver.url, events: ["key.created"] }); // hears no trust event
+    let state = "current";
+    const view = async () => ({ usable: true, maxAgeSeconds: 1, sources: [{ name: "android-status", label: "Google's status list", state, usedBy: "x", configured: true }] }) as unknown as TrustSourcesView;
+    const watcher = new WebhookTrustEvents(view, (type, data) => registry.trustEvent(type, data), "host:1");
+    assert.equal(await watcher.check(), 0, "the first reading is the baseline");
+    state = "stale";
+    assert.equal(await watcher.check(), 1);
+    assert.equal(await watcher.check(), 0, "no change, no event");
+    state = "held"; // also a state that works: back from stale
+    assert.equal(await watcher.check(), 1);
+    await deliverer.runOnce();
+    assert.deepEqual(receiver.received.map((r) => [r.json.type, r.json.data.state, r.json.data.previous, r.verified]), [
+      ["trust.degraded", "stale", "current", true],
+      ["trust.recovered", "held", "stale", true],
+    ]);
+    assert.equal((await registry.deliveries(globex, { limit: 10 })).length, 0);
   });
 });
