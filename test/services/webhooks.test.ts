@@ -359,4 +359,21 @@ describe("webhooks", () => {
     ]);
     assert.equal((await registry.deliveries(globex, { limit: 10 })).length, 0);
   });
+
+  it("the hot path: a tenant's subscriptions are read once per cache period, however many verdicts", async () => {
+    let reads = 0;
+    const counting = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === "listWebhookEndpoints") reads++;
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const r = new WebhookRegistry(counting, clock, cryptoRng, new SecretBox([randomBytes(32)]), { targets: LOCAL, retryPeriodMs: DAY });
+    for (let i = 0; i < 100; i++) assert.equal(await r.verdictPlan(acme.tenantId), undefined);
+    assert.equal(reads, 1, "no endpoint: one read, then the cache answers");
+    await r.add(acme, { url: receiver.url, events: ["key.created"] });
+    const afterAdd = reads;
+    for (let i = 0; i < 100; i++) assert.equal(await r.verdictPlan(acme.tenantId), undefined, "an endpoint that hears no verdict event plans nothing");
+    assert.equal(reads - afterAdd, 1, "the add dropped the copy: one read again");
+  });
 });
