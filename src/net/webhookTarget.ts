@@ -164,6 +164,8 @@ export async function resolveWebhookTarget(raw: string, policy: WebhookTargetPol
 
 export interface WebhookPostResult {
   status: number;
+  /** the answer's Retry-After, as given */
+  retryAfter: string | null;
   /** the first `maxExcerptBytes` of the body */
   excerpt: Buffer;
 }
@@ -208,7 +210,9 @@ export function postWebhook(
       (res) => {
         const chunks: Buffer[] = [];
         let total = 0;
-        const done = () => finish(undefined, { status: res.statusCode ?? 0, excerpt: Buffer.concat(chunks).subarray(0, opts.maxExcerptBytes) });
+        const retryAfter = res.headers["retry-after"];
+        const done = () =>
+          finish(undefined, { status: res.statusCode ?? 0, retryAfter: typeof retryAfter === "string" ? retryAfter : null, excerpt: Buffer.concat(chunks).subarray(0, opts.maxExcerptBytes) });
         res.on("data", (c: Buffer) => {
           chunks.push(c);
           total += c.length;

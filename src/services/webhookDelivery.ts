@@ -1,7 +1,7 @@
 import type { Clock, Rng } from "../clock.ts";
 import type { WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery } from "../domain/webhooks.ts";
 import { postWebhook, resolveWebhookTarget, WebhookTargetRefused, type Lookup, type WebhookTargetPolicy } from "../net/webhookTarget.ts";
-import { abortablePause } from "../net/retry.ts";
+import { abortablePause, retryAfterMs } from "../net/retry.ts";
 import type { WebhookStore } from "../store/types.ts";
 import { webhookSignature, type WebhookRegistry } from "./webhooks.ts";
 
@@ -34,7 +34,8 @@ export type AttemptResult = "delivered" | "retry" | "failed";
  * The delivery worker (issue 26, docs/events.md): claims due outbox rows with a lease (PostgreSQL: FOR UPDATE SKIP
  * LOCKED, so of several instances one attempts each row), POSTs each per the Standard Webhooks specification
  * (`webhook-id`, `webhook-timestamp`, `webhook-signature` with one `v1,` signature per active secret), records the
- * attempt, and schedules the next with exponential backoff and jitter until the delivery's retry period ends.
+ * attempt, and schedules the next with exponential backoff and jitter (no sooner than a 429's or 503's Retry-After,
+ * up to the longest pause) until the delivery's retry period ends.
  *
  * It runs beside the request path, never in it: an event's request only wrote its outbox row, so a slow or dead
  * receiver costs that request nothing. The lease outlasts an attempt's timeout, so a row is never attempted twice at
@@ -103,6 +104,7 @@ export class WebhookDeliverer {
     let status: number | null = null;
     let error: string | null = null;
     let response: string | null = null;
+    let askedPauseMs: number | undefined;
     let terminal = false;
     const endpoint = await this.registry.endpointFor(d.tenantId, d.endpointId);
     if (!endpoint) {
@@ -127,6 +129,8 @@ export class WebhookDeliverer {
         });
         status = r.status;
         response = r.excerpt.length ? r.excerpt.toString("utf8") : null;
+        // a receiver that says when to come back (429, 503) is not asked sooner, up to the longest pause
+        if (status === 429 || status === 503) askedPauseMs = retryAfterMs(r.retryAfter, this.clock.nowMs());
       } catch (e) {
         const err = e as Error & { code?: string };
         error = e instanceof WebhookTargetRefused ? `refused: ${err.message}` : err.name === "TimeoutError" ? err.message : `${err.code ?? err.name}: ${err.message}`;
@@ -141,7 +145,7 @@ export class WebhookDeliverer {
       outcome = { state: "delivered", at: new Date(nowMs).toISOString() };
       result = "delivered";
     } else {
-      const next = nowMs + this.retryDelayMs(d.tries + 1);
+      const next = nowMs + Math.max(this.retryDelayMs(d.tries + 1), Math.min(askedPauseMs ?? 0, this.o.retryMaxMs));
       if (terminal || next > d.giveUpAtMs) {
         outcome = { state: "failed", at: new Date(nowMs).toISOString() };
         result = "failed";

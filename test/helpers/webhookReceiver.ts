@@ -37,6 +37,8 @@ export class WebhookReceiver {
   /** ms before answering */
   delayMs = 0;
   status = 200;
+  /** a Retry-After header on the answer, when set */
+  retryAfter: string | undefined;
   private server: http.Server | undefined;
   private port = 0;
   private readonly sockets = new Set<import("node:net").Socket>();
@@ -70,7 +72,7 @@ export class WebhookReceiver {
             body,
             json: JSON.parse(body),
           });
-          res.writeHead(this.status, { "content-type": "text/plain" }).end(this.status < 300 ? "thanks" : "not now");
+          res.writeHead(this.status, { "content-type": "text/plain", ...(this.retryAfter ? { "retry-after": this.retryAfter } : {}) }).end(this.status < 300 ? "thanks" : "not now");
         };
         if (this.delayMs > 0) setTimeout(answer, this.delayMs);
         else answer();

@@ -80,6 +80,7 @@ describe("webhooks", () => {
     receiver.received.length = 0;
     receiver.delayMs = 0;
     receiver.status = 200;
+    receiver.retryAfter = undefined;
     make(LOCAL);
     acme = await store.createTenant({ tenantId: "t_acme", name: "acme", customerId: "1001", kind: "customer", createdAt: new Date(T0).toISOString() });
   });
@@ -353,7 +354,8 @@ describe("webhooks", () => {
     state = "held"; // also a state that works: back from stale
     assert.equal(await watcher.check(), 1);
     await deliverer.runOnce();
-    assert.deepEqual(receiver.received.map((r) => [r.json.type, r.json.data.state, r.json.data.previous, r.verified]), [
+    // one batch, attempted at once: in either order
+    assert.deepEqual(receiver.received.map((r) => [r.json.type, r.json.data.state, r.json.data.previous, r.verified]).sort(), [
       ["trust.degraded", "stale", "current", true],
       ["trust.recovered", "held", "stale", true],
     ]);
@@ -375,5 +377,22 @@ describe("webhooks", () => {
     const afterAdd = reads;
     for (let i = 0; i < 100; i++) assert.equal(await r.verdictPlan(acme.tenantId), undefined, "an endpoint that hears no verdict event plans nothing");
     assert.equal(reads - afterAdd, 1, "the add dropped the copy: one read again");
+  });
+
+  it("a 503 with Retry-After is not attempted again sooner than it asks (up to the longest pause)", async () => {
+    const { secret } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] });
+    receiver.secrets = [secret];
+    receiver.status = 503;
+    receiver.retryAfter = "600";
+    await store.saveVerdict(verdict(acme.tenantId, "No", now), await registry.verdictPlan(acme.tenantId));
+    await deliverer.runOnce();
+    let d = (await registry.deliveries(acme, { limit: 1 }))[0]!;
+    assert.equal(d.nextAttemptMs - now, 600_000);
+    now = d.nextAttemptMs;
+    receiver.retryAfter = "999999";
+    await deliverer.runOnce();
+    d = (await registry.deliveries(acme, { limit: 1 }))[0]!;
+    assert.equal(d.nextAttemptMs - now, 3_600_000, "capped at --webhook-retry-max-ms");
+    assert.deepEqual((await registry.delivery(acme, d.id))!.attempts.map((a) => [a.status, a.response]), [[503, "not now"], [503, "not now"]]);
   });
 });
