@@ -183,6 +183,7 @@ export const settings = {
   webhookRetryBaseMs: s("int", "ms before a webhook delivery's first retry; each later pause doubles (with ±20 % jitter)", { default: 5_000, min: 10, max: 3_600_000 }),
   webhookRetryMaxMs: s("int", "longest pause between two attempts of a webhook delivery, in ms", { default: 3_600_000, min: 100, max: 86_400_000 }),
   webhookPollMs: s("int", "ms between looks at the webhook outbox when it had nothing due", { default: 1_000, min: 10, max: 60_000 }),
+  webhookHistoryDays: s("int", "days a delivered or failed webhook delivery (and its attempts) stays listed before it is deleted", { default: 30, min: 1, max: 3650 }),
 } as const satisfies Record<string, Setting>;
 
 export type SettingName = keyof typeof settings;

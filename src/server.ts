@@ -337,6 +337,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     auth.flushLastUsed().catch((err: unknown) => log.warn({ err }, "recording API keys' last use failed"));
     portal.sessions.purge().catch((err: unknown) => log.warn({ err }, "portal session purge failed"));
     portal.passkeys.purge().catch((err: unknown) => log.warn({ err }, "passkey challenge purge failed"));
+    // finished webhook deliveries past --webhook-history-days, a bounded batch each time
+    stores.durable
+      .purgeWebhookDeliveries(new Date(clock.nowMs() - config.webhookHistoryDays * 86_400_000).toISOString(), 1_000)
+      .catch((err: unknown) => log.warn({ err }, "webhook delivery history purge failed"));
   }, 30_000);
   housekeeping.unref();
   if (opts.enrollment?.startWorker !== false) enrollment.start();

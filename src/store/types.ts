@@ -643,6 +643,11 @@ export interface WebhookStore {
   resendWebhookDelivery(tenantId: string, id: string, nowMs: number, giveUpAtMs: number): Promise<boolean>;
   /** pending deliveries, every tenant (the backlog metric) */
   countPendingWebhookDeliveries(): Promise<number>;
+  /**
+   * Deletes up to `limit` finished deliveries (delivered or failed; never a pending one) whose event is older than
+   * `createdBefore`, with their attempts, oldest first; answers how many.
+   */
+  purgeWebhookDeliveries(createdBefore: string, limit: number): Promise<number>;
 }
 
 export interface WebhookEndpointChanges {

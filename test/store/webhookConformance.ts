@@ -222,5 +222,23 @@ export function webhookConformance(name: string, factory: () => Promise<WebhookB
       assert.deepEqual(page2.map((d) => d.id), [rows[0]!.id]);
       assert.deepEqual((await b.durable.listWebhookDeliveries(t.tenantId, { limit: 5, endpointId: "we_b" })).map((d) => d.id), [rows[1]!.id]);
     });
+
+    it("purges finished deliveries past the cutoff with their attempts, never a pending one", async () => {
+      const t = await tenant();
+      // old, and before every other test's rows, so the purge below takes only these
+      const old = (ms: number) => iso(Date.parse("2001-01-01T00:00:00.000Z") + ms + Math.floor(Math.random() * 1000) * 10);
+      const base = T0 + 3_000 * 86_400_000 + Math.floor(Math.random() * 1e9);
+      const rows = [row(t, { createdAt: old(1), nextAttemptMs: base }), row(t, { createdAt: old(2), nextAttemptMs: base }), row(t, { createdAt: old(3), nextAttemptMs: base + 10 ** 9 })];
+      await b.durable.enqueueWebhookDeliveries(rows);
+      const claimed = (await b.durable.claimWebhookDeliveries("P", 100, base + 1, 60_000)).filter((d) => d.tenantId === t.tenantId);
+      assert.equal(claimed.length, 2);
+      for (const d of claimed) {
+        assert.equal(await b.durable.recordWebhookAttempt("P", { deliveryId: d.id, attempt: 1, at: iso(base), status: 200, durationMs: 1, error: null, response: null }, { state: "delivered", at: iso(base) }), true);
+      }
+      const n = await b.durable.purgeWebhookDeliveries("2001-01-02T00:00:00.000Z", 1_000);
+      assert.ok(n >= 2, `purged ${n}`);
+      assert.deepEqual((await b.durable.listWebhookDeliveries(t.tenantId, { limit: 10 })).map((d) => d.id), [rows[2]!.id], "the pending one stays");
+      assert.deepEqual(await b.durable.listWebhookAttempts(t.tenantId, rows[0]!.id), []);
+    });
   });
 }

@@ -761,6 +761,16 @@ export class MemoryDurableStore implements DurableStore {
     Object.assign(d, { state: "pending", tries: 0, nextAttemptMs: nowMs, giveUpAtMs, leaseOwner: null, leaseUntilMs: null, finishedAt: null });
     return true;
   }
+  async purgeWebhookDeliveries(createdBefore: string, limit: number) {
+    const old = [...this.webhookDeliveries.values()]
+      .filter((d) => d.state !== "pending" && d.createdAt < createdBefore)
+      .sort((a, b) => cmp(a.createdAt, b.createdAt))
+      .slice(0, limit);
+    for (const d of old) this.webhookDeliveries.delete(d.id);
+    const gone = new Set(old.map((d) => d.id));
+    for (let i = this.webhookAttempts.length - 1; i >= 0; i--) if (gone.has(this.webhookAttempts[i]!.deliveryId)) this.webhookAttempts.splice(i, 1);
+    return old.length;
+  }
   async countPendingWebhookDeliveries() {
     let n = 0;
     for (const d of this.webhookDeliveries.values()) if (d.state === "pending") n++;

@@ -1125,6 +1125,21 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     return r.rowCount === 1;
   }
 
+  async purgeWebhookDeliveries(createdBefore: string, limit: number): Promise<number> {
+    // SKIP LOCKED: instances purging together take different rows
+    const r = await this.q(
+      "purgeWebhookDeliveries",
+      `WITH d AS (
+         DELETE FROM webhook_deliveries WHERE id IN (
+           SELECT id FROM webhook_deliveries WHERE state <> 'pending' AND created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+         RETURNING id
+       ), a AS (DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM d))
+       SELECT COUNT(*) AS n FROM d`,
+      [createdBefore, limit],
+    );
+    return Number(r.rows[0]!.n);
+  }
+
   async countPendingWebhookDeliveries(): Promise<number> {
     const r = await this.q("pendingWebhookDeliveries", "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE state = 'pending'");
     return Number(r.rows[0]!.n);

@@ -1027,6 +1027,15 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     );
   }
 
+  async purgeWebhookDeliveries(createdBefore: string, limit: number): Promise<number> {
+    const pick = "SELECT id FROM webhook_deliveries WHERE state <> 'pending' AND created_at < ? ORDER BY created_at LIMIT ?";
+    // one transaction: the attempts of the rows picked, then the rows (the same pick: nothing changed them between)
+    return this.writer.run(() => {
+      this.db.prepare(`DELETE FROM webhook_attempts WHERE delivery_id IN (${pick})`).run(createdBefore, limit);
+      return Number(this.db.prepare(`DELETE FROM webhook_deliveries WHERE id IN (${pick})`).run(createdBefore, limit).changes);
+    });
+  }
+
   async countPendingWebhookDeliveries(): Promise<number> {
     return Number((this.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE state = 'pending'").get() as Row).n);
   }

@@ -35,6 +35,8 @@ CREATE TABLE webhook_deliveries (
 );
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_ms) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_tenant ON webhook_deliveries (tenant_id, created_at, id);
+-- the history's purge (--webhook-history-days) reads finished rows oldest first
+CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (created_at) WHERE state <> 'pending';
 
 CREATE TABLE webhook_attempts (
   delivery_id  TEXT COLLATE "C" NOT NULL,

@@ -37,6 +37,8 @@ CREATE TABLE webhook_deliveries (
 -- the worker's claim reads pending rows by due time; a delivered or failed row leaves the index
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_ms) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_tenant ON webhook_deliveries (tenant_id, created_at, id);
+-- the history's purge (--webhook-history-days) reads finished rows oldest first
+CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (created_at) WHERE state <> 'pending';
 
 CREATE TABLE webhook_attempts (
   delivery_id  TEXT NOT NULL,
