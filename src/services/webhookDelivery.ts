@@ -53,8 +53,13 @@ export class WebhookDeliverer {
     private readonly o: WebhookDeliveryOptions,
   ) {}
 
+  /**
+   * An attempt ends within its timeout (one timer over connection and answer), then records its outcome: twice the
+   * timeout and 5 s more is a lease no live attempt outlasts, and what a killed process's rows wait before another
+   * instance takes them.
+   */
   private get leaseMs(): number {
-    return this.o.timeoutMs + 30_000;
+    return 2 * this.o.timeoutMs + 5_000;
   }
 
   start(): void {
