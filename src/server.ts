@@ -48,6 +48,7 @@ import { WebhookTrustEvents } from "./services/webhookTrustEvents.ts";
 import { PortalOverview } from "./portal/overview.ts";
 import { startTracing, type Tracing } from "./tracing/sdk.ts";
 import { tracedFetch } from "./tracing/spans.ts";
+import { storesWithSpans } from "./tracing/storeSpans.ts";
 
 export interface Runtime {
   app: AppInstance;
@@ -106,13 +107,13 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const log = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat as LogFormat });
   const clock = opts.clock ?? systemClock;
   const rng = opts.rng ?? cryptoRng;
-  const stores = opts.stores ?? (await openStores(config, { serving: true, onBackgroundError: walCheckpointFailed(log) }));
+  const opened = opts.stores ?? (await openStores(config, { serving: true, onBackgroundError: walCheckpointFailed(log) }));
   // before anything is served: a missing or wrong key stops start-up here, and plaintext secrets are sealed now
   let secrets: OpenedSecrets;
   try {
-    secrets = await openSecrets(stores.secrets, config, rng);
+    secrets = await openSecrets(opened.secrets, config, rng);
   } catch (err) {
-    await stores.close();
+    await opened.close();
     throw err;
   }
   logSecrets(log, secrets);
@@ -120,6 +121,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const tracing = await startTracing(config, log);
   // each call out gets a client span while tracing is on, and no traceparent (docs/traces.md, "Propagation")
   const network = tracing ? tracedFetch(opts.fetch ?? globalThis.fetch) : opts.fetch;
+  // and each store call a traced request makes gets a span, whichever service makes it
+  const stores = tracing ? storesWithSpans(opened) : opened;
   const trust = await openTrust(config, {
     log,
     clock,

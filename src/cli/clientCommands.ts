@@ -293,6 +293,8 @@ function defineUser(user: Command): void {
 
 }
 
+const ACTIVITY_KINDS = ["api", "portal", "all"];
+
 function defineActivity(activity: Command): void {
   addSettings(
     activity
@@ -300,9 +302,11 @@ function defineActivity(activity: Command): void {
       .option("--tenant <name>", "only this tenant's requests")
       .option("--error-id <id>", "only the request that answered with this errorId")
       .option("--since <time>", "ISO 8601, or an age such as 15m, 2h, 7d")
+      .addOption(new Option("--kind <kind>", "api (Part A and B requests), portal (page views), or all").choices(ACTIVITY_KINDS).default("all"))
+      .option("--key <id>", "only the requests of this API key id (Part A) or enrollment client id (Part B)")
       .option("--limit <n>", "the most recent N entries", "1000"),
     STORAGE_SETTINGS,
-  ).action(async (o: { tenant?: string; errorId?: string; since?: string; limit: string }, cmd: Command) => {
+  ).action(async (o: { tenant?: string; errorId?: string; since?: string; kind: string; key?: string; limit: string }, cmd: Command) => {
     const limit = positive(o.limit, "--limit", true)!;
     const since = o.since === undefined ? undefined : parseSince(o.since, Date.now());
     await withStores(cmd, async (stores) => {
@@ -311,6 +315,8 @@ function defineActivity(activity: Command): void {
         ...(tenantId ? { tenantId } : {}),
         ...(o.errorId ? { errorId: o.errorId } : {}),
         ...(since ? { since } : {}),
+        ...(o.kind === "all" ? {} : { kind: o.kind as "api" | "portal" }),
+        ...(o.key ? { clientId: o.key } : {}),
         limit,
       });
       for (const e of entries.reverse()) process.stdout.write(JSON.stringify(e) + "\n");

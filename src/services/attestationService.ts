@@ -13,7 +13,7 @@ import { checkNonceShape, NonceService, refuseUnlessConsumed, type NonceLimits }
 import type { AppAttestStore, DeviceStore, NonceDeviceVerdictStore, NonceStore, NonceVerdictStore, VerdictStore } from "../store/types.ts";
 import { applyDevicePin } from "./devicePinning.ts";
 import { checkDeviceId } from "./deviceService.ts";
-import { inSpan, inSpanSync } from "../tracing/spans.ts";
+import { inSpan, inSpanSync, inStoreSpan } from "../tracing/spans.ts";
 
 export interface AttestationDeps {
   nonces: NonceStore;
@@ -107,7 +107,7 @@ export class AttestationService {
   }
 
   issueNonce(tenantId: string): Promise<string> {
-    return inSpan("store issue_nonce", { "db.operation.name": "issue_nonce" }, () => this.nonces.issue(tenantId));
+    return inStoreSpan("issue_nonce", () => this.nonces.issue(tenantId));
   }
 
   /**
@@ -132,25 +132,25 @@ export class AttestationService {
     try {
       appraised = await this.appraised(tenant, nonce, blob);
     } catch (e) {
-      await inSpan("store consume_nonce", { "db.operation.name": "consume_nonce" }, () => this.nonces.consume(nonce, tenantId));
+      await inStoreSpan("consume_nonce", () => this.nonces.consume(nonce, tenantId));
       throw e;
     }
     const webhooks = await this.d.webhooks?.verdictPlan(tenantId);
     const nowMs = this.d.clock.nowMs();
     if (appraised.effect) {
       const withEffect = appraised as Required<Appraised>;
-      return inSpan("store consume_nonce_save_app_attest_verdict", { "db.operation.name": "consume_nonce_save_app_attest_verdict" }, () =>
+      return inStoreSpan("consume_nonce_save_app_attest_verdict", () =>
         this.submitWithKeyEffect(tenant, nonce, nowMs, deviceId, withEffect, webhooks),
       );
     }
     if (deviceId === undefined) {
-      const outcome = await inSpan("store consume_nonce_save_verdict", { "db.operation.name": "consume_nonce_save_verdict" }, () =>
+      const outcome = await inStoreSpan("consume_nonce_save_verdict", () =>
         this.nonceVerdicts.consumeWithVerdict(nonce, tenantId, nowMs, appraised.verdict, webhooks),
       );
       refuseUnlessConsumed(outcome);
       return appraised.verdict;
     }
-    const { outcome, verdict } = await inSpan("store consume_nonce_save_device_verdict", { "db.operation.name": "consume_nonce_save_device_verdict" }, () =>
+    const { outcome, verdict } = await inStoreSpan("consume_nonce_save_device_verdict", () =>
       this.nonceVerdicts.consumeWithDeviceVerdict(nonce, tenantId, nowMs, deviceId, (current) => applyDevicePin(current, { deviceId, ...appraised }), webhooks),
     );
     refuseUnlessConsumed(outcome);
@@ -226,7 +226,7 @@ export class AttestationService {
   }
 
   async getVerdict(tenantId: string, objectId: string): Promise<StoredVerdict> {
-    const v = await inSpan("store read_verdict", { "db.operation.name": "read_verdict" }, () => this.d.verdicts.getVerdict(objectId));
+    const v = await inStoreSpan("read_verdict", () => this.d.verdicts.getVerdict(objectId));
     if (!v) throw new AppError(catalog.A_NOT_FOUND, "No verdict has that objectId");
     if (v.tenantId !== tenantId) throw new AppError(catalog.A_FORBIDDEN, "The verdict belongs to another tenant");
     return v;

@@ -1,4 +1,4 @@
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
+import { context, createContextKey, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
 import { AppError } from "../errors/AppError.ts";
 import { PACKAGE_VERSION } from "../packageInfo.ts";
 
@@ -71,6 +71,67 @@ export function inSpanSync<T>(name: string, attributes: Attributes, fn: (span?: 
       span.end();
     }
   });
+}
+
+/** set in the context of a store span: the store calls made inside it are its own work, not spans of their own */
+const IN_STORE_SPAN = createContextKey("attestd.in-store-span");
+
+/**
+ * A store call's span, `store <operation>` with `db.operation.name`, as a child of the active span. Store methods
+ * called inside it open no span of their own (`traceStoreCall`), so a use case that names its durable write (the
+ * attestation service's `consume_nonce_save_verdict`) is one span, not that span around the store's methods.
+ */
+export function inStoreSpan<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+  if (!on) return fn();
+  const parent = context.active().setValue(IN_STORE_SPAN, true);
+  return tracer().startActiveSpan(`store ${operation}`, { kind: SpanKind.INTERNAL, attributes: { "db.operation.name": operation } }, parent, async (span) => {
+    try {
+      return await fn();
+    } catch (err) {
+      markFailed(span, errorType(err));
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/**
+ * One call of a store method (`src/tracing/storeSpans.ts` wraps every store so when tracing is on): a `store
+ * <operation>` span when it is made for a traced request (a recording span is active) and not inside another store
+ * span; otherwise the call alone. Work on timers (the activity log's flush, the nonce purge, the job worker's polls)
+ * runs outside any request and makes no trace of its own. Synchronous methods end their span on return.
+ */
+export function traceStoreCall<T>(operation: string, call: () => T): T {
+  if (!on) return call();
+  const active = context.active();
+  if (active.getValue(IN_STORE_SPAN) === true || !trace.getSpan(active)?.isRecording()) return call();
+  return tracer().startActiveSpan(
+    `store ${operation}`,
+    { kind: SpanKind.INTERNAL, attributes: { "db.operation.name": operation } },
+    active.setValue(IN_STORE_SPAN, true),
+    (span) => {
+      const failed = (err: unknown): never => {
+        markFailed(span, errorType(err));
+        span.end();
+        throw err;
+      };
+      let result: T;
+      try {
+        result = call();
+      } catch (err) {
+        return failed(err);
+      }
+      if (result instanceof Promise) {
+        return result.then((value: unknown) => {
+          span.end();
+          return value;
+        }, failed) as T;
+      }
+      span.end();
+      return result;
+    },
+  );
 }
 
 /**

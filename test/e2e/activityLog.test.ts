@@ -53,6 +53,12 @@ describe("activity log: every request is logged, whoever hung up (real process)"
       assert.equal(r.status, 401);
       errorIds.push(r.json().errorId as string);
     }
+    // an API key's request and a portal page view, for the CLI's --key and --kind filters below
+    assert.equal(attestdCli(["tenant", "create", "acme", "--data-dir", dir]).status, 0);
+    const key = attestdCli(["key", "create", "--tenant", "acme", "--data-dir", dir]).stdout.trim();
+    const keyId = key.split("_")[1]!;
+    assert.equal((await request("POST", `${inst.base}/v2/nonces`, { "x-vendor-attest-api-key": key })).status, 200);
+    assert.equal((await request("GET", `${inst.base}/portal/signin`)).status, 200);
     // a graceful stop writes what the recorder holds; nothing is read before the log is complete
     inst.kill("SIGTERM");
     assert.equal(await inst.exited, 0);
@@ -73,5 +79,18 @@ describe("activity log: every request is logged, whoever hung up (real process)"
     assert.equal(early.length, hungUp, "the requests whose clients hung up are logged too");
     assert.deepEqual([...new Set(all.map((e) => e.remoteAddress))], ["127.0.0.1"], "each with the address it came from");
     assert.deepEqual(inst.logs().filter((l) => /activity log/.test(String(l.msg))), [], "no write failed, nothing dropped");
+
+    const rows = (...args: string[]) => {
+      const out = attestdCli(["activity", ...args, "--data-dir", dir]);
+      assert.equal(out.status, 0, out.stderr);
+      return out.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { route: string; clientId: string | null });
+    };
+    assert.deepEqual(rows("--key", keyId).map((e) => [e.route, e.clientId]), [["/v2/nonces", keyId]], "--key: that key's requests only");
+    assert.deepEqual(rows("--kind", "portal").map((e) => e.route), ["/portal/signin"], "--kind portal: the page views");
+    const api = rows("--kind", "api");
+    assert.ok(api.length === all.length - 1 && api.every((e) => e.route !== "/portal/signin"), "--kind api: every request but the page view");
+    const refused = attestdCli(["activity", "--kind", "pages", "--data-dir", dir]);
+    assert.equal(refused.status, 1);
+    assert.match(refused.stderr, /Allowed choices are api, portal, all/);
   });
 });
