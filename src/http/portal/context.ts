@@ -14,6 +14,7 @@ import type { ReferenceValueAdmin } from "../../services/referenceValueAdmin.ts"
 import type { PlayAppRegistry } from "../../services/playApps.ts";
 import type { IosAppRegistry } from "../../services/iosApps.ts";
 import type { AppAttestKeys } from "../../services/appAttestKeys.ts";
+import type { TenantPolicies } from "../../services/tenantPolicies.ts";
 import type { ClientAdmin } from "../../enrollment/clients.ts";
 import type { DeviceService } from "../../enrollment/devices.ts";
 import type { DeviceService as PinnedDevices } from "../../services/deviceService.ts";
@@ -42,6 +43,8 @@ export interface PortalDeps {
   /** a tenant's iOS apps and App Attest keys (the same services as `attestd ios-app ...`, `attestd ios-key ...`) */
   iosApps: IosAppRegistry;
   appAttestKeys: AppAttestKeys;
+  /** a tenant's appraisal policy versions (the same TenantPolicies as `attestd policy ...`) */
+  policies: TenantPolicies;
   /** what the Enrollment page reads, through the services /svc/v1 uses */
   profiles: ProfileService;
   devices: DeviceService;

@@ -24,6 +24,7 @@ import { registerOperatorRoutes } from "./operator.ts";
 import { registerOverviewRoutes } from "./overview.ts";
 import { registerPinnedDeviceRoutes } from "./devices.ts";
 import { registerPlayAppRoutes } from "./playApps.ts";
+import { registerPolicyRoutes } from "./policy.ts";
 import { registerIosAppRoutes } from "./iosApps.ts";
 
 /**
@@ -200,6 +201,7 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     registerReferenceValueRoutes(app, routes);
     registerPlayAppRoutes(app, routes);
     registerIosAppRoutes(app, routes);
+    registerPolicyRoutes(app, routes);
     registerEnrollmentRoutes(app, routes);
     registerPinnedDeviceRoutes(app, routes);
     registerPasskeyRoutes(app, routes);
