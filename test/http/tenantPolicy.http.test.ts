@@ -8,6 +8,7 @@ import { POLICY_CACHE_MS, SEED_AUTHOR } from "../../src/services/tenantPolicies.
 import { pemBlob, vec } from "../android/fixtures.ts";
 import { portalPeople } from "../helpers/portalPeople.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
+import { createTestDatabase, type TestDatabase } from "../store/backends.ts";
 
 /**
  * A tenant's policy changed at run time (issue 26, docs/policy.md), through the admin API of a real runtime: a real
@@ -188,5 +189,53 @@ describe("tenant policy: seeding from --android-policy, and the bound between in
     } finally {
       await t.close();
     }
+  });
+});
+
+describe("tenant policy: two runtimes over one PostgreSQL database", () => {
+  let db: TestDatabase;
+  let a: TestRuntime;
+  let b: TestRuntime;
+  const clockA = new ManualClock(AT);
+  const clockB = new ManualClock(AT);
+  before(async () => {
+    db = await createTestDatabase("policy2");
+    const settings = { store: "postgres", databaseUrl: db.url, androidStatus: vec("google_android-key-attestation/status.json") };
+    a = await startTestRuntime(settings, { clock: clockA });
+    // one deployment: the second instance has the first's secrets key, as every instance of one store must
+    b = await startTestRuntime({ ...settings, secretsKeyFile: path.join(a.dir, "secrets.key") }, { clock: clockB });
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await db?.drop();
+  });
+
+  async function verdictOn(t: TestRuntime, clock: ManualClock): Promise<{ verdict: string; policyId: string }> {
+    const nonce = SONY_CHALLENGE;
+    await t.runtime.stores.nonces.purgeExpired(Number.MAX_SAFE_INTEGER, 0);
+    await t.runtime.stores.nonces.issue({ nonce, tenantId: t.tenant.tenantId, createdAtMs: clock.nowMs(), expiresAtMs: clock.nowMs() + 300_000 }, 1000, clock.nowMs());
+    const res = await t.runtime.app.inject({ method: "POST", url: `/v2/blobs?nonce=${nonce}`, headers: { [KEY_HEADER]: t.key, "content-type": "application/octet-stream" }, payload: pemBlob(SONY) });
+    assert.equal(res.statusCode, 200, res.body);
+    const full = await t.runtime.app.inject({ method: "GET", url: `${res.headers.location}?detail=full`, headers: { [KEY_HEADER]: t.key } });
+    return { verdict: res.json().verdict, policyId: String(full.json().attestation.detail.appraisalPolicyId) };
+  }
+
+  it(`a change through one is in force there at once, and in the other within ${POLICY_CACHE_MS / 1000} s`, async () => {
+    assert.equal(a.tenant.tenantId, b.tenant.tenantId, "one tenant, seen by both");
+    assert.equal((await verdictOn(b, clockB)).verdict, "Yes", "B has read (and cached) the tenant's policy: none");
+    const people = portalPeople(a);
+    await people.add("admin@acme.test", "admin", "acme");
+    const put = await people.as("admin@acme.test", { method: "PUT", url: "/portal/api/policy", payload: { android: { requiredSecurityLevel: "StrongBox" } } });
+    assert.equal(put.statusCode, 200, put.body);
+    const onA = await verdictOn(a, clockA);
+    assert.equal(onA.verdict, "No", "A, which made the change, applies it from its answer on");
+    assert.match(onA.policyId, /;policy=v1$/);
+    clockB.advance(POLICY_CACHE_MS - 1);
+    assert.equal((await verdictOn(b, clockB)).verdict, "Yes", "B within the bound may still use its copy");
+    clockB.advance(1);
+    const onB = await verdictOn(b, clockB);
+    assert.equal(onB.verdict, "No", "B at the bound: the new version");
+    assert.equal(onB.policyId, onA.policyId, "both name the same policy");
   });
 });
