@@ -125,6 +125,21 @@ describe("tenant policy over the admin API, and the verdicts it shapes", () => {
     assert.equal(current.json().version, 3);
   });
 
+  it("the Policy page: the version in force, its document to edit for an admin, the history with rollbacks; read-only for a viewer", async () => {
+    const page = await people.as("admin@acme.test", { url: "/portal/policy" });
+    assert.equal(page.statusCode, 200);
+    assert.match(page.body, /Version <strong>v3<\/strong> is in force/);
+    assert.match(page.body, /<form data-api="\/portal\/api\/policy" data-method="PUT" data-json-body/);
+    assert.match(page.body, /&quot;minOsPatchLevel&quot;: &quot;2020-01&quot;/, "the document in the textarea, escaped");
+    assert.match(page.body, /data-body="\{&quot;version&quot;:2\}"/, "a rollback to v2");
+    assert.equal((page.body.match(/Roll back to this/g) ?? []).length, 2, "v1 and v2, not the one in force");
+    const viewer = await people.as("viewer@acme.test", { url: "/portal/policy" });
+    assert.equal(viewer.statusCode, 200);
+    assert.doesNotMatch(viewer.body, /data-json-body|Roll back to this/);
+    const pick = await people.as("op@attestd.test", { url: "/portal/policy" });
+    assert.match(pick.body, /acme/, "an operator picks a tenant first");
+  });
+
   it("an operator acts on the named tenant; the answer is in /openapi.json with its errors", async () => {
     const res = await people.as("op@attestd.test", { method: "PUT", url: "/portal/api/policy?tenant=acme", payload: { playIntegrity: { minDeviceVerdict: "MEETS_STRONG_INTEGRITY" } } });
     assert.equal(res.statusCode, 200, res.body);

@@ -6,7 +6,9 @@ import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { partBErrors } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
-import { TenantQuery, type PortalRoutes } from "./context.ts";
+import { allowed, TenantQuery, type PortalRoutes } from "./context.ts";
+import { policyPage } from "../../../web/pages/policy.ts";
+import { pickTenantPage } from "../../../web/layout.ts";
 
 
 /**
@@ -72,9 +74,18 @@ const item = (v: TenantPolicyVersion) => ({ version: v.version, createdAt: v.cre
  * portal's Policy page. A tenant's viewer reads it, its admin changes it, an operator acts on the ?tenant= one.
  * A change is in force on this instance from its answer on, on every other within POLICY_CACHE_MS.
  */
-export function registerPolicyRoutes(app: AppInstance, { deps, scope, tags }: PortalRoutes): void {
+export function registerPolicyRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
   const policies: TenantPolicies = deps.policies;
   const bound = `${POLICY_CACHE_MS / 1000} s`;
+  app.get("/portal/policy", { schema: { hide: true, querystring: Type.Object(TenantQuery) }, config: { portal: "viewer" } }, async (request, reply) => {
+    // an operator who has not picked a tenant picks one here
+    if (request.actor!.role === "operator" && !request.query.tenant) {
+      return html(reply, pickTenantPage(ctxOf(request), "Policy", "/portal/policy", (await deps.tenantAdmin.list()).map((t) => t.name)));
+    }
+    const tenant = (await scope(request, false)).tenant!;
+    return html(reply, policyPage(ctxOf(request), await policies.current(tenant), await policies.versions(tenant), allowed(request.actor!, "admin")));
+  });
+
   app.get(
     "/portal/api/policy",
     {
