@@ -23,7 +23,7 @@ export function policyPage(ctx: PageContext, current: TenantPolicyVersion | unde
   <td><details><summary>Document</summary><pre tabindex="0">${JSON.stringify(v.document, null, 2)}</pre></details></td>
   <td>${
     canWrite && current && v.version !== current.version
-      ? html`<button type="button" class="secondary" data-api="${withQuery("/portal/api/policy/rollback", { tenant: ctx.tenant })}" data-method="POST" data-body="${JSON.stringify({ version: v.version })}" data-success="Rolled back to the document of v${v.version}, stored as a new version." data-confirm="Store the document of v${v.version} as a new version? It is in force on every instance within ${bound} seconds." aria-label="Roll back to v${v.version}">Roll back to this</button>`
+      ? html`<button type="button" class="secondary" data-api="${withQuery("/portal/api/policy/rollback", { tenant: ctx.tenant })}" data-method="POST" data-body="${JSON.stringify({ version: v.version })}" data-success="Rolled back to the document of v${v.version}, stored as a new version." data-confirm="Store the document of v${v.version} as a new version? It is in force on every instance within ${bound} seconds.">Roll back to v${v.version}</button>`
       : ""
   }</td>
 </tr>`,
