@@ -4,6 +4,7 @@ import { tmpdir, userInfo } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { attestdCli } from "../helpers/serverProcess.ts";
+import { pemBlob, vec } from "../android/fixtures.ts";
 
 /**
  * `attestd policy show|set|versions|rollback` (docs/policy.md) through the compiled CLI: the same TenantPolicies as
@@ -50,6 +51,22 @@ describe("attestd policy", () => {
     assert.notEqual(notJson.status, 0);
     assert.match(notJson.stderr, /is not JSON/);
     assert.equal(JSON.parse(cli("policy", "show", "--tenant", "acme").stdout).version, 2);
+  });
+
+  it("attestd appraise --tenant appraises under the tenant's stored version, and names it", () => {
+    // a real Sony Xperia 10 III chain (TEE): refused under version 2, which requires StrongBox
+    const blob = path.join(dir, "sony.der");
+    writeFileSync(blob, pemBlob("android_keyattestation/testdata/sony-xperia10-iii/sdk33/TEE_EC.pem"));
+    const r = cli(
+      "appraise", blob, "--challenge-hex", "3eafe4d5dd0090de5a42b432b42481af5ce29963656b2584c59a492de16d00c9", "--detail", "--tenant", "acme",
+      "--android-roots", vec("android_keyattestation/roots.json"), "--android-status", vec("google_android-key-attestation/status.json"), "--at", "2025-06-01T00:00:00Z",
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout);
+    assert.equal(out.record.verdict, "No");
+    assert.match(out.reason, /below the policy's required StrongBox/);
+    assert.equal(out.detail.policyVersion, 2);
+    assert.match(out.detail.appraisalPolicyId, /;policy=v2$/);
   });
 
   it("rollback stores the old document as the next version", () => {
