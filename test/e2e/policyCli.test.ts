@@ -4,6 +4,7 @@ import { tmpdir, userInfo } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { attestdCli } from "../helpers/serverProcess.ts";
+import { walkthroughBlocks, walkthroughSession } from "../helpers/walkthrough.ts";
 import { pemBlob, vec } from "../android/fixtures.ts";
 
 /**
@@ -76,5 +77,22 @@ describe("attestd policy", () => {
     const none = cli("policy", "rollback", "--tenant", "acme", "--to", "9");
     assert.notEqual(none.status, 0);
     assert.match(none.stderr, /no policy version 9/);
+  });
+
+  it("docs/policy.md's commands, as written", async () => {
+    const session = await walkthroughSession();
+    try {
+      session.bash(session.localise("npm run --silent attestd -- tenant create acme >/dev/null"));
+      const [block] = walkthroughBlocks("docs/policy.md");
+      const out = session.bash(session.localise(block!));
+      // three JSON documents: the new version, the list, the rollback
+      const versions = out.trim().split(/\n(?=[[{])/).map((t) => JSON.parse(t));
+      assert.equal(versions[0].version, 1);
+      assert.deepEqual(versions[0].document, { android: { minOsPatchLevel: "2025-01", requiredSecurityLevel: "StrongBox" } });
+      assert.deepEqual(versions[1].map((v: { version: number }) => v.version), [1]);
+      assert.equal(versions[2].version, 2);
+    } finally {
+      await session.close();
+    }
   });
 });
