@@ -75,7 +75,7 @@ export class TenantPolicies {
   }
 
   /** Validates `document` (400 PORTAL_POLICY_INVALID naming each faulty field) and stores it as the next version. */
-  set(tenant: Pick<Tenant, "tenantId">, document: unknown, author: string): Promise<TenantPolicyVersion> {
+  async set(tenant: Pick<Tenant, "tenantId">, document: unknown, author: string): Promise<TenantPolicyVersion> {
     return this.append(tenant.tenantId, checkPolicyDocument(document), author);
   }
 
