@@ -7,6 +7,7 @@ import { ManualClock } from "../../src/clock.ts";
 import { POLICY_CACHE_MS, SEED_AUTHOR } from "../../src/services/tenantPolicies.ts";
 import { pemBlob, vec } from "../android/fixtures.ts";
 import { portalPeople } from "../helpers/portalPeople.ts";
+import { verifyEar } from "../helpers/ear.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 import { createTestDatabase, type TestDatabase } from "../store/backends.ts";
 
@@ -40,6 +41,21 @@ describe("tenant policy over the admin API, and the verdicts it shapes", () => {
     const full = await t.runtime.app.inject({ method: "GET", url: `${res.headers.location}?detail=full`, headers: { [KEY_HEADER]: t.key } });
     const a = full.json().attestation;
     return { verdict: res.json().verdict, reason: a.reason, detail: a.detail };
+  }
+
+  /** the signed result (EAR) of an appraisal now, verified against the published keys */
+  async function appraiseEar() {
+    await t.runtime.stores.nonces.purgeExpired(Number.MAX_SAFE_INTEGER, 0);
+    await t.runtime.stores.nonces.issue({ nonce: SONY_CHALLENGE, tenantId: t.tenant.tenantId, createdAtMs: AT, expiresAtMs: AT + 300_000 }, 1000, AT);
+    const res = await t.runtime.app.inject({
+      method: "POST",
+      url: `/v2/blobs?nonce=${SONY_CHALLENGE}`,
+      headers: { [KEY_HEADER]: t.key, "content-type": "application/octet-stream", accept: "application/eat+jwt" },
+      payload: blob,
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    const jwks = (await t.runtime.app.inject({ method: "GET", url: "/.well-known/jwks.json" })).json();
+    return verifyEar(res.body, jwks);
   }
 
   before(async () => {
@@ -85,6 +101,9 @@ describe("tenant policy over the admin API, and the verdicts it shapes", () => {
     assert.equal(no.detail.policyVersion, 2);
     assert.equal(POLICY_ID.exec(String(no.detail.appraisalPolicyId))?.[1], "2");
     assert.notEqual(String(no.detail.appraisalPolicyId).split(";")[0], String(yes.detail.appraisalPolicyId).split(";")[0], "another document, another hash");
+    // the signed result names the same policy, version included
+    const ear = await appraiseEar();
+    assert.equal(ear.submods["android-key"]!["ear.appraisal-policy-id"], no.detail.appraisalPolicyId);
   });
 
   it("a rollback is a new version with the old document: v3 = v1's, and Yes again", async () => {
