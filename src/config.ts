@@ -100,7 +100,7 @@ export const settings = {
     { default: 50, min: 0, max: 100 },
   ),
   androidMinPatchLevel: s("int", "minimum Android OS patch level (YYYYMM or YYYYMMDD) for a Yes verdict"),
-  androidPolicy: s("string", "JSON android-key policy: a default and per-tenant minOsPatchLevel / allowedApps (docs/android-key.md)"),
+  androidPolicy: s("string", "JSON android-key policy: a default under every tenant's stored policy, and per-tenant sections that seed a tenant's stored policy (version 1) once, when it has none (docs/policy.md, docs/android-key.md)"),
   // Google-side decoding of Play Integrity tokens (src/services/playIntegrityDecoder.ts, docs/play-integrity.md)
   playOauthUrl: s("string", "Google's OAuth 2.0 token endpoint, where a service account's signed JWT is exchanged for an access token to Play Integrity decoding; https, or http to a loopback address only (a local stand-in)", {
     default: "https://oauth2.googleapis.com/token",

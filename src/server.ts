@@ -31,6 +31,7 @@ import { PortalSessions } from "./portal/sessions.ts";
 import { ApiKeyAdmin } from "./services/apiKeyAdmin.ts";
 import { ReferenceValueAdmin } from "./services/referenceValueAdmin.ts";
 import { PlayAppRegistry } from "./services/playApps.ts";
+import { TenantPolicies } from "./services/tenantPolicies.ts";
 import { IosAppRegistry } from "./services/iosApps.ts";
 import { AppAttestKeys } from "./services/appAttestKeys.ts";
 import { appAttestReceiptCheck } from "./attestation/encoding/appAttestReceipt.ts";
@@ -214,11 +215,17 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // Apple's receipts are judged only while Apple's App Attestation root is the one in force (appAttestReceiptsChecked),
   // the fact the portal's trust page shows on its receipt-root row
   const appAttestKeys = new AppAttestKeys(stores.durable, iosApps, clock, trust.appAttestFacts.receiptsChecked ? appAttestReceiptCheck() : undefined);
+  // a tenant's stored appraisal policy (issue 26, docs/policy.md): seeded once from --android-policy, read by the
+  // appraisal through a per-tenant cache (POLICY_CACHE_MS), changed by the portal, the admin API and the CLI
+  const policies = new TenantPolicies(stores.durable, clock);
+  const seeded = await policies.seedFromFile(trust.androidPolicies);
+  if (seeded.length) log.info({ tenants: seeded }, "tenant policies seeded from --android-policy as version 1");
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,
     nonceVerdicts: stores.nonceVerdicts,
     trust: trust.forTenant,
+    policies,
     clock,
     rng,
     limits: { nonceTtlMs: config.nonceTtl * 1000, maxOutstandingNonces: config.maxOutstandingNonces },
@@ -322,6 +329,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       playApps,
       iosApps,
       appAttestKeys,
+      policies,
       profiles: enrollment.profiles,
       devices: enrollment.devices,
       pinnedDevices: devices,

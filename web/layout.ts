@@ -37,6 +37,7 @@ export const NAV: { label: string; links: NavLink[] }[] = [
       { href: "/portal/activity", label: "Activity log" },
       { href: "/portal/play-apps", label: "Play apps" },
       { href: "/portal/ios-apps", label: "iOS apps" },
+      { href: "/portal/policy", label: "Policy" },
       { href: "/portal/reference-values", label: "Reference values" },
     ],
   },

@@ -40,6 +40,8 @@ export function appraise(input: AppraisalInput): AppraisalResult {
   // (for a Play Integrity token, with the policy of the app whose token it was)
   const playApp = input.playIntegrity?.opened && result.format === "play-integrity" ? input.playIntegrity.app : undefined;
   result.detail.appraisalPolicyId = appraisalPolicyId(input.trust, playApp);
+  // the tenant's stored policy version that shaped it (docs/policy.md), also named in the id
+  if (input.trust.tenantPolicy) result.detail.policyVersion = input.trust.tenantPolicy.version;
   return result;
 }
 

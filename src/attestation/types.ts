@@ -166,6 +166,21 @@ export interface TrustConfig {
   android: AndroidTrust;
   /** absent: no App Attestation root, and every app-attest attestation fails closed (CertificateInvalid) */
   appAttest?: AppAttestTrust;
+  /**
+   * The tenant's stored policy version that shaped this trust (docs/policy.md): its number is named in the verdict's
+   * detail and the appraisal policy id, and its floors apply to Play Integrity and App Attest. Absent: the tenant
+   * has no stored policy, and the operator's settings alone apply.
+   */
+  tenantPolicy?: TenantPolicyInForce;
+}
+
+/** What of a tenant's stored policy version the appraisal reads beyond its android-key policy. */
+export interface TenantPolicyInForce {
+  version: number;
+  /** no registered Play app's device floor may be below this */
+  playIntegrityFloor?: IntegrityLabel;
+  /** the App Attest environments admitted at all */
+  appAttestEnvironments?: readonly ("production" | "development")[];
 }
 
 /** Apple's App Attestation Root CA (built in, src/trust/) or the operator's `--app-attest-roots`. */
@@ -223,6 +238,8 @@ export interface AndroidPolicy {
    * held to their dates. docs/android-key.md, "Date policy".
    */
   factoryExpiry?: "accept" | "refuse";
+  /** the lowest security level that passes; undefined = TrustedEnvironment (the rules' own floor). docs/policy.md */
+  requiredSecurityLevel?: "TrustedEnvironment" | "StrongBox";
 }
 
 /**

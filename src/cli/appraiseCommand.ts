@@ -188,14 +188,16 @@ function defineAppraise(appraise: Command): void {
     const stores = useStore ? await openStores(config) : undefined;
     try {
       const sources = await openTrust(config, { log, clock: systemClock, serving: false, ...(stores ? { referenceValues: stores.durable } : {}) });
-      if (opts.tenant !== undefined && !sources.hasTenantPolicy(opts.tenant)) {
-        process.stderr.write(`no policy for tenant "${opts.tenant}" in --android-policy; using the default\n`);
-      }
       const tenant = opts.tenant !== undefined && stores ? await stores.durable.getTenantByName(opts.tenant) : undefined;
       if (opts.tenant !== undefined && !tenant) {
-        process.stderr.write(`no tenant "${opts.tenant}" in the store; its own reference values (if any) are not applied\n`);
+        process.stderr.write(`no tenant "${opts.tenant}" in the store; its own reference values and stored policy (if any) are not applied\n`);
       }
-      const trust = sources.forTenant({ name: opts.tenant ?? "", tenantId: tenant?.tenantId ?? "" });
+      // the tenant's stored policy version, as the server appraises with it (docs/policy.md); the file's otherwise
+      const stored = tenant && stores ? await stores.durable.currentTenantPolicy(tenant.tenantId) : undefined;
+      if (opts.tenant !== undefined && !stored && !sources.hasTenantPolicy(opts.tenant)) {
+        process.stderr.write(`no policy for tenant "${opts.tenant}" in the store or --android-policy; using the default\n`);
+      }
+      const trust = sources.forTenant({ name: opts.tenant ?? "", tenantId: tenant?.tenantId ?? "" }, stored);
       try {
         const r = appraiseBlob({ blob, nonce, trust, now, appAttest, ...(playIntegrity ? { playIntegrity } : {}) });
         const notes = trustNotes(r, config, stores !== undefined);

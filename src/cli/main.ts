@@ -27,6 +27,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ commands
   "ios-key": { summary: "list, show or revoke the App Attest keys a tenant's devices attested", load: () => import("./iosAppCommands.ts") },
   device: { summary: "per-device memory: the devices relying parties name, and their pins", load: () => import("./deviceCommands.ts") },
   webhook: { summary: "manage a tenant's signed webhooks: endpoints, their secrets, deliveries and resends", load: () => import("./webhookCommands.ts") },
+  policy: { summary: "show, set, list or roll back a tenant's appraisal policy versions (docs/policy.md)", load: () => import("./policyCommands.ts") },
 };
 
 /**

@@ -84,6 +84,7 @@ const table = {
   PORTAL_WEAK_PASSWORD: entry("P", 400, "4008001", "PORTAL_WEAK_PASSWORD", "Password too short, too long, only whitespace, too common or the email itself"),
   PORTAL_WRONG_HOST: entry("P", 400, "4008002", "PORTAL_WRONG_HOST", "Passkeys belong to the public URL (--public-url); this page was reached at another address"),
   PORTAL_PASSKEY_REJECTED: entry("P", 400, "4008003", "PORTAL_PASSKEY_REJECTED", "A new passkey did not verify: its ceremony expired or was used, or origin, RP ID or user verification is wrong"),
+  PORTAL_POLICY_INVALID: entry("P", 400, "4008026", "PORTAL_POLICY_INVALID", "The policy document is not valid: each faulty field is named by its path (docs/policy.md)"),
   PORTAL_SIGNIN_FAILED: entry("P", 401, "4018000", "PORTAL_SIGNIN_FAILED", "Email or password incorrect (the same answer for an unknown email)"),
   PORTAL_SIGNED_OUT: entry("P", 401, "4018001", "PORTAL_SIGNED_OUT", "No session, or it ended, expired or was idle too long"),
   PORTAL_PASSKEY_SIGNIN_FAILED: entry("P", 401, "4018002", "PORTAL_PASSKEY_SIGNIN_FAILED", "Passkey unknown, signature invalid, its user not active, or the sign-in ceremony expired (one answer for all)"),
@@ -98,7 +99,7 @@ const table = {
   PORTAL_TENANT_EXISTS: entry("P", 409, "4098050", "PORTAL_TENANT_EXISTS", "A tenant with this name or customer ID exists"),
   PORTAL_INVITE_INVALID: entry("P", 410, "4108000", "PORTAL_INVITE_INVALID", "The sign-in link is unknown, used, expired, or void (a newer link, a password set or a disable voids it)"),
   RSA_DECRYPTION_FAIL: entry("B", 500, "5000006", "RSA_DECRYPTION_FAIL", "Text could not be decrypted"),
-  PORTAL_WEBHOOK_URL_REFUSED: entry("P", 400, "4008026", "PORTAL_WEBHOOK_URL_REFUSED", "The webhook URL is not a target the operator allows: https only, no loopback, private, link-local or metadata address (--webhook-allow-private, --webhook-allow-hosts)"),
+  PORTAL_WEBHOOK_URL_REFUSED: entry("P", 400, "4008027", "PORTAL_WEBHOOK_URL_REFUSED", "The webhook URL is not a target the operator allows: https only, no loopback, private, link-local or metadata address (--webhook-allow-private, --webhook-allow-hosts)"),
 } as const;
 
 export type CatalogKey = keyof typeof table;

@@ -7,6 +7,7 @@ import type { Clock, Rng } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
 import type { Tenant } from "../domain/tenants.ts";
+import type { TenantPolicyVersion } from "../domain/tenantPolicy.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
 import type { WebhookPlan } from "../domain/webhooks.ts";
 import { checkNonceShape, NonceService, refuseUnlessConsumed, type NonceLimits } from "../nonces/nonceService.ts";
@@ -24,8 +25,13 @@ export interface AttestationDeps {
    * the nonce is consumed and the verdict saved in two steps
    */
   nonceVerdicts?: (NonceVerdictStore & NonceDeviceVerdictStore) | undefined;
-  /** the trust configuration for a tenant now (its android-key policy may differ); changes when a source refreshes */
-  trust: (tenant: Tenant) => TrustConfig;
+  /**
+   * the trust configuration for a tenant now (its android-key policy may differ), under its stored policy version
+   * when it has one; changes when a source refreshes
+   */
+  trust: (tenant: Tenant, stored?: TenantPolicyVersion) => TrustConfig;
+  /** the tenant's stored policy version in force (TenantPolicies.forAppraisal, docs/policy.md); without it, none */
+  policies?: { forAppraisal(tenantId: string): Promise<TenantPolicyVersion | undefined> };
   clock: Clock;
   rng: Rng;
   limits: NonceLimits;
@@ -193,6 +199,7 @@ export class AttestationService {
     // a span only for a body that is a token: the opener answers any other at once, and a span would be noise
     const playIntegrity = !opener ? undefined : looksLikePlayIntegrityToken(blob) ? await inSpan("play_integrity open", {}, () => opener.open(tenantId, blob)) : await opener.open(tenantId, blob);
     const appAttest = await this.d.appAttest?.keys.evidence(tenantId, blob);
+    const policy = await this.d.policies?.forAppraisal(tenantId);
     const now = new Date(this.d.clock.nowMs());
     const started = performance.now();
     // what the span may say of an appraisal: its format, status and verdict; never the nonce or a device's identity
@@ -200,7 +207,7 @@ export class AttestationService {
       const r = appraise({
         blob,
         nonce,
-        trust: this.d.trust(tenant),
+        trust: this.d.trust(tenant, policy),
         now,
         ...(playIntegrity ? { playIntegrity } : {}),
         ...(appAttest ? { appAttest } : {}),

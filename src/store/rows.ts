@@ -1,4 +1,5 @@
 import type { ReferenceValue } from "../attestation/types.ts";
+import type { TenantPolicyDocument, TenantPolicyVersion } from "../domain/tenantPolicy.ts";
 import { catalog, type CatalogEntry } from "../errors/catalog.ts";
 import type {
   AccessTokenRecord,
@@ -403,6 +404,15 @@ export function rowMappers(d: Dialect) {
       attestedAt: r.attested_at as string,
       lastAssertedAt: (r.last_asserted_at as string | null) ?? null,
       revokedAt: (r.revoked_at as string | null) ?? null,
+    }),
+
+    // the document is TEXT on both backends (its JSON as written), parsed here
+    tenantPolicy: (r: Row): TenantPolicyVersion => ({
+      tenantId: r.tenant_id as string,
+      version: num(r.version),
+      createdAt: r.created_at as string,
+      author: r.author as string,
+      document: JSON.parse(r.document as string) as TenantPolicyDocument,
     }),
 
     signingKey: (r: Row): SigningKeyRecord => ({

@@ -2,6 +2,7 @@ import type { ReferenceValue } from "../attestation/types.ts";
 import type { ActivityEntry } from "../domain/activity.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../domain/playApps.ts";
+import type { TenantPolicyVersion } from "../domain/tenantPolicy.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../domain/iosApps.ts";
 import type {
   AccessTokenRecord,
@@ -660,8 +661,25 @@ export interface WebhookEndpointChanges {
   updatedAt: string;
 }
 
+/**
+ * A tenant's appraisal policy (issue 26, docs/policy.md): immutable versions 1, 2, 3, … per tenant; the highest is in
+ * force. Nothing is ever updated or deleted: a rollback is a new version with an old document.
+ */
+export interface TenantPolicyStore {
+  /**
+   * Stores `v` when its number is one more than the tenant's highest (1 when it has none); "conflict" when another
+   * writer took that number first (nothing is written: read the current one and try again).
+   */
+  appendTenantPolicy(v: TenantPolicyVersion): Promise<"ok" | "conflict">;
+  /** the tenant's highest version, or undefined when it has none */
+  currentTenantPolicy(tenantId: string): Promise<TenantPolicyVersion | undefined>;
+  getTenantPolicyVersion(tenantId: string, version: number): Promise<TenantPolicyVersion | undefined>;
+  /** the tenant's versions newest first, those below `before` when given */
+  listTenantPolicyVersions(tenantId: string, q: { before?: number | undefined; limit: number }): Promise<TenantPolicyVersion[]>;
+}
+
 /** Everything durable, as one backend provides it. */
-export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore, PlayAppStore, AppAttestStore, WebhookStore {
+export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore, PlayAppStore, AppAttestStore, WebhookStore, TenantPolicyStore {
   readonly kind: string;
   /** cheap round trip for /readyz */
   ping(): Promise<void>;

@@ -4,7 +4,8 @@ import { vendorTrustProblems } from "../attestation/chain/vendorChain.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { ReferenceValueStore } from "../store/types.ts";
-import { loadAndroidPolicies } from "./androidPolicyFile.ts";
+import { loadAndroidPolicies, type AndroidPolicies } from "./androidPolicyFile.ts";
+import type { TenantPolicyVersion } from "../domain/tenantPolicy.ts";
 import { appAttestTrustFacts, loadAppAttestTrust, type AppAttestTrustFacts } from "./appAttestRoots.ts";
 import { loadAndroidTrust, type AndroidTrustHealth } from "./androidTrustSource.ts";
 import type { SourceHealth, TrustLog } from "./refreshingSource.ts";
@@ -61,10 +62,13 @@ export interface TrustCheck {
 
 export interface Trust {
   /**
-   * The trust to appraise a tenant's blob with now: its own reference values and android-key policy over the
-   * global ones; the same object while nothing changes (keeps the caches warm).
+   * The trust to appraise a tenant's blob with now: its own reference values and android-key policy (its stored
+   * policy version when it has one, docs/policy.md) over the global ones; the same object while nothing changes
+   * (keeps the caches warm).
    */
-  forTenant(tenant: TrustTenant): TrustConfig;
+  forTenant(tenant: TrustTenant, stored?: TenantPolicyVersion): TrustConfig;
+  /** the file's policies (--android-policy): the default under every tenant's, and the sections that seed the store */
+  androidPolicies: AndroidPolicies;
   /**
    * Re-reads the stored reference values now (they are re-read every 10 s anyway): the instance that stored a
    * change applies it before answering, other instances within 10 s.
@@ -146,6 +150,7 @@ export async function openTrust(c: TrustSettings, opts: OpenTrustOptions): Promi
     forTenant: tenantTrust(vendor, () => android.current(), policies, appAttest),
     refreshReferenceValues: () => vendor.refresh(),
     fileReferenceValues: vendor.fileValues,
+    androidPolicies: policies,
     hasTenantPolicy: (name) => policies.tenants.has(name),
     readiness() {
       const h = android.health();

@@ -10,6 +10,7 @@ import { deviceConformance } from "./deviceConformance.ts";
 import { statsConformance } from "./statsConformance.ts";
 import { playAppConformance } from "./playAppConformance.ts";
 import { webhookConformance } from "./webhookConformance.ts";
+import { tenantPolicyConformance } from "./tenantPolicyConformance.ts";
 import { appAttestConformance } from "./appAttestConformance.ts";
 
 storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () => {
@@ -54,6 +55,11 @@ appAttestConformance("memory", async () => {
 });
 
 webhookConformance("memory", async () => {
+  const durable = new MemoryDurableStore();
+  return { durable, close: () => durable.close() };
+});
+
+tenantPolicyConformance("memory", async () => {
   const durable = new MemoryDurableStore();
   return { durable, close: () => durable.close() };
 });

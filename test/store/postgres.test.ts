@@ -10,6 +10,7 @@ import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { PgSigningKeyStore } from "../../src/store/postgres/pgSigningKeyStore.ts";
 import { playAppConformance } from "./playAppConformance.ts";
 import { webhookConformance } from "./webhookConformance.ts";
+import { tenantPolicyConformance } from "./tenantPolicyConformance.ts";
 import { appAttestConformance } from "./appAttestConformance.ts";
 import { PgSecretsStore } from "../../src/store/postgres/pgSecretsStore.ts";
 
@@ -137,6 +138,18 @@ webhookConformance("postgres", async () => {
     other,
     close: async () => {
       await other.close();
+      await store.close();
+      await db.drop();
+    },
+  };
+});
+
+tenantPolicyConformance("postgres", async () => {
+  const db = await createTestDatabase("policy");
+  const store = await PgStore.open({ url: db.url, poolMax: 4 });
+  return {
+    durable: store,
+    close: async () => {
       await store.close();
       await db.drop();
     },

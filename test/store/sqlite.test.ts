@@ -12,6 +12,7 @@ import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { SqliteSigningKeyStore } from "../../src/store/sqlite/sqliteSigningKeyStore.ts";
 import { playAppConformance } from "./playAppConformance.ts";
 import { webhookConformance } from "./webhookConformance.ts";
+import { tenantPolicyConformance } from "./tenantPolicyConformance.ts";
 import { appAttestConformance } from "./appAttestConformance.ts";
 import { SqliteSecretsStore } from "../../src/store/sqlite/sqliteSecretsStore.ts";
 
@@ -138,6 +139,18 @@ webhookConformance("sqlite", async () => {
     nonceVerdicts: store,
     close: async () => {
       await other.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+tenantPolicyConformance("sqlite", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "attestd-policy-"));
+  const store = new SqliteStore({ file: path.join(dir, "attestd.sqlite") });
+  return {
+    durable: store,
+    close: async () => {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
     },

@@ -81,4 +81,27 @@ describe("vendor trust per tenant", () => {
     assert.equal(forTenant({ name: "acme", tenantId: "t_acme" }), acme, "stable");
     assert.deepEqual(acme.vendor.tenantReferenceValues, [set("A")]);
   });
+
+  it("tenantTrust lays a stored policy version over the file's default, adds its boot keys, and keeps one object per version", async () => {
+    const { source } = await setup();
+    const policies = { default: { minOsPatchLevel: 202001, factoryExpiry: "refuse" as const }, tenants: new Map([["acme", { minOsPatchLevel: 202301 }]]) };
+    const android = { ...emptyAndroidTrust(), allowedBootKeys: [{ key: "aa".repeat(32), label: "operator's" }], policy: policies.default };
+    const forTenant = tenantTrust(source, () => android, policies);
+    const acme = { name: "acme", tenantId: "t_acme" };
+    assert.equal(forTenant(acme).android.policy.minOsPatchLevel, 202301, "no stored version: the file's section");
+    const stored = (version: number) => ({
+      tenantId: "t_acme",
+      version,
+      createdAt: iso,
+      author: "a",
+      document: { android: { minOsPatchLevel: "2025-02", requiredSecurityLevel: "StrongBox" as const, allowedBootKeys: [{ key: "bb".repeat(32), label: "acme's" }] } },
+    });
+    const v2 = forTenant(acme, stored(2));
+    assert.deepEqual(v2.android.policy, { minOsPatchLevel: 202502, factoryExpiry: "refuse", requiredSecurityLevel: "StrongBox" }, "stored fields over the default; the file's acme section is not used");
+    assert.deepEqual(v2.android.allowedBootKeys.map((k) => k.label), ["operator's", "acme's"]);
+    assert.deepEqual(v2.tenantPolicy, { version: 2 });
+    assert.equal(forTenant(acme, stored(2)), v2, "the same version (another read of it), the same object");
+    assert.notEqual(forTenant(acme, stored(3)), v2);
+    assert.deepEqual(forTenant({ name: "globex", tenantId: "t_globex" }).android.allowedBootKeys.map((k) => k.label), ["operator's"], "another tenant's devices do not get acme's keys");
+  });
 });

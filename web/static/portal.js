@@ -191,7 +191,15 @@ function put(body, name, value) {
 
 // data-omit-empty: a field left empty is left out (an optional field the server would otherwise refuse as "")
 // a file input (data-text-file) is not read here but by textFiles, which must be awaited
+// data-json-body: the form's textarea holds the whole body as JSON (the Policy page's document)
 function formBody(form) {
+  if (form.hasAttribute("data-json-body")) {
+    try {
+      return JSON.parse(form.querySelector("textarea").value);
+    } catch (err) {
+      throw new Error(`The document is not JSON: ${err.message}. Nothing was sent.`);
+    }
+  }
   const body = {};
   const omitEmpty = form.hasAttribute("data-omit-empty");
   for (const el of form.elements) {

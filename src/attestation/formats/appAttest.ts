@@ -215,6 +215,12 @@ export function appraiseAppAttestAttestation(input: AppraisalInput): AppraisalRe
     checks.environment = "refused";
     return done("environment", "Success", "No", env ? `the key is from the ${env} environment; ${app.appId} allows ${app.environment} only` : "the AAGUID is neither appattestdevelop nor appattest (production)");
   }
+  // the tenant's policy may admit fewer environments than the app (docs/policy.md)
+  const tenantEnvs = input.trust.tenantPolicy?.appAttestEnvironments;
+  if (tenantEnvs && !tenantEnvs.includes(env)) {
+    checks.environment = "refused";
+    return done("environment", "Success", "No", `the key is from the ${env} environment; the tenant's policy admits ${tenantEnvs.join(", ")} only`);
+  }
   checks.environment = "allowed";
 
   // 8. Apple's receipt, when the receipt module is plugged in.

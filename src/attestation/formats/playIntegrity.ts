@@ -200,7 +200,9 @@ export function appraisePlayIntegrity(input: AppraisalInput): AppraisalResult {
       ? done("no-app", "CertificateInvalid", "No", evidence.reason)
       : done("decode-failed", "CertificateInvalid", "Unknown", evidence.reason);
   }
-  const app = evidence.app;
+  // the tenant's policy may set a floor under every app (docs/policy.md): the higher of the two decides
+  const tenantFloor = input.trust.tenantPolicy?.playIntegrityFloor;
+  const app = tenantFloor && LABEL_RANK[tenantFloor] > LABEL_RANK[evidence.app.deviceFloor] ? { ...evidence.app, deviceFloor: tenantFloor } : evidence.app;
   detail.decodedBy = evidence.decodedBy;
   detail.app = appDetail(app);
   try {

@@ -13,7 +13,7 @@ import { findAllowedBootKey } from "./bootKeys.ts";
  * - verifiedBootState Verified, or SelfSigned with a verifiedBootKey on the operator's allow-list;
  * - no Samsung Knox warranty bit, and a Knox extension, when the leaf carries one, that can be read (pre-Android-8
  *   Samsung firmware writes one with broken lengths: its warranty bit is unknown, so the device is refused);
- * - when the policy sets them: osPatchLevel at least the minimum; an allowed app (package name, and one of its
+ * - when the policy sets them: StrongBox as the required security level; osPatchLevel at least the minimum; an allowed app (package name, and one of its
  *   signing-certificate digests when the entry lists digests).
  * Only hardware-enforced values count for the device state (a software-enforced RootOfTrust is a claim of the
  * OS, not of the secure hardware); the attestationApplicationId is software-enforced by design (Keystore fills
@@ -77,6 +77,8 @@ export function evaluateAndroidPolicy(input: AndroidPolicyInput): AndroidPolicyD
     failures.push(`attestationSecurityLevel ${kd.attestationSecurityLevel} differs from keyMintSecurityLevel ${kd.keyMintSecurityLevel}`);
   } else if (!HARDWARE_LEVELS.has(kd.attestationSecurityLevel)) {
     failures.push(`security level ${kd.attestationSecurityLevel} is not TrustedEnvironment or StrongBox`);
+  } else if (input.policy.requiredSecurityLevel === "StrongBox" && kd.attestationSecurityLevel !== "StrongBox") {
+    failures.push(`security level ${kd.attestationSecurityLevel} is below the policy's required StrongBox`);
   }
 
   const rot = hw.rootOfTrust;

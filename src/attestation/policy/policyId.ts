@@ -6,7 +6,7 @@ import type { PlayAppPolicy, TrustConfig } from "../types.ts";
  * tenant configures that decides a verdict — the rules' version, the trusted roots (vendor root certificates,
  * pinned Android root keys), the reference values, the boot-key allow-list and the tenant's android-key policy.
  * Two verdicts with the same id were appraised under the same policy; a changed reference value, root or tenant
- * policy changes it. Left out on purpose: the revocation and status lists, which are data that changes by itself
+ * policy changes it. A tenant's stored policy version is named after the hash (`...;policy=v3`). Left out on purpose: the revocation and status lists, which are data that changes by itself
  * (Google's list hourly), and their freshness. docs/results.md, "ear.appraisal-policy-id".
  */
 
@@ -50,10 +50,19 @@ function canonicalPolicy(trust: TrustConfig): unknown {
               .sort(byString)
           : null,
         factoryExpiry: policy.factoryExpiry ?? "accept",
+        // added only when set, so that ids of verdicts under a policy without it stay what they were
+        ...(policy.requiredSecurityLevel ? { requiredSecurityLevel: policy.requiredSecurityLevel } : {}),
       },
+      ...(trust.tenantPolicy ? { tenantFloors: [trust.tenantPolicy.playIntegrityFloor ?? null, trust.tenantPolicy.appAttestEnvironments ?? null] } : {}),
     },
   ];
 }
+
+/**
+ * `;policy=v<N>` when the tenant's stored policy version N shaped the trust (docs/policy.md): the hash says what
+ * the policy was, the version says which of the tenant's versions it was, for a person reading an EAR.
+ */
+const versionSuffix = (trust: TrustConfig) => (trust.tenantPolicy ? `;policy=v${trust.tenantPolicy.version}` : "");
 
 /** canonical JSON of the trust's part of the policy, once per trust object */
 const canonicalCache = new WeakMap<TrustConfig, string>();
@@ -83,7 +92,7 @@ export function appraisalPolicyId(trust: TrustConfig, playApp?: PlayAppPolicy): 
   }
   let id = cache.get(trust);
   if (id === undefined) {
-    id = POLICY_URI_PREFIX + sha256Hex(canonicalTrustJson(trust));
+    id = POLICY_URI_PREFIX + sha256Hex(canonicalTrustJson(trust)) + versionSuffix(trust);
     cache.set(trust, id);
   }
   return id;
@@ -100,5 +109,5 @@ function playPolicyId(trust: TrustConfig, playApp: PlayAppPolicy): string {
     [playApp.require.licensed, playApp.require.playProtect, playApp.require.appAccessRisk],
   ]);
   // the trust's canonical JSON is an array: the app's policy is one more element of it
-  return POLICY_URI_PREFIX + sha256Hex(`${canonicalTrustJson(trust).slice(0, -1)},{"playApp":${play}}]`);
+  return POLICY_URI_PREFIX + sha256Hex(`${canonicalTrustJson(trust).slice(0, -1)},{"playApp":${play}}]`) + versionSuffix(trust);
 }

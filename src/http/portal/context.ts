@@ -15,6 +15,7 @@ import type { PlayAppRegistry } from "../../services/playApps.ts";
 import type { WebhookRegistry } from "../../services/webhooks.ts";
 import type { IosAppRegistry } from "../../services/iosApps.ts";
 import type { AppAttestKeys } from "../../services/appAttestKeys.ts";
+import type { TenantPolicies } from "../../services/tenantPolicies.ts";
 import type { ClientAdmin } from "../../enrollment/clients.ts";
 import type { DeviceService } from "../../enrollment/devices.ts";
 import type { DeviceService as PinnedDevices } from "../../services/deviceService.ts";
@@ -45,6 +46,8 @@ export interface PortalDeps {
   /** a tenant's iOS apps and App Attest keys (the same services as `attestd ios-app ...`, `attestd ios-key ...`) */
   iosApps: IosAppRegistry;
   appAttestKeys: AppAttestKeys;
+  /** a tenant's appraisal policy versions (the same TenantPolicies as `attestd policy ...`) */
+  policies: TenantPolicies;
   /** what the Enrollment page reads, through the services /svc/v1 uses */
   profiles: ProfileService;
   devices: DeviceService;

@@ -25,6 +25,7 @@ import { registerOverviewRoutes } from "./overview.ts";
 import { registerPinnedDeviceRoutes } from "./devices.ts";
 import { registerPlayAppRoutes } from "./playApps.ts";
 import { registerWebhookRoutes } from "./webhooks.ts";
+import { registerPolicyRoutes } from "./policy.ts";
 import { registerIosAppRoutes } from "./iosApps.ts";
 
 /**
@@ -202,6 +203,7 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     registerPlayAppRoutes(app, routes);
     registerWebhookRoutes(app, routes);
     registerIosAppRoutes(app, routes);
+    registerPolicyRoutes(app, routes);
     registerEnrollmentRoutes(app, routes);
     registerPinnedDeviceRoutes(app, routes);
     registerPasskeyRoutes(app, routes);

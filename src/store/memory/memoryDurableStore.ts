@@ -23,6 +23,7 @@ import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../../domain/webhooks.ts";
+import type { TenantPolicyVersion } from "../../domain/tenantPolicy.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import { hourOf, MAX_HISTORY_PAGE, MAX_TOP, STATS_REASON_CHARS, verdictStatsKey } from "../historyQueries.ts";
@@ -589,6 +590,37 @@ export class MemoryDurableStore implements DurableStore {
   async removePlayApp(tenantId: string, id: string) {
     const a = this.playApps.get(id);
     return Boolean(a && a.tenantId === tenantId && this.playApps.delete(id));
+  }
+
+  // ---- Tenant policies (issue 26): versions per tenant, insert only ----
+  private readonly tenantPolicies = new Map<string, TenantPolicyVersion[]>();
+
+  async appendTenantPolicy(v: TenantPolicyVersion) {
+    if (!this.tenants.has(v.tenantId)) throw new MemoryConstraintError(`tenant policy: no tenant ${v.tenantId}`);
+    const versions = this.tenantPolicies.get(v.tenantId) ?? [];
+    if (v.version !== versions.length + 1) {
+      if (v.version < 1 || v.version <= versions.length) return "conflict" as const;
+      throw new MemoryConstraintError(`tenant policy: version ${v.version} after ${versions.length}`);
+    }
+    versions.push(structuredClone(v));
+    this.tenantPolicies.set(v.tenantId, versions);
+    return "ok" as const;
+  }
+  async currentTenantPolicy(tenantId: string) {
+    const versions = this.tenantPolicies.get(tenantId);
+    return versions?.length ? structuredClone(versions[versions.length - 1]!) : undefined;
+  }
+  async getTenantPolicyVersion(tenantId: string, version: number) {
+    const v = this.tenantPolicies.get(tenantId)?.[version - 1];
+    return v ? structuredClone(v) : undefined;
+  }
+  async listTenantPolicyVersions(tenantId: string, q: { before?: number | undefined; limit: number }) {
+    const versions = this.tenantPolicies.get(tenantId) ?? [];
+    return versions
+      .filter((v) => q.before === undefined || v.version < q.before)
+      .reverse()
+      .slice(0, q.limit)
+      .map((v) => structuredClone(v));
   }
 
   // ---- App Attest (issue 25): synchronous between awaits, so each effect sees the one before it ----

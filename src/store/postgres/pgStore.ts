@@ -21,6 +21,7 @@ import {
 } from "../historyQueries.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../../domain/webhooks.ts";
+import type { TenantPolicyVersion } from "../../domain/tenantPolicy.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
@@ -924,6 +925,40 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     return ((await this.q("removePlayApp", "DELETE FROM play_apps WHERE tenant_id = $1 AND id = $2", [tenantId, id])).rowCount ?? 0) === 1;
   }
 
+
+  // ---- Tenant policies (issue 26): insert only; the primary key decides between two writers of one number ----
+  async appendTenantPolicy(v: TenantPolicyVersion): Promise<"ok" | "conflict"> {
+    // one statement: inserted only when the number follows the tenant's highest; a concurrent insert of the same
+    // number loses on the primary key (ON CONFLICT), so of two writers exactly one gets it
+    const r = await this.q(
+      "appendTenantPolicy",
+      `INSERT INTO tenant_policies (tenant_id, version, created_at, author, document)
+       SELECT $1::text, $2::integer, $3::text, $4::text, $5::text
+       WHERE $2::integer = COALESCE((SELECT MAX(version) FROM tenant_policies WHERE tenant_id = $1), 0) + 1
+       ON CONFLICT (tenant_id, version) DO NOTHING`,
+      [v.tenantId, v.version, v.createdAt, v.author, JSON.stringify(v.document)],
+    );
+    return r.rowCount === 1 ? "ok" : "conflict";
+  }
+
+  async currentTenantPolicy(tenantId: string): Promise<TenantPolicyVersion | undefined> {
+    const r = await this.q("currentTenantPolicy", "SELECT * FROM tenant_policies WHERE tenant_id = $1 ORDER BY version DESC LIMIT 1", [tenantId]);
+    return r.rows[0] && pgRows.tenantPolicy(r.rows[0]);
+  }
+
+  async getTenantPolicyVersion(tenantId: string, version: number): Promise<TenantPolicyVersion | undefined> {
+    const r = await this.q("tenantPolicyVersion", "SELECT * FROM tenant_policies WHERE tenant_id = $1 AND version = $2", [tenantId, version]);
+    return r.rows[0] && pgRows.tenantPolicy(r.rows[0]);
+  }
+
+  async listTenantPolicyVersions(tenantId: string, q: { before?: number | undefined; limit: number }): Promise<TenantPolicyVersion[]> {
+    const r = await this.q(
+      "tenantPolicyVersions",
+      "SELECT * FROM tenant_policies WHERE tenant_id = $1 AND version < $2 ORDER BY version DESC LIMIT $3",
+      [tenantId, q.before ?? 2147483647, q.limit],
+    );
+    return r.rows.map(pgRows.tenantPolicy);
+  }
 
   // ---- App Attest (issue 25) ----
   async addIosApp(a: StoredIosApp): Promise<"ok" | "exists"> {

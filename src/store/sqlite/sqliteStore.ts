@@ -33,6 +33,7 @@ import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../../domain/webhooks.ts";
+import type { TenantPolicyVersion } from "../../domain/tenantPolicy.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
@@ -819,6 +820,35 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
 
   async removePlayApp(tenantId: string, id: string): Promise<boolean> {
     return this.db.prepare("DELETE FROM play_apps WHERE tenant_id = ? AND id = ?").run(tenantId, id).changes === 1;
+  }
+
+  // ---- Tenant policies (issue 26): insert only; the primary key decides between two writers of one number ----
+  async appendTenantPolicy(v: TenantPolicyVersion): Promise<"ok" | "conflict"> {
+    return transaction(this.db, "immediate", () => {
+      const top = this.db.prepare("SELECT MAX(version) AS top FROM tenant_policies WHERE tenant_id = ?").get(v.tenantId) as { top: number | null };
+      if (v.version !== (top.top ?? 0) + 1) return "conflict";
+      this.db
+        .prepare("INSERT INTO tenant_policies (tenant_id, version, created_at, author, document) VALUES (?, ?, ?, ?, ?)")
+        .run(v.tenantId, v.version, v.createdAt, v.author, JSON.stringify(v.document));
+      return "ok";
+    });
+  }
+
+  async currentTenantPolicy(tenantId: string): Promise<TenantPolicyVersion | undefined> {
+    const r = this.db.prepare("SELECT * FROM tenant_policies WHERE tenant_id = ? ORDER BY version DESC LIMIT 1").get(tenantId) as Row | undefined;
+    return r && sqliteRows.tenantPolicy(r);
+  }
+
+  async getTenantPolicyVersion(tenantId: string, version: number): Promise<TenantPolicyVersion | undefined> {
+    const r = this.db.prepare("SELECT * FROM tenant_policies WHERE tenant_id = ? AND version = ?").get(tenantId, version) as Row | undefined;
+    return r && sqliteRows.tenantPolicy(r);
+  }
+
+  async listTenantPolicyVersions(tenantId: string, q: { before?: number | undefined; limit: number }): Promise<TenantPolicyVersion[]> {
+    const rows = this.db
+      .prepare("SELECT * FROM tenant_policies WHERE tenant_id = ? AND version < ? ORDER BY version DESC LIMIT ?")
+      .all(tenantId, q.before ?? Number.MAX_SAFE_INTEGER, q.limit) as Row[];
+    return rows.map(sqliteRows.tenantPolicy);
   }
 
   // ---- App Attest (issue 25) ----
