@@ -42,6 +42,8 @@ import type { EarAlgorithm } from "./domain/signingKeys.ts";
 import { TenantAdmin } from "./services/tenantAdmin.ts";
 import { TrustSources } from "./services/trustSources.ts";
 import { PortalOverview } from "./portal/overview.ts";
+import { PortalSso, ssoSettingsFrom } from "./portal/sso.ts";
+import { SsoMappings } from "./portal/ssoMappings.ts";
 import { startTracing, type Tracing } from "./tracing/sdk.ts";
 import { tracedFetch } from "./tracing/spans.ts";
 
@@ -64,7 +66,7 @@ export interface Runtime {
    */
   receiptRefresher: AppleReceiptRefresher;
   /** the portal's account services its routes use, for tests that drive them directly */
-  portal: { accounts: PortalAccounts; sessions: PortalSessions; passkeys: PortalPasskeys };
+  portal: { accounts: PortalAccounts; sessions: PortalSessions; passkeys: PortalPasskeys; sso: PortalSso | undefined };
   /** OpenTelemetry traces, when --otlp-endpoint turned them on (src/tracing/, docs/traces.md) */
   tracing: Tracing | undefined;
   /** stops accepting, lets in-flight requests finish, flushes the activity log, closes the stores */
@@ -220,6 +222,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     accounts: new PortalAccounts(stores.durable, clock, rng, rateLimiter, publicUrl, new PasswordHasher(opts.passwordCost)),
     sessions: new PortalSessions(stores.durable, clock, rng, { idleMs: config.portalIdleTimeout * 1000, absoluteMs: config.portalSessionLifetime * 1000 }),
     passkeys: new PortalPasskeys(stores.durable, clock, rng, rateLimiter, { origin: new URL(publicUrl).origin, name: "attestd" }),
+    sso: ((s) => (s ? new PortalSso(stores.durable, clock, rng, s) : undefined))(ssoSettingsFrom(config, publicUrl)),
   };
   const devices = new DeviceService(stores.durable, clock);
 
@@ -302,6 +305,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       tenantAdmin: new TenantAdmin(stores.durable, clock, rng),
       trust: trustSources,
       api: { baseUrl: publicUrl, ...(opts.caFile ? { caFile: opts.caFile } : {}) },
+      ssoMappings: new SsoMappings(stores.durable, clock),
     }),
     https: opts.https,
     tracing: tracing !== undefined,

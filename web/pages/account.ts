@@ -5,12 +5,17 @@ import { layout, table, type PageContext } from "../layout.ts";
 /** A stored ISO time as people read it: minutes, UTC. */
 export const minutes = (iso: string) => html`<time datetime="${iso}">${iso.slice(0, 16).replace("T", " ")} UTC</time>`;
 
-/** `ended`: the browser came back with a session that is over (signed out elsewhere, idle too long, disabled). */
-export function signInPage(next: string, ended = false): string {
+/**
+ * `ended`: the browser came back with a session that is over (signed out elsewhere, idle too long, disabled).
+ * `sso`: the name of the deployment's identity provider, when single sign-on is configured (docs/sso.md).
+ */
+export function signInPage(next: string, ended = false, sso?: string): string {
   return layout(
     "Sign in",
     {},
     html`${ended ? html`<p class="ended narrow">Your session has ended: it was idle too long, reached its time limit, or was signed out. Sign in again.</p>` : ""}
+${sso ? html`<p class="narrow"><a role="button" href="/portal/sso/start?next=${encodeURIComponent(next)}" data-sso>Sign in with ${sso}</a></p>
+<p class="or narrow">Or with your email and password:</p>` : ""}
 <form data-api="/portal/api/session" data-method="POST" data-then="${next}" class="narrow">
   <label>Email <input type="email" name="email" autocomplete="username webauthn" required maxlength="320"></label>
   <label>Password <input type="password" name="password" autocomplete="current-password" required maxlength="1024"></label>
@@ -20,6 +25,19 @@ export function signInPage(next: string, ended = false): string {
   <p class="or">Or sign in without a password:</p>
   <button type="button" class="secondary" data-passkey-signin data-then="${next}">Use a passkey</button>
 </div>`,
+  );
+}
+
+/**
+ * Where single sign-on lands once the session is open: a page whose link (and refresh) takes the person on. A
+ * same-site step, so the browser sends the new SameSite=Strict session cookie with it.
+ */
+export function ssoLandingPage(next: string): string {
+  return layout(
+    "Signed in",
+    {},
+    html`<meta http-equiv="refresh" content="0;url=${next}">
+<p class="narrow">You are signed in. <a href="${next}" data-sso-continue>Continue</a></p>`,
   );
 }
 

@@ -25,6 +25,7 @@ import { registerOverviewRoutes } from "./overview.ts";
 import { registerPinnedDeviceRoutes } from "./devices.ts";
 import { registerPlayAppRoutes } from "./playApps.ts";
 import { registerIosAppRoutes } from "./iosApps.ts";
+import { registerSsoRoutes } from "./sso.ts";
 
 /**
  * Strict: nothing inline, nothing from another origin, never framed. web/static/portal.js is the only script;
@@ -206,5 +207,6 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     registerUserRoutes(app, routes);
     registerOverviewRoutes(app, routes);
     registerOperatorRoutes(app, routes);
+    registerSsoRoutes(app, routes);
   };
 }
