@@ -104,6 +104,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const log = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat as LogFormat });
   const clock = opts.clock ?? systemClock;
   const rng = opts.rng ?? cryptoRng;
+  // before anything is opened: an unreadable client secret file stops the start with nothing to close
+  const ssoSettings = ssoSettingsFrom(config, publicBaseUrl(config));
   const stores = opts.stores ?? (await openStores(config, { serving: true, onBackgroundError: walCheckpointFailed(log) }));
   // before anything is served: a missing or wrong key stops start-up here, and plaintext secrets are sealed now
   let secrets: OpenedSecrets;
@@ -222,7 +224,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     accounts: new PortalAccounts(stores.durable, clock, rng, rateLimiter, publicUrl, new PasswordHasher(opts.passwordCost)),
     sessions: new PortalSessions(stores.durable, clock, rng, { idleMs: config.portalIdleTimeout * 1000, absoluteMs: config.portalSessionLifetime * 1000 }),
     passkeys: new PortalPasskeys(stores.durable, clock, rng, rateLimiter, { origin: new URL(publicUrl).origin, name: "attestd" }),
-    sso: ((s) => (s ? new PortalSso(stores.durable, clock, rng, s) : undefined))(ssoSettingsFrom(config, publicUrl)),
+    sso: ssoSettings ? new PortalSso(stores.durable, clock, rng, ssoSettings) : undefined,
   };
   const devices = new DeviceService(stores.durable, clock);
 

@@ -272,6 +272,23 @@ describe("single sign-on's settings", () => {
     assert.doesNotThrow(() => loadConfig({ ...base, ssoIssuer: "http://127.0.0.1:9", ssoClientId: "x", ssoClientSecretFile: "/f", ssoAllowHttpLoopback: true }, {}));
   });
 
+  it("a provider that cannot be reached is PORTAL_SSO_UNAVAILABLE (503) on a page; a missing secret file stops start-up", async () => {
+    const { freePort } = await import("../helpers/serverProcess.ts");
+    const secretFile = `${process.env.TMPDIR ?? "/tmp"}/attestd-sso-secret-down-${process.pid}`;
+    writeFileSync(secretFile, "a secret", { mode: 0o600 });
+    const sso = { ssoIssuer: `http://127.0.0.1:${await freePort()}`, ssoClientId: "x", ssoAllowHttpLoopback: true };
+    const t = await startTestRuntime({ ...sso, ssoClientSecretFile: secretFile });
+    try {
+      const start = await t.runtime.app.inject({ method: "GET", url: "/portal/sso/start" });
+      assert.equal(start.statusCode, 503, start.body);
+      assert.match(start.body, new RegExp(`<code>${catalog.PORTAL_SSO_UNAVAILABLE.code}</code>`));
+      assert.match(start.body, /discovery failed/);
+    } finally {
+      await t.close();
+    }
+    await assert.rejects(startTestRuntime({ ...sso, ssoClientSecretFile: `${secretFile}.missing` }), (e: unknown) => e instanceof ConfigError && /--sso-client-secret-file/.test(e.message));
+  });
+
   it("without --sso-issuer the sign-in page offers no provider and the SSO routes are not found", async () => {
     const t = await startTestRuntime();
     try {
