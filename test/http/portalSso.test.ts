@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import type { LightMyRequestResponse } from "fastify";
 import { ConfigError, loadConfig } from "../../src/config.ts";
@@ -18,10 +18,10 @@ const SITE = { host: "portal.test:8443", origin: PUBLIC };
 describe("portal single sign-on against a real OpenID Connect provider (oidc-provider on 127.0.0.1)", () => {
   let idp: TestOidcProvider;
   let t: TestRuntime;
+  const secretFile = `${process.env.TMPDIR ?? "/tmp"}/attestd-sso-secret-${process.pid}`;
 
   before(async () => {
     idp = await startOidcProvider({ redirectUri: REDIRECT });
-    const secretFile = `${process.env.TMPDIR ?? "/tmp"}/attestd-sso-secret-${process.pid}`;
     writeFileSync(secretFile, `${idp.clientSecret}\n`, { mode: 0o600 });
     t = await startTestRuntime({
       publicUrl: PUBLIC,
@@ -41,6 +41,7 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
   after(async () => {
     await t.close();
     await idp.close();
+    rmSync(secretFile, { force: true });
   });
 
   const inject = (url: string, cookies: Record<string, string> = {}) => t.runtime.app.inject({ method: "GET", url, headers: SITE, cookies });
@@ -285,6 +286,7 @@ describe("single sign-on's settings", () => {
       assert.match(start.body, /discovery failed/);
     } finally {
       await t.close();
+      rmSync(secretFile, { force: true });
     }
     await assert.rejects(startTestRuntime({ ...sso, ssoClientSecretFile: `${secretFile}.missing` }), (e: unknown) => e instanceof ConfigError && /--sso-client-secret-file/.test(e.message));
   });
