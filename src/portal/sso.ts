@@ -85,7 +85,10 @@ export class PortalSso {
       const { issuer, clientId, clientSecret, allowHttpLoopback } = this.settings;
       this.discovered = oidc
         .discovery(new URL(issuer), clientId, { client_secret: clientSecret }, oidc.ClientSecretPost(clientSecret), {
-          ...(allowHttpLoopback ? { execute: [oidc.allowInsecureRequests] } : {}),
+          // The ID token's signature is checked against the provider's JWKS too. openid-client skips it by default for
+          // a token from the token endpoint (OIDC Core 3.1.3.7 lets TLS vouch for the issuer instead); checking it
+          // costs one JWKS fetch, cached, and holds even where TLS is intercepted by a proxy attestd trusts.
+          execute: allowHttpLoopback ? [oidc.enableNonRepudiationChecks, oidc.allowInsecureRequests] : [oidc.enableNonRepudiationChecks],
           timeout: 10,
         })
         .catch((err: unknown) => {
@@ -239,10 +242,9 @@ function messageOf(err: unknown): string {
   // the provider's own error (invalid_grant for a spent code), or the claim that did not validate (aud, exp, iss)
   if (typeof e?.error === "string") m = `${e.error}${typeof e.error_description === "string" ? ` (${e.error_description})` : ""}`;
   else {
-    // openid-client wraps oauth4webapi's error, whose message names the claim (aud, exp, iss, nonce)
-    for (let c: unknown = e?.cause, depth = 0; c && depth < 3; c = (c as { cause?: unknown }).cause, depth++) {
-      if (c instanceof Error && c.message.includes("claim")) m = c.message;
-    }
+    // openid-client wraps oauth4webapi's error, whose message names the check (the aud, exp, iss or nonce claim,
+    // the signature): the innermost error's message says most
+    for (let c: unknown = e?.cause, depth = 0; c instanceof Error && depth < 3; c = c.cause, depth++) m = c.message;
   }
   return m.length > 200 ? `${m.slice(0, 200)}…` : m;
 }

@@ -14,7 +14,7 @@ export interface TestAccount {
 }
 
 /** How the next token response's ID token is altered (re-signed with the provider's own key), or not. */
-export type Tamper = { aud?: string; exp?: number; iss?: string } | undefined;
+export type Tamper = { aud?: string; exp?: number; iss?: string; nonce?: string; signedByAnotherKey?: boolean } | undefined;
 
 export interface TestOidcProvider {
   issuer: string;
@@ -32,12 +32,15 @@ export interface TestOidcProvider {
  * confidential client whose redirect URL is attestd's, PKCE required, and an interaction that signs in the account
  * the test names (no login form): everything else, discovery, authorization, codes, the token endpoint, ID token
  * signing and the JWKS, is the library's own. `tamper` re-signs the ID token of a token response with the provider's
- * key and other claims, to show that attestd checks the audience and expiry, not only the signature.
+ * key and other claims, to show that attestd checks the audience, expiry, issuer and nonce, not only the signature;
+ * or with a key the provider never published, to show that the signature is checked.
  */
 export async function startOidcProvider(o: { redirectUri: string; clientId?: string; clientSecret?: string }): Promise<TestOidcProvider> {
   const clientId = o.clientId ?? "attestd-portal";
   const clientSecret = o.clientSecret ?? "a client secret of the test provider, long enough";
   const { privateKey } = await generateKeyPair("RS256", { extractable: true });
+  // a key of the same id that the provider never published: what a forger would sign with
+  const { privateKey: foreignKey } = await generateKeyPair("RS256");
   const jwk: JWK = { ...(await exportJWK(privateKey)), kid: "test-key", alg: "RS256", use: "sig" };
   const accounts = new Map<string, TestAccount>();
   let next: TestAccount | undefined;
@@ -92,8 +95,9 @@ export async function startOidcProvider(o: { redirectUri: string; clientId?: str
     await nextMw();
     const body = ctx.body as { id_token?: string } | undefined;
     if (tamper && ctx.path === "/token" && body && typeof body.id_token === "string") {
-      const claims = { ...decodeJwt(body.id_token), ...tamper };
-      body.id_token = await new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: "test-key" }).sign(privateKey);
+      const { signedByAnotherKey, ...changed } = tamper;
+      const claims = { ...decodeJwt(body.id_token), ...changed };
+      body.id_token = await new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: "test-key" }).sign(signedByAnotherKey ? foreignKey : privateKey);
     }
   });
 

@@ -149,7 +149,7 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
     assert.match(replay.body, /invalid_grant/);
   });
 
-  it("an ID token for another audience, an expired one and one of another issuer are refused, though signed by the provider's key", async () => {
+  it("an ID token for another audience, expired, of another issuer or another sign-in's nonce is refused though signed by the provider's key; one signed by another key is refused", async () => {
     const { SsoMappings } = await import("../../src/portal/ssoMappings.ts");
     await new SsoMappings(t.runtime.stores.durable, t.clock).map({ subject: "idp-tamper" }, "acme", "viewer");
     const account = { sub: "idp-tamper", email: "tamper@acme.example", email_verified: true };
@@ -165,6 +165,15 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
       assert.match(expired.body, /exp/);
       idp.tamper({ iss: "https://another-issuer.example" });
       refusedWith(await signIn(account), 401, "PORTAL_SSO_FAILED");
+      idp.tamper({ nonce: "a-nonce-of-another-sign-in" });
+      const nonce = await signIn(account);
+      refusedWith(nonce, 401, "PORTAL_SSO_FAILED");
+      assert.match(nonce.body, /nonce/);
+      // the same claims, signed by a key that is not in the provider's JWKS
+      idp.tamper({ signedByAnotherKey: true });
+      const forged = await signIn(account);
+      refusedWith(forged, 401, "PORTAL_SSO_FAILED");
+      assert.match(forged.body, /signature/i);
     } finally {
       idp.tamper(undefined);
     }
