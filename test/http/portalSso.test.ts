@@ -117,6 +117,10 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
     // the pages work as after a password sign-in
     const page = await inject("/portal/verdicts", { [SESSION_COOKIE]: sessionOf(res)! });
     assert.equal(page.statusCode, 200);
+    // with no password to change, the Account page says how to get one instead of asking for the current one
+    const account = await inject("/portal/account", { [SESSION_COOKIE]: sessionOf(res)! });
+    assert.match(account.body, /data-no-password/);
+    assert.doesNotMatch(account.body, /name="currentPassword"/);
 
     const again = await signIn({ sub: "idp-ada", email, email_verified: true });
     assert.deepEqual(await me(again), { email, role: "viewer", tenantId: t.tenant.tenantId });

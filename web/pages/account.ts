@@ -56,8 +56,11 @@ export function invitePage(kind: "invite" | "reset"): string {
   );
 }
 
-/** Who you are, and your passkeys: add one, rename, delete. */
-export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin: string): string {
+/**
+ * Who you are, and your passkeys: add one, rename, delete. `hasPassword` false: a person single sign-on made, who
+ * has no current password to change.
+ */
+export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin: string, hasPassword = true): string {
   const actor = ctx.actor!;
   const rows = passkeys.map((p) => {
     const api = `/portal/api/passkeys/${encodeURIComponent(p.credentialId)}`;
@@ -90,13 +93,15 @@ export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin:
 </section>
 <section aria-labelledby="password-h">
   <h2 id="password-h">Password</h2>
-  <p>Changing it signs you out everywhere else; this browser stays signed in.</p>
+  ${hasPassword ? "" : html`<p data-no-password>You have no password: you sign in through single sign-on or a passkey. To have one as well, ask an
+  operator or an admin of your tenant for a reset link.</p>`}
+  ${hasPassword ? html`<p>Changing it signs you out everywhere else; this browser stays signed in.</p>
   <form data-api="/portal/api/account/password" data-method="POST" data-then="/portal/account" data-success="Password changed." aria-label="Change your password" class="narrow">
     <input type="email" autocomplete="username" value="${actor.email}" hidden aria-hidden="true">
     <label>Current password <input type="password" name="currentPassword" autocomplete="current-password" required maxlength="1024"></label>
     <label>New password <input type="password" name="newPassword" autocomplete="new-password" required minlength="12" maxlength="1024"></label>
     <button type="submit">Change password</button>
-  </form>
+  </form>` : ""}
 </section>
 <section aria-labelledby="passkeys-h">
   <h2 id="passkeys-h">Passkeys</h2>
