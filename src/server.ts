@@ -101,11 +101,11 @@ export interface RuntimeOptions {
 
 /** The composition root: config → stores → trust → services → app. `main` only listens and handles signals. */
 export async function createRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
+  // before anything is opened: an unreadable client secret file stops the start with nothing to close
+  const ssoSettings = ssoSettingsFrom(config, publicBaseUrl(config));
   const log = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat as LogFormat });
   const clock = opts.clock ?? systemClock;
   const rng = opts.rng ?? cryptoRng;
-  // before anything is opened: an unreadable client secret file stops the start with nothing to close
-  const ssoSettings = ssoSettingsFrom(config, publicBaseUrl(config));
   const stores = opts.stores ?? (await openStores(config, { serving: true, onBackgroundError: walCheckpointFailed(log) }));
   // before anything is served: a missing or wrong key stops start-up here, and plaintext secrets are sealed now
   let secrets: OpenedSecrets;
