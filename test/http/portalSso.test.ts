@@ -23,25 +23,26 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
   before(async () => {
     idp = await startOidcProvider({ redirectUri: REDIRECT });
     writeFileSync(secretFile, `${idp.clientSecret}\n`, { mode: 0o600 });
-    t = await startTestRuntime({
-      publicUrl: PUBLIC,
-      ssoIssuer: idp.issuer,
-      ssoClientId: idp.clientId,
-      ssoClientSecretFile: secretFile,
-      ssoAllowHttpLoopback: true,
-      ssoName: "Test IdP",
-      ssoScopes: ["openid", "email", "attestd"],
-      ssoTenantClaim: "tenant",
-      ssoRoleClaim: "groups",
-      ssoAdminValues: ["attestd-admins"],
-      ssoViewerValues: ["attestd-viewers"],
-    });
+    t = await startTestRuntime({ publicUrl: PUBLIC, ...ssoSettings() });
     await t.addTenant("globex");
   });
   after(async () => {
     await t.close();
     await idp.close();
     rmSync(secretFile, { force: true });
+  });
+
+  const ssoSettings = () => ({
+    ssoIssuer: idp.issuer,
+    ssoClientId: idp.clientId,
+    ssoClientSecretFile: secretFile,
+    ssoAllowHttpLoopback: true,
+    ssoName: "Test IdP",
+    ssoScopes: ["openid", "email", "attestd"],
+    ssoTenantClaim: "tenant",
+    ssoRoleClaim: "groups",
+    ssoAdminValues: ["attestd-admins"],
+    ssoViewerValues: ["attestd-viewers"],
   });
 
   const inject = (url: string, cookies: Record<string, string> = {}) => t.runtime.app.inject({ method: "GET", url, headers: SITE, cookies });
@@ -141,6 +142,20 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
     refusedWith(await back(callback, `${forged}.${mac}`), 401, "PORTAL_SSO_FAILED");
     // the code was never exchanged: the real browser still signs in with it
     assert.equal((await me(await back(callback, flowCookie))).email, "state@acme.example");
+  });
+
+  it("a sign-in begun on one instance finishes on another of the deployment (the flow cookie's key comes from the shared client secret)", async () => {
+    const other = await startTestRuntime({ ...ssoSettings(), publicUrl: PUBLIC });
+    try {
+      const { SsoMappings } = await import("../../src/portal/ssoMappings.ts");
+      await new SsoMappings(other.runtime.stores.durable, other.clock).map({ subject: "idp-roam" }, "acme", "viewer");
+      const { callback, flowCookie } = await startAt({ sub: "idp-roam", email: "roam@acme.example", email_verified: true });
+      const res = await other.runtime.app.inject({ method: "GET", url: `/portal/sso/callback${callback.search}`, headers: SITE, cookies: { [SSO_COOKIE]: flowCookie } });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal((await other.runtime.stores.durable.getPortalUserByEmail("roam@acme.example"))!.state, "active");
+    } finally {
+      await other.close();
+    }
   });
 
   it("a code is used once: the same answer replayed (cookie and all) is refused by the provider, and attestd says so", async () => {
