@@ -167,6 +167,19 @@ export const settings = {
   otlpHeaders: s("string", "headers sent with every trace export, name=value pairs separated by commas, values percent-encoded (a collector's API key: never logged)"),
   traceSampleRatio: s("number", "share of requests without a sampled caller whose traces are kept, 0 to 1; a caller's traceparent decides for its own requests (parent-based)", { default: 1, min: 0, max: 1 }),
   serviceName: s("string", "service.name of the exported traces (one name per deployment, its instances told apart by host)", { default: "attestd" }),
+  // Single sign-on for the portal through OpenID Connect (src/portal/sso.ts, docs/sso.md): off unless an issuer is given
+  ssoIssuer: s("string", "issuer URL of the OpenID Connect provider the portal signs people in with (its /.well-known/openid-configuration is read); https. Unset: no single sign-on"),
+  ssoClientId: s("string", "the portal's client id at the provider (needed with --sso-issuer)"),
+  ssoClientSecretFile: s("string", "file holding the client secret (needed with --sso-issuer; never a flag value, so it stays out of process lists and shell history)"),
+  ssoRedirectUrl: s("string", "the redirect URL registered at the provider (default: the public URL's /portal/sso/callback)"),
+  ssoScopes: s("list", "scopes asked for (comma-separated); openid is always among them", { default: ["openid", "email", "profile"] }),
+  ssoName: s("string", "the provider's name on the sign-in page's button (Sign in with NAME)", { default: "single sign-on" }),
+  ssoTenantClaim: s("string", "ID token claim naming a person's tenant (by tenant name), for mapping by claims; with --sso-role-claim"),
+  ssoTenants: s("list", "the tenant names --sso-tenant-claim may name (comma-separated; default: any tenant)"),
+  ssoRoleClaim: s("string", "ID token claim holding a person's role or groups (a string or an array of strings), for mapping by claims; with --sso-tenant-claim"),
+  ssoAdminValues: s("list", "values of --sso-role-claim that make a tenant admin (comma-separated)", { default: [] }),
+  ssoViewerValues: s("list", "values of --sso-role-claim that make a tenant viewer (comma-separated)", { default: [] }),
+  ssoAllowHttpLoopback: s("bool", "accept an http issuer on a loopback address (a provider run by tests or on this machine); never for a real deployment", { default: false }),
   logLevel: s("string", "pino log level", {
     default: "info",
     choices: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
@@ -363,8 +376,40 @@ export function loadConfig(
     const why = allowHostProblem(entry);
     if (why) throw new ConfigError(`--webhook-allow-hosts: ${why}`);
   }
+  const sso = ssoConfigProblem(c);
+  if (sso) throw new ConfigError(sso);
   if (c.portalIdleTimeout > c.portalSessionLifetime) {
     throw new ConfigError("--portal-idle-timeout cannot be longer than --portal-session-lifetime");
   }
   return c;
+}
+
+/** What is wrong with the single sign-on settings, if anything (docs/sso.md). */
+function ssoConfigProblem(c: Config): string | undefined {
+  const claims = c.ssoTenantClaim !== undefined || c.ssoRoleClaim !== undefined;
+  if (c.ssoIssuer === undefined) {
+    if (c.ssoClientId !== undefined || c.ssoClientSecretFile !== undefined || claims) return "the --sso-* settings need --sso-issuer";
+    return undefined;
+  }
+  let url: URL;
+  try {
+    url = new URL(c.ssoIssuer);
+  } catch {
+    return `--sso-issuer ${c.ssoIssuer} is not a URL`;
+  }
+  if (url.username || url.password) return "--sso-issuer must not carry a user or password";
+  const loopback = ["localhost", "[::1]"].includes(url.hostname) || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback && c.ssoAllowHttpLoopback)) {
+    return `--sso-issuer ${c.ssoIssuer} must be an https URL (http only to a loopback address, with --sso-allow-http-loopback)`;
+  }
+  if (c.ssoClientId === undefined) return "--sso-issuer needs --sso-client-id";
+  if (c.ssoClientSecretFile === undefined) return "--sso-issuer needs --sso-client-secret-file";
+  if (c.ssoRedirectUrl !== undefined && !/^https?:\/\//.test(c.ssoRedirectUrl)) return `--sso-redirect-url ${c.ssoRedirectUrl} is not an http(s) URL`;
+  if ((c.ssoTenantClaim === undefined) !== (c.ssoRoleClaim === undefined)) return "--sso-tenant-claim and --sso-role-claim go together";
+  if (c.ssoRoleClaim !== undefined && c.ssoAdminValues.length + c.ssoViewerValues.length === 0) {
+    return "--sso-role-claim needs --sso-admin-values or --sso-viewer-values: the values that make an admin or a viewer";
+  }
+  const both = c.ssoAdminValues.find((v) => c.ssoViewerValues.includes(v));
+  if (both !== undefined) return `"${both}" is in both --sso-admin-values and --sso-viewer-values`;
+  return undefined;
 }

@@ -47,6 +47,8 @@ import { WebhookRegistry } from "./services/webhooks.ts";
 import { WebhookDeliverer } from "./services/webhookDelivery.ts";
 import { WebhookTrustEvents } from "./services/webhookTrustEvents.ts";
 import { PortalOverview } from "./portal/overview.ts";
+import { PortalSso, ssoSettingsFrom } from "./portal/sso.ts";
+import { SsoMappings } from "./portal/ssoMappings.ts";
 import { startTracing, type Tracing } from "./tracing/sdk.ts";
 import { tracedFetch } from "./tracing/spans.ts";
 import { storesWithSpans } from "./tracing/storeSpans.ts";
@@ -70,7 +72,7 @@ export interface Runtime {
    */
   receiptRefresher: AppleReceiptRefresher;
   /** the portal's account services its routes use, for tests that drive them directly */
-  portal: { accounts: PortalAccounts; sessions: PortalSessions; passkeys: PortalPasskeys };
+  portal: { accounts: PortalAccounts; sessions: PortalSessions; passkeys: PortalPasskeys; sso: PortalSso | undefined };
   /** OpenTelemetry traces, when --otlp-endpoint turned them on (src/tracing/, docs/traces.md) */
   tracing: Tracing | undefined;
   /** stops accepting, lets in-flight requests finish, flushes the activity log, closes the stores */
@@ -105,6 +107,8 @@ export interface RuntimeOptions {
 
 /** The composition root: config → stores → trust → services → app. `main` only listens and handles signals. */
 export async function createRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
+  // before anything is opened: an unreadable client secret file stops the start with nothing to close
+  const ssoSettings = ssoSettingsFrom(config, publicBaseUrl(config));
   const log = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat as LogFormat });
   const clock = opts.clock ?? systemClock;
   const rng = opts.rng ?? cryptoRng;
@@ -253,6 +257,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     accounts: new PortalAccounts(stores.durable, clock, rng, rateLimiter, publicUrl, new PasswordHasher(opts.passwordCost)),
     sessions: new PortalSessions(stores.durable, clock, rng, { idleMs: config.portalIdleTimeout * 1000, absoluteMs: config.portalSessionLifetime * 1000 }),
     passkeys: new PortalPasskeys(stores.durable, clock, rng, rateLimiter, { origin: new URL(publicUrl).origin, name: "attestd" }),
+    sso: ssoSettings ? new PortalSso(stores.durable, clock, rng, ssoSettings) : undefined,
   };
   const devices = new DeviceService(stores.durable, clock, webhooks);
 
@@ -337,6 +342,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       tenantAdmin: new TenantAdmin(stores.durable, clock, rng),
       trust: trustSources,
       api: { baseUrl: publicUrl, ...(opts.caFile ? { caFile: opts.caFile } : {}) },
+      ssoMappings: new SsoMappings(stores.durable, clock),
     }),
     https: opts.https,
     tracing: tracing !== undefined,

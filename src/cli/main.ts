@@ -28,6 +28,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ commands
   device: { summary: "per-device memory: the devices relying parties name, and their pins", load: () => import("./deviceCommands.ts") },
   webhook: { summary: "manage a tenant's signed webhooks: endpoints, their secrets, deliveries and resends", load: () => import("./webhookCommands.ts") },
   policy: { summary: "show, set, list or roll back a tenant's appraisal policy versions (docs/policy.md)", load: () => import("./policyCommands.ts") },
+  sso: { summary: "map the identity provider's people to a tenant and role for the portal's single sign-on", load: () => import("./ssoCommands.ts") },
 };
 
 /**

@@ -47,7 +47,7 @@ export interface PortalSession {
   /** absolute end (created + --portal-session-lifetime); idle expiry is lastSeenAtMs + --portal-idle-timeout */
   expiresAtMs: number;
   /** how the session was opened */
-  method: "password" | "passkey";
+  method: "password" | "passkey" | "sso";
 }
 
 /**
@@ -79,4 +79,17 @@ export interface PasskeyChallenge {
   /** the user registering; null for a sign-in (the passkey names its user) */
   userId: string | null;
   expiresAtMs: number;
+}
+
+/**
+ * An operator's mapping for single sign-on (docs/sso.md): the identity provider's subject, or a verified email, to a
+ * tenant and a role. Never to an operator: SSO makes tenant users only.
+ */
+export interface SsoMapping {
+  kind: "subject" | "email";
+  /** the subject as the provider gives it; an email lowercase */
+  value: string;
+  tenantId: string;
+  role: TenantRole;
+  createdAt: string;
 }

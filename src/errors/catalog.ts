@@ -98,6 +98,10 @@ const table = {
   PORTAL_IOS_APP_EXISTS: entry("P", 409, "4098003", "PORTAL_IOS_APP_EXISTS", "The tenant has registered this iOS app id already"),
   PORTAL_TENANT_EXISTS: entry("P", 409, "4098050", "PORTAL_TENANT_EXISTS", "A tenant with this name or customer ID exists"),
   PORTAL_INVITE_INVALID: entry("P", 410, "4108000", "PORTAL_INVITE_INVALID", "The sign-in link is unknown, used, expired, or void (a newer link, a password set or a disable voids it)"),
+  // single sign-on (docs/sso.md)
+  PORTAL_SSO_FAILED: entry("P", 401, "4018010", "PORTAL_SSO_FAILED", "Single sign-on did not complete: the sign-in expired or came from another browser (state), or the provider's answer or ID token did not validate"),
+  PORTAL_SSO_REFUSED: entry("P", 403, "4038010", "PORTAL_SSO_REFUSED", "The provider signed the person in, but attestd maps them to no tenant and role, or their portal account is disabled or another tenant's"),
+  PORTAL_SSO_UNAVAILABLE: entry("P", 503, "5038010", "PORTAL_SSO_UNAVAILABLE", "The identity provider could not be reached or its discovery document is unusable"),
   RSA_DECRYPTION_FAIL: entry("B", 500, "5000006", "RSA_DECRYPTION_FAIL", "Text could not be decrypted"),
   PORTAL_WEBHOOK_URL_REFUSED: entry("P", 400, "4008027", "PORTAL_WEBHOOK_URL_REFUSED", "The webhook URL is not a target the operator allows: https only, no loopback, private, link-local or metadata address (--webhook-allow-private, --webhook-allow-hosts)"),
 } as const;

@@ -25,7 +25,7 @@ import type {
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../domain/tenants.ts";
 import type { StoredVerdict, VerdictValue } from "../domain/verdicts.ts";
 import type { DevicePinReset, DeviceRecord } from "../domain/devices.ts";
-import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../domain/portal.ts";
+import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState, SsoMapping } from "../domain/portal.ts";
 import type { SigningKeyRecord } from "../domain/signingKeys.ts";
 import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../domain/webhooks.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../nonces/types.ts";
@@ -678,8 +678,26 @@ export interface TenantPolicyStore {
   listTenantPolicyVersions(tenantId: string, q: { before?: number | undefined; limit: number }): Promise<TenantPolicyVersion[]>;
 }
 
+/** Single sign-on (docs/sso.md): operators' mappings and the provider identities portal users are linked to. */
+export interface SsoStore {
+  /** stores the mapping, replacing one of the same kind and value */
+  putSsoMapping(m: SsoMapping): Promise<void>;
+  getSsoMapping(kind: SsoMapping["kind"], value: string): Promise<SsoMapping | undefined>;
+  /** false when there was none */
+  deleteSsoMapping(kind: SsoMapping["kind"], value: string): Promise<boolean>;
+  /** by kind, then value */
+  listSsoMappings(): Promise<SsoMapping[]>;
+  /** the portal user a provider identity is linked to */
+  getSsoIdentity(issuer: string, subject: string): Promise<string | undefined>;
+  /**
+   * Links a provider identity to a portal user; `taken` (nothing stored) when the identity is linked already or the
+   * user has another identity of this issuer: of two concurrent first sign-ins, one links.
+   */
+  linkSsoIdentity(issuer: string, subject: string, userId: string, at: string): Promise<"ok" | "taken">;
+}
+
 /** Everything durable, as one backend provides it. */
-export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore, PlayAppStore, AppAttestStore, WebhookStore, TenantPolicyStore {
+export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore, PlayAppStore, AppAttestStore, WebhookStore, TenantPolicyStore, SsoStore {
   readonly kind: string;
   /** cheap round trip for /readyz */
   ping(): Promise<void>;

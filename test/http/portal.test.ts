@@ -202,6 +202,8 @@ describe("portal over HTTP", () => {
       "/portal/api/session",
       "/portal/api/session/passkey",
       "/portal/api/session/passkey/options",
+      "/portal/api/sso/mappings",
+      "/portal/api/sso/mappings/{kind}/{value}",
       "/portal/api/tenants",
       "/portal/api/tenants/{name}",
       "/portal/api/trust",

@@ -469,5 +469,40 @@ export function portalConformance(name: string, withPartB: boolean, factory: () 
       await b.durable.createApiKey({ keyId: plain, tenantId: t.tenantId, secretHash: "00".repeat(32), rps: 1, burst: 1, createdAt: iso(T0) });
       assert.equal((await b.durable.getApiKey(plain))!.label, null);
     });
+
+    it("sso: an operator's mappings replaced by kind and value, listed in order; an identity links once, one per user per issuer", async () => {
+      const t = await tenant();
+      const t2 = await tenant();
+      const sub = uid("sub-");
+      const email = `${uid()}@idp.example`.toLowerCase();
+      await b.durable.putSsoMapping({ kind: "subject", value: sub, tenantId: t.tenantId, role: "viewer", createdAt: iso(T0) });
+      await b.durable.putSsoMapping({ kind: "email", value: email, tenantId: t.tenantId, role: "admin", createdAt: iso(T0) });
+      assert.deepEqual(await b.durable.getSsoMapping("subject", sub), { kind: "subject", value: sub, tenantId: t.tenantId, role: "viewer", createdAt: iso(T0) });
+      // the same value of the other kind is another mapping
+      assert.equal(await b.durable.getSsoMapping("email", sub), undefined);
+      await b.durable.putSsoMapping({ kind: "subject", value: sub, tenantId: t2.tenantId, role: "admin", createdAt: iso(T0 + 1000) });
+      assert.deepEqual(await b.durable.getSsoMapping("subject", sub), { kind: "subject", value: sub, tenantId: t2.tenantId, role: "admin", createdAt: iso(T0 + 1000) });
+      const mine = (await b.durable.listSsoMappings()).filter((m) => m.value === sub || m.value === email);
+      assert.deepEqual(mine.map((m) => [m.kind, m.value]), [["email", email], ["subject", sub]]);
+      assert.equal(await b.durable.deleteSsoMapping("subject", sub), true);
+      assert.equal(await b.durable.deleteSsoMapping("subject", sub), false);
+      assert.equal(await b.durable.getSsoMapping("subject", sub), undefined);
+      await assert.rejects(b.durable.putSsoMapping({ kind: "subject", value: uid(), tenantId: "t_none", role: "viewer", createdAt: iso(T0) }));
+
+      const issuer = `https://${uid()}.idp.example`;
+      const u1 = await person(t, "viewer");
+      const u2 = await person(t, "viewer");
+      assert.equal(await b.durable.getSsoIdentity(issuer, sub), undefined);
+      assert.equal(await b.durable.linkSsoIdentity(issuer, sub, u1.userId, iso(T0)), "ok");
+      assert.equal(await b.durable.getSsoIdentity(issuer, sub), u1.userId);
+      // the identity is taken; and u1 has an identity of this issuer already
+      assert.equal(await b.durable.linkSsoIdentity(issuer, sub, u2.userId, iso(T0)), "taken");
+      assert.equal(await b.durable.linkSsoIdentity(issuer, uid("other-"), u1.userId, iso(T0)), "taken");
+      assert.equal(await b.durable.getSsoIdentity(issuer, sub), u1.userId);
+      // another issuer's subject of the same text is another identity
+      assert.equal(await b.durable.linkSsoIdentity(`${issuer}/other`, sub, u2.userId, iso(T0)), "ok");
+      const raced = await Promise.all([b.durable.linkSsoIdentity(issuer, uid("race-"), u2.userId, iso(T0)), b.durable.linkSsoIdentity(issuer, uid("race-"), u2.userId, iso(T0))]);
+      assert.deepEqual(raced.sort(), ["ok", "taken"]);
+    });
   });
 }

@@ -5,12 +5,17 @@ import { layout, table, type PageContext } from "../layout.ts";
 /** A stored ISO time as people read it: minutes, UTC. */
 export const minutes = (iso: string) => html`<time datetime="${iso}">${iso.slice(0, 16).replace("T", " ")} UTC</time>`;
 
-/** `ended`: the browser came back with a session that is over (signed out elsewhere, idle too long, disabled). */
-export function signInPage(next: string, ended = false): string {
+/**
+ * `ended`: the browser came back with a session that is over (signed out elsewhere, idle too long, disabled).
+ * `sso`: the name of the deployment's identity provider, when single sign-on is configured (docs/sso.md).
+ */
+export function signInPage(next: string, ended = false, sso?: string): string {
   return layout(
     "Sign in",
     {},
     html`${ended ? html`<p class="ended narrow">Your session has ended: it was idle too long, reached its time limit, or was signed out. Sign in again.</p>` : ""}
+${sso ? html`<p class="narrow"><a role="button" href="/portal/sso/start?next=${encodeURIComponent(next)}" data-sso>Sign in with ${sso}</a></p>
+<p class="or narrow">Or with your email and password:</p>` : ""}
 <form data-api="/portal/api/session" data-method="POST" data-then="${next}" class="narrow">
   <label>Email <input type="email" name="email" autocomplete="username webauthn" required maxlength="320"></label>
   <label>Password <input type="password" name="password" autocomplete="current-password" required maxlength="1024"></label>
@@ -20,6 +25,19 @@ export function signInPage(next: string, ended = false): string {
   <p class="or">Or sign in without a password:</p>
   <button type="button" class="secondary" data-passkey-signin data-then="${next}">Use a passkey</button>
 </div>`,
+  );
+}
+
+/**
+ * Where single sign-on lands once the session is open: a page whose link (and refresh) takes the person on. A
+ * same-site step, so the browser sends the new SameSite=Strict session cookie with it.
+ */
+export function ssoLandingPage(next: string): string {
+  return layout(
+    "Signed in",
+    {},
+    html`<meta http-equiv="refresh" content="0;url=${next}">
+<p class="narrow">You are signed in. <a href="${next}" data-sso-continue>Continue</a></p>`,
   );
 }
 
@@ -38,8 +56,11 @@ export function invitePage(kind: "invite" | "reset"): string {
   );
 }
 
-/** Who you are, and your passkeys: add one, rename, delete. */
-export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin: string): string {
+/**
+ * Who you are, and your passkeys: add one, rename, delete. `hasPassword` false: a person single sign-on made, who
+ * has no current password to change.
+ */
+export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin: string, hasPassword = true): string {
   const actor = ctx.actor!;
   const rows = passkeys.map((p) => {
     const api = `/portal/api/passkeys/${encodeURIComponent(p.credentialId)}`;
@@ -72,13 +93,15 @@ export function accountPage(ctx: PageContext, passkeys: PortalPasskey[], origin:
 </section>
 <section aria-labelledby="password-h">
   <h2 id="password-h">Password</h2>
-  <p>Changing it signs you out everywhere else; this browser stays signed in.</p>
+  ${hasPassword ? "" : html`<p data-no-password>You have no password: you sign in through single sign-on or a passkey. To have one as well, ask an
+  operator or an admin of your tenant for a reset link.</p>`}
+  ${hasPassword ? html`<p>Changing it signs you out everywhere else; this browser stays signed in.</p>
   <form data-api="/portal/api/account/password" data-method="POST" data-then="/portal/account" data-success="Password changed." aria-label="Change your password" class="narrow">
     <input type="email" autocomplete="username" value="${actor.email}" hidden aria-hidden="true">
     <label>Current password <input type="password" name="currentPassword" autocomplete="current-password" required maxlength="1024"></label>
     <label>New password <input type="password" name="newPassword" autocomplete="new-password" required minlength="12" maxlength="1024"></label>
     <button type="submit">Change password</button>
-  </form>
+  </form>` : ""}
 </section>
 <section aria-labelledby="passkeys-h">
   <h2 id="passkeys-h">Passkeys</h2>

@@ -24,6 +24,6 @@ export function errorPage(ctx: PageContext, status: number, body: ErrorBody): st
     ctx,
     html`<p>${body.data || body.message || `HTTP ${status}`}</p>
 <p class="who">${body.code ? html`Code <code>${body.code}</code>` : ""}${body.errorId ? html` · error id <code>${body.errorId}</code>` : ""}</p>
-<p><a href="/portal/">Back to the overview</a></p>`,
+<p>${body.message?.startsWith("PORTAL_SSO_") ? html`<a href="/portal/signin">Back to the sign-in page</a>` : html`<a href="/portal/">Back to the overview</a>`}</p>`,
   );
 }

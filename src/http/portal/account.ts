@@ -9,7 +9,7 @@ const Email = SafeText({ minLength: 3, maxLength: 320 });
 const Password = Type.String({ minLength: 1, maxLength: 4096 });
 
 /** Only a path of this portal: a `next` that leaves it (another host, `//evil`, a backslash trick) is dropped. */
-function safeNext(next: string | undefined): string {
+export function safeNext(next: string | undefined): string {
   return next && /^\/portal\/[^\\]*$/.test(next) && !next.startsWith("//") ? next : "/portal/";
 }
 
@@ -17,7 +17,7 @@ function safeNext(next: string | undefined): string {
 export function registerAccountRoutes(app: AppInstance, { deps, html, tags, startSession }: PortalRoutes): void {
   const SignInQuery = Type.Object({ next: Type.Optional(Type.String({ maxLength: 500 })), ended: Type.Optional(Type.String({ maxLength: 8 })) });
   app.get("/portal/signin", { schema: { hide: true, querystring: SignInQuery }, config: { portal: "public" } }, (request, reply) =>
-    html(reply, signInPage(safeNext(request.query.next), request.query.ended !== undefined)),
+    html(reply, signInPage(safeNext(request.query.next), request.query.ended !== undefined, deps.sso?.name)),
   );
   app.get("/portal/invite", { schema: { hide: true }, config: { portal: "public" } }, (_request, reply) => html(reply, invitePage("invite")));
   app.get("/portal/reset", { schema: { hide: true }, config: { portal: "public" } }, (_request, reply) => html(reply, invitePage("reset")));

@@ -8,6 +8,8 @@ import type { Tenant } from "../../domain/tenants.ts";
 import type { PortalAccounts } from "../../portal/accounts.ts";
 import type { PortalHistory } from "../../portal/history.ts";
 import type { PortalPasskeys } from "../../portal/passkeys.ts";
+import type { PortalSso } from "../../portal/sso.ts";
+import type { SsoMappings } from "../../portal/ssoMappings.ts";
 import type { Actor, PortalSessions } from "../../portal/sessions.ts";
 import type { ApiKeyAdmin } from "../../services/apiKeyAdmin.ts";
 import type { ReferenceValueAdmin } from "../../services/referenceValueAdmin.ts";
@@ -59,6 +61,10 @@ export interface PortalDeps {
   trust: TrustSources;
   /** where tenants' programs reach the attestation API, for the commands the quick start and a new key show */
   api: ApiAccess;
+  /** single sign-on through the deployment's OpenID Connect provider, when --sso-issuer is set (docs/sso.md) */
+  sso?: PortalSso | undefined;
+  /** operators' SSO mappings (the same service as `attestd sso ...`) */
+  ssoMappings: SsoMappings;
 }
 
 declare module "fastify" {

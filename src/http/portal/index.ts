@@ -27,6 +27,7 @@ import { registerPlayAppRoutes } from "./playApps.ts";
 import { registerWebhookRoutes } from "./webhooks.ts";
 import { registerPolicyRoutes } from "./policy.ts";
 import { registerIosAppRoutes } from "./iosApps.ts";
+import { registerSsoRoutes } from "./sso.ts";
 
 /**
  * Strict: nothing inline, nothing from another origin, never framed. web/static/portal.js is the only script;
@@ -210,5 +211,6 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     registerUserRoutes(app, routes);
     registerOverviewRoutes(app, routes);
     registerOperatorRoutes(app, routes);
+    registerSsoRoutes(app, routes);
   };
 }

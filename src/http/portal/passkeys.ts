@@ -88,9 +88,10 @@ const bodyLimit = 64 * 1024;
 export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tags, startSession }: PortalRoutes): void {
   const passkeys = deps.passkeys;
 
-  app.get("/portal/account", { schema: { hide: true }, config: { portal: "viewer" } }, async (request, reply) =>
-    html(reply, accountPage(ctxOf(request), await passkeys.list(request.actor!.userId), passkeys.rp.origin)),
-  );
+  app.get("/portal/account", { schema: { hide: true }, config: { portal: "viewer" } }, async (request, reply) => {
+    const me = await deps.accounts.find({ userId: request.actor!.userId });
+    return html(reply, accountPage(ctxOf(request), await passkeys.list(request.actor!.userId), passkeys.rp.origin, me.passwordHash !== null));
+  });
 
   app.get(
     "/portal/api/passkeys",

@@ -25,7 +25,7 @@ import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../../domain/webhooks.ts";
 import type { TenantPolicyVersion } from "../../domain/tenantPolicy.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
-import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
+import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState, SsoMapping } from "../../domain/portal.ts";
 import { hourOf, MAX_HISTORY_PAGE, MAX_TOP, STATS_REASON_CHARS, verdictStatsKey } from "../historyQueries.ts";
 
 /** A unique or foreign-key rule broken: the memory backend's counterpart of a SQL constraint violation. */
@@ -515,6 +515,37 @@ export class MemoryDurableStore implements DurableStore {
   }
 
   // ---- passkeys and their ceremonies' challenges ----
+  // ---- Single sign-on ----
+  private readonly ssoMappings = new Map<string, SsoMapping>();
+  /** issuer NUL subject → userId */
+  private readonly ssoIdentities = new Map<string, string>();
+  async putSsoMapping(m: SsoMapping) {
+    this.check();
+    if (!this.tenants.has(m.tenantId)) throw new MemoryConstraintError(`sso mapping: no tenant ${m.tenantId}`);
+    this.ssoMappings.set(`${m.kind}\0${m.value}`, { ...m });
+  }
+  async getSsoMapping(kind: SsoMapping["kind"], value: string) {
+    const m = this.ssoMappings.get(`${kind}\0${value}`);
+    return m && { ...m };
+  }
+  async deleteSsoMapping(kind: SsoMapping["kind"], value: string) {
+    return this.ssoMappings.delete(`${kind}\0${value}`);
+  }
+  async listSsoMappings() {
+    return [...this.ssoMappings.values()].map((m) => ({ ...m })).sort((a, b) => (a.kind === b.kind ? (a.value < b.value ? -1 : a.value > b.value ? 1 : 0) : a.kind < b.kind ? -1 : 1));
+  }
+  async getSsoIdentity(issuer: string, subject: string) {
+    return this.ssoIdentities.get(`${issuer}\0${subject}`);
+  }
+  async linkSsoIdentity(issuer: string, subject: string, userId: string, _at: string): Promise<"ok" | "taken"> {
+    if (!this.people.has(userId)) throw new MemoryConstraintError(`sso identity: no user ${userId}`);
+    const key = `${issuer}\0${subject}`;
+    if (this.ssoIdentities.has(key)) return "taken";
+    for (const [k, u] of this.ssoIdentities) if (u === userId && k.startsWith(`${issuer}\0`)) return "taken";
+    this.ssoIdentities.set(key, userId);
+    return "ok";
+  }
+
   private readonly passkeys = new Map<string, PortalPasskey>();
   private readonly challenges = new Map<string, PasskeyChallenge>();
 

@@ -23,7 +23,7 @@ import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../../domain/webhooks.ts";
 import type { TenantPolicyVersion } from "../../domain/tenantPolicy.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
-import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
+import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState, SsoMapping } from "../../domain/portal.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
@@ -885,6 +885,43 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     return (await this.q("purgePasskeyChallenges", "DELETE FROM portal_passkey_challenges WHERE expires_at_ms <= $1", [nowMs])).rowCount ?? 0;
   }
 
+  // ---- Single sign-on (docs/sso.md) ----
+  async putSsoMapping(m: SsoMapping): Promise<void> {
+    await this.q(
+      "putSsoMapping",
+      `INSERT INTO sso_mappings (kind, value, tenant_id, role, created_at) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (kind, value) DO UPDATE SET tenant_id = excluded.tenant_id, role = excluded.role, created_at = excluded.created_at`,
+      [m.kind, m.value, m.tenantId, m.role, m.createdAt],
+    );
+  }
+
+  async getSsoMapping(kind: SsoMapping["kind"], value: string): Promise<SsoMapping | undefined> {
+    const r = await this.q("getSsoMapping", "SELECT * FROM sso_mappings WHERE kind = $1 AND value = $2", [kind, value]);
+    return r.rows[0] && pgSsoMappingOf(r.rows[0]);
+  }
+
+  async deleteSsoMapping(kind: SsoMapping["kind"], value: string): Promise<boolean> {
+    return (await this.q("deleteSsoMapping", "DELETE FROM sso_mappings WHERE kind = $1 AND value = $2", [kind, value])).rowCount === 1;
+  }
+
+  async listSsoMappings(): Promise<SsoMapping[]> {
+    return (await this.q("listSsoMappings", "SELECT * FROM sso_mappings ORDER BY kind, value", [])).rows.map(pgSsoMappingOf);
+  }
+
+  async getSsoIdentity(issuer: string, subject: string): Promise<string | undefined> {
+    const r = await this.q("getSsoIdentity", "SELECT user_id FROM sso_identities WHERE issuer = $1 AND subject = $2", [issuer, subject]);
+    return r.rows[0] ? String(r.rows[0].user_id) : undefined;
+  }
+
+  async linkSsoIdentity(issuer: string, subject: string, userId: string, at: string): Promise<"ok" | "taken"> {
+    const r = await this.q(
+      "linkSsoIdentity",
+      "INSERT INTO sso_identities (issuer, subject, user_id, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+      [issuer, subject, userId, at],
+    );
+    return r.rowCount === 1 ? "ok" : "taken";
+  }
+
   // ---- Play apps (issue 23) ----
   async addPlayApp(a: StoredPlayApp): Promise<"ok" | "exists"> {
     const p = a.policy;
@@ -1203,4 +1240,8 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     );
     return r.rowCount === 1;
   }
+}
+
+function pgSsoMappingOf(r: Record<string, unknown>): SsoMapping {
+  return { kind: r.kind as SsoMapping["kind"], value: String(r.value), tenantId: String(r.tenant_id), role: r.role as SsoMapping["role"], createdAt: String(r.created_at) };
 }

@@ -36,7 +36,7 @@ import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, Webhook
 import type { TenantPolicyVersion } from "../../domain/tenantPolicy.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
-import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
+import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState, SsoMapping } from "../../domain/portal.ts";
 import {
   activitySql,
   hourOf,
@@ -782,6 +782,39 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     return Number(this.db.prepare("DELETE FROM portal_passkey_challenges WHERE expires_at_ms <= ?").run(nowMs).changes);
   }
 
+  // ---- Single sign-on (docs/sso.md): one statement each, autocommit ----
+  async putSsoMapping(m: SsoMapping): Promise<void> {
+    this.db
+      .prepare(
+        `INSERT INTO sso_mappings (kind, value, tenant_id, role, created_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (kind, value) DO UPDATE SET tenant_id = excluded.tenant_id, role = excluded.role, created_at = excluded.created_at`,
+      )
+      .run(m.kind, m.value, m.tenantId, m.role, m.createdAt);
+  }
+
+  async getSsoMapping(kind: SsoMapping["kind"], value: string): Promise<SsoMapping | undefined> {
+    const r = this.db.prepare("SELECT * FROM sso_mappings WHERE kind = ? AND value = ?").get(kind, value) as Row | undefined;
+    return r && ssoMappingOf(r);
+  }
+
+  async deleteSsoMapping(kind: SsoMapping["kind"], value: string): Promise<boolean> {
+    return this.db.prepare("DELETE FROM sso_mappings WHERE kind = ? AND value = ?").run(kind, value).changes === 1;
+  }
+
+  async listSsoMappings(): Promise<SsoMapping[]> {
+    return (this.db.prepare("SELECT * FROM sso_mappings ORDER BY kind, value").all() as Row[]).map(ssoMappingOf);
+  }
+
+  async getSsoIdentity(issuer: string, subject: string): Promise<string | undefined> {
+    const r = this.db.prepare("SELECT user_id FROM sso_identities WHERE issuer = ? AND subject = ?").get(issuer, subject) as Row | undefined;
+    return r ? String(r.user_id) : undefined;
+  }
+
+  async linkSsoIdentity(issuer: string, subject: string, userId: string, at: string): Promise<"ok" | "taken"> {
+    const r = this.db.prepare("INSERT INTO sso_identities (issuer, subject, user_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING").run(issuer, subject, userId, at);
+    return r.changes === 1 ? "ok" : "taken";
+  }
+
   // ---- Play apps (issue 23): operator writes, one statement each, autocommit ----
   async addPlayApp(a: StoredPlayApp): Promise<"ok" | "exists"> {
     const p = a.policy;
@@ -1069,4 +1102,8 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   async countPendingWebhookDeliveries(): Promise<number> {
     return Number((this.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE state = 'pending'").get() as Row).n);
   }
+}
+
+function ssoMappingOf(r: Row): SsoMapping {
+  return { kind: r.kind as SsoMapping["kind"], value: String(r.value), tenantId: String(r.tenant_id), role: r.role as SsoMapping["role"], createdAt: String(r.created_at) };
 }
