@@ -185,7 +185,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // started on the first token: a deployment with no Play app pays nothing for them
   const playThreads = new PlayTokenThreads(config.playThreads === "auto" ? autoPlayThreads(undefined, config.workers) : Number(config.playThreads));
   // a tenant's iOS apps and the App Attest keys its devices attested (issue 25)
-  const iosApps = new IosAppRegistry(stores.durable, clock, rng);
+  const iosApps = new IosAppRegistry(stores.durable, clock, rng, secrets.box);
   // Apple's receipts are judged only while Apple's App Attestation root is the one in force (appAttestReceiptsChecked),
   // the fact the portal's trust page shows on its receipt-root row
   const appAttestKeys = new AppAttestKeys(stores.durable, iosApps, clock, trust.appAttestFacts.receiptsChecked ? appAttestReceiptCheck() : undefined);

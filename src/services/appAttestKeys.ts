@@ -75,6 +75,13 @@ export class AppAttestKeys {
         attestedAt: at,
         lastAssertedAt: null,
         revokedAt: null,
+        riskMetric: null,
+        riskMetricAt: null,
+        lastRefreshResult: null,
+        lastRefreshReason: null,
+        lastRefreshAt: null,
+        // due at once; refreshed only when its app has a developer key (AppAttestReceiptRefreshes)
+        refreshDueAt: at,
       },
     };
   }

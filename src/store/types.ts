@@ -2,7 +2,7 @@ import type { ReferenceValue } from "../attestation/types.ts";
 import type { ActivityEntry } from "../domain/activity.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../domain/playApps.ts";
-import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../domain/iosApps.ts";
+import type { AppAttestKeyEffect, AppAttestRefreshOutcome, StoredAppAttestKey, StoredIosApp } from "../domain/iosApps.ts";
 import type {
   AccessTokenRecord,
   ApiClient,
@@ -595,6 +595,18 @@ export interface AppAttestStore {
   saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict): Promise<StoredVerdict>;
   /** the effect alone, in its own transaction (a named device's appraisal, whose verdict the device's record writes) */
   applyAppAttestEffect(effect: AppAttestKeyEffect): Promise<boolean>;
+
+  // receipt refresh (migration 016)
+  /** sets (or with null clears) the app's developer key, sealed by the service; false when the tenant has no such app */
+  setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null): Promise<boolean>;
+  /**
+   * Up to `limit` keys, of every tenant, whose refresh is due at `now` (refreshDueAt <= now), not revoked, and whose
+   * app (same tenant and app id) has a developer key; in one transaction their refreshDueAt is moved to
+   * `leaseUntil`, so that another instance claiming at the same time gets other keys. Oldest due first.
+   */
+  claimAppAttestRefreshes(now: string, leaseUntil: string, limit: number): Promise<StoredAppAttestKey[]>;
+  /** writes one refresh attempt's outcome to its key; false when the tenant has no such key */
+  saveAppAttestRefresh(o: AppAttestRefreshOutcome): Promise<boolean>;
 }
 
 /** Everything durable, as one backend provides it. */

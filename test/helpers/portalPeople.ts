@@ -6,7 +6,7 @@ import type { TestRuntime } from "./runtime.ts";
 export const PORTAL_PASSWORD = "a long and unusual passphrase";
 
 export interface PortalRequest {
-  method?: "GET" | "POST" | "PATCH" | "DELETE";
+  method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   url: string;
   payload?: object;
   /** the person's own token by default; false: none; a string: that one */

@@ -49,6 +49,12 @@ export function appAttestConformance(name: string, factory: () => Promise<AppAtt
         attestedAt: iso(T0),
         lastAssertedAt: null,
         revokedAt: null,
+        riskMetric: null,
+        riskMetricAt: null,
+        lastRefreshResult: null,
+        lastRefreshReason: null,
+        lastRefreshAt: null,
+        refreshDueAt: iso(T0),
         ...over,
       };
     }
@@ -81,7 +87,7 @@ export function appAttestConformance(name: string, factory: () => Promise<AppAtt
     it("iOS apps: one per (tenant, app id), listed by app id, removed within the tenant", async () => {
       const t = await tenant();
       const other = await tenant();
-      const a = { id: `ia_${randomBytes(8).toString("hex")}`, tenantId: t.tenantId, appId: "ZZZZZ12345.b.app", environment: "both" as const, createdAt: iso(T0) };
+      const a = { id: `ia_${randomBytes(8).toString("hex")}`, tenantId: t.tenantId, appId: "ZZZZZ12345.b.app", environment: "both" as const, createdAt: iso(T0), developerKeyId: null, sealedDeveloperKey: null };
       const a2 = { ...a, id: `ia_${randomBytes(8).toString("hex")}`, appId: "AAAAA12345.a.app", environment: "development" as const };
       assert.equal(await b.durable.addIosApp(a), "ok");
       assert.equal(await b.durable.addIosApp(a2), "ok");
@@ -144,6 +150,76 @@ export function appAttestConformance(name: string, factory: () => Promise<AppAtt
         assert.deepEqual(outcomes.filter((o) => o === "Yes").length, 1, `counter ${counter}: ${outcomes.join(", ")}`);
       }
       assert.equal((await b.durable.getAppAttestKey(t.tenantId, k.keyId))?.counter, 15);
+    });
+  
+    it("developer keys and receipt refresh: set and cleared per app; due keys of apps with a key claimed once, across tenants; outcomes stored", async () => {
+      const t = await tenant();
+      const other = await tenant();
+      const app = (tt: Tenant, appId: string) => ({ id: `ia_${randomBytes(8).toString("hex")}`, tenantId: tt.tenantId, appId, environment: "both" as const, createdAt: iso(T0), developerKeyId: null, sealedDeveloperKey: null });
+      const withKey = app(t, "ABCDE12345.com.example.app");
+      const noKey = app(t, "ZZZZZ12345.com.example.nokey");
+      const otherApp = app(other, "ABCDE12345.com.example.app");
+      for (const a of [withKey, noKey, otherApp]) assert.equal(await b.durable.addIosApp(a), "ok");
+      assert.equal(await b.durable.setIosAppDeveloperKey(other.tenantId, withKey.id, { keyId: "K", sealed: "s" }), false, "another tenant's app");
+      assert.equal(await b.durable.setIosAppDeveloperKey(t.tenantId, withKey.id, { keyId: "KEY1234567", sealed: "sealed:v1:x" }), true);
+      assert.deepEqual(
+        (await b.durable.listIosApps(t.tenantId)).find((a) => a.id === withKey.id),
+        { ...withKey, developerKeyId: "KEY1234567", sealedDeveloperKey: "sealed:v1:x" },
+      );
+      // keys: due at T0 (with a key), due at T0 (its app has none), due later, revoked, another tenant's app without a key
+      const due = key(t, { refreshDueAt: iso(T0) });
+      const dueNoKey = key(t, { appId: noKey.appId, refreshDueAt: iso(T0) });
+      const later = key(t, { refreshDueAt: iso(T0 + 60_000) });
+      const revoked = key(t, { refreshDueAt: iso(T0) });
+      const othersKey = key(other, { refreshDueAt: iso(T0) });
+      for (const k of [due, dueNoKey, later, revoked, othersKey]) await saved(attested(k), k.tenantId === t.tenantId ? t : other);
+      await b.durable.revokeAppAttestKey(t.tenantId, revoked.keyId, iso(T0));
+
+      const lease = iso(T0 + 600_000);
+      const claimed = await b.durable.claimAppAttestRefreshes(iso(T0 + 1000), lease, 10);
+      assert.deepEqual(claimed.map((k) => k.keyId), [due.keyId]);
+      assert.equal(claimed[0]!.refreshDueAt, lease);
+      assert.deepEqual(await b.durable.claimAppAttestRefreshes(iso(T0 + 1000), lease, 10), [], "claimed once: leased until later");
+      // the other tenant's app gets a key: its key is claimed too; the limit holds
+      await b.durable.setIosAppDeveloperKey(other.tenantId, otherApp.id, { keyId: "KEY7654321", sealed: "sealed:v1:y" });
+      assert.deepEqual((await b.durable.claimAppAttestRefreshes(iso(T0 + 120_000), lease, 1)).map((k) => k.keyId), [othersKey.keyId], "the oldest due first");
+      assert.deepEqual((await b.durable.claimAppAttestRefreshes(iso(T0 + 120_000), lease, 10)).map((k) => k.keyId), [later.keyId]);
+
+      // an outcome that refreshed: receipt, metric and times; one that did not keeps the metric
+      const receipt = randomBytes(50).toString("base64");
+      assert.equal(await b.durable.saveAppAttestRefresh({ tenantId: other.tenantId, keyId: due.keyId, result: "refreshed", reason: null, at: iso(T0), refreshDueAt: null }), false, "another tenant's key");
+      assert.equal(
+        await b.durable.saveAppAttestRefresh({ tenantId: t.tenantId, keyId: due.keyId, result: "refreshed", reason: null, at: iso(T0 + 2000), refreshed: { receipt, riskMetric: 3 }, refreshDueAt: iso(T0 + 86_400_000) }),
+        true,
+      );
+      assert.deepEqual(await b.durable.getAppAttestKey(t.tenantId, due.keyId), {
+        ...due, receipt, riskMetric: 3, riskMetricAt: iso(T0 + 2000), lastRefreshResult: "refreshed", lastRefreshReason: null, lastRefreshAt: iso(T0 + 2000), refreshDueAt: iso(T0 + 86_400_000),
+      });
+      await b.durable.saveAppAttestRefresh({ tenantId: t.tenantId, keyId: due.keyId, result: "unreachable", reason: "not refreshed: no network", at: iso(T0 + 3000), refreshDueAt: iso(T0 + 3_603_000) });
+      const after = await b.durable.getAppAttestKey(t.tenantId, due.keyId);
+      assert.deepEqual(
+        { receipt: after?.receipt, riskMetric: after?.riskMetric, riskMetricAt: after?.riskMetricAt, result: after?.lastRefreshResult, reason: after?.lastRefreshReason, due: after?.refreshDueAt },
+        { receipt, riskMetric: 3, riskMetricAt: iso(T0 + 2000), result: "unreachable", reason: "not refreshed: no network", due: iso(T0 + 3_603_000) },
+      );
+      // a refreshed receipt without a metric clears it (the metric shown is the last receipt's); clearing the app's key stops claims
+      await b.durable.saveAppAttestRefresh({ tenantId: t.tenantId, keyId: due.keyId, result: "refreshed", reason: null, at: iso(T0 + 4000), refreshed: { receipt, riskMetric: null }, refreshDueAt: iso(T0) });
+      assert.equal((await b.durable.getAppAttestKey(t.tenantId, due.keyId))?.riskMetric, null);
+      await b.durable.setIosAppDeveloperKey(t.tenantId, withKey.id, null);
+      assert.deepEqual((await b.durable.claimAppAttestRefreshes(iso(T0 + 10_000_000), lease, 10)).map((k) => k.keyId), [othersKey.keyId], "only the other tenant's, whose app has a key");
+    });
+
+    it("concurrent claims take each due key once", async () => {
+      const t = await tenant();
+      const a = { id: `ia_${randomBytes(8).toString("hex")}`, tenantId: t.tenantId, appId: "ABCDE12345.com.example.app", environment: "both" as const, createdAt: iso(T0), developerKeyId: "KEY1234567", sealedDeveloperKey: "sealed:v1:x" };
+      await b.durable.addIosApp(a);
+      const keys = Array.from({ length: 12 }, () => key(t, { refreshDueAt: iso(T0 - 1) }));
+      for (const k of keys) await saved(attested(k), t);
+      const second = b.other ?? b.durable;
+      const lease = iso(T0 + 600_000);
+      const batches = await Promise.all([0, 1, 2, 3].map((i) => (i % 2 ? second : b.durable).claimAppAttestRefreshes(iso(T0), lease, 4)));
+      const ids = batches.flat().map((k) => k.keyId).filter((id) => keys.some((k) => k.keyId === id));
+      assert.equal(new Set(ids).size, ids.length, "no key claimed twice");
+      assert.equal(ids.length, 12);
     });
   });
 }

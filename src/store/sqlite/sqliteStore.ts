@@ -31,7 +31,7 @@ import type {
 import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
-import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
+import type { AppAttestKeyEffect, AppAttestRefreshOutcome, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import {
@@ -783,8 +783,10 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   // ---- App Attest (issue 25) ----
   async addIosApp(a: StoredIosApp): Promise<"ok" | "exists"> {
     const r = this.db
-      .prepare("INSERT INTO ios_apps (id, tenant_id, app_id, environment, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, app_id) DO NOTHING")
-      .run(a.id, a.tenantId, a.appId, a.environment, a.createdAt);
+      .prepare(
+        "INSERT INTO ios_apps (id, tenant_id, app_id, environment, created_at, developer_key_id, developer_key) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, app_id) DO NOTHING",
+      )
+      .run(a.id, a.tenantId, a.appId, a.environment, a.createdAt, a.developerKeyId, a.sealedDeveloperKey);
     return r.changes === 1 ? "ok" : "exists";
   }
 
@@ -818,10 +820,10 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
       return (
         this.db
           .prepare(
-            `INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, last_asserted_at, revoked_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL) ON CONFLICT (key_id) DO NOTHING`,
+            `INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, last_asserted_at, revoked_at, refresh_due_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (key_id) DO NOTHING`,
           )
-          .run(k.keyId, k.tenantId, k.appId, k.publicKey, k.counter, k.environment, k.receipt, k.attestedAt).changes === 1
+          .run(k.keyId, k.tenantId, k.appId, k.publicKey, k.counter, k.environment, k.receipt, k.attestedAt, k.refreshDueAt).changes === 1
       );
     }
     return (
@@ -844,5 +846,46 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
 
   async applyAppAttestEffect(effect: AppAttestKeyEffect): Promise<boolean> {
     return this.writer.run(() => this.appAttestEffectTx(effect));
+  }
+
+  async setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null): Promise<boolean> {
+    return this.writer.run(
+      () =>
+        this.db
+          .prepare("UPDATE ios_apps SET developer_key_id = ?, developer_key = ? WHERE tenant_id = ? AND id = ?")
+          .run(key?.keyId ?? null, key?.sealed ?? null, tenantId, id).changes === 1,
+      { savepoint: false },
+    );
+  }
+
+  async claimAppAttestRefreshes(now: string, leaseUntil: string, limit: number): Promise<StoredAppAttestKey[]> {
+    // one write batch (IMMEDIATE): no other process claims between the read and the lease
+    return this.writer.run(() => {
+      const rows = this.db
+        .prepare(
+          `SELECT k.* FROM app_attest_keys k JOIN ios_apps a ON a.tenant_id = k.tenant_id AND a.app_id = k.app_id
+           WHERE k.refresh_due_at IS NOT NULL AND k.refresh_due_at <= ? AND k.revoked_at IS NULL AND a.developer_key IS NOT NULL
+           ORDER BY k.refresh_due_at, k.key_id LIMIT ?`,
+        )
+        .all(now, limit) as Row[];
+      const lease = this.db.prepare("UPDATE app_attest_keys SET refresh_due_at = ? WHERE key_id = ?");
+      for (const r of rows) lease.run(leaseUntil, r.key_id as string);
+      return rows.map((r) => ({ ...sqliteRows.appAttestKey(r), refreshDueAt: leaseUntil })).sort((a, b) => (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0));
+    });
+  }
+
+  async saveAppAttestRefresh(o: AppAttestRefreshOutcome): Promise<boolean> {
+    return this.writer.run(() => {
+      const r = o.refreshed;
+      return (
+        this.db
+          .prepare(
+            `UPDATE app_attest_keys SET last_refresh_result = ?, last_refresh_reason = ?, last_refresh_at = ?, refresh_due_at = ?,
+               receipt = coalesce(?, receipt), risk_metric = CASE WHEN ? THEN ? ELSE risk_metric END, risk_metric_at = CASE WHEN ? THEN ? ELSE risk_metric_at END
+             WHERE tenant_id = ? AND key_id = ?`,
+          )
+          .run(o.result, o.reason, o.at, o.refreshDueAt, r?.receipt ?? null, r ? 1 : 0, r?.riskMetric ?? null, r ? 1 : 0, o.at, o.tenantId, o.keyId).changes === 1
+      );
+    });
   }
 }
