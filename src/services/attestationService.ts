@@ -43,8 +43,12 @@ export interface AttestationDeps {
     keys: {
       evidence(tenantId: string, blob: Uint8Array): Promise<AppAttestEvidence | undefined>;
       effectOf(tenantId: string, result: AppraisalResult): AppAttestKeyEffect | undefined;
+      /** `detail.fraudRisk` (informational: Apple's fraud-risk metric as stored with the key, or why there is none) */
+      fraudRisk?(result: AppraisalResult, evidence: AppAttestEvidence): Record<string, unknown> | undefined;
     };
     store: AppAttestStore;
+    /** told after a Yes attestation stored a new key (AppAttestReceiptRefreshes.nudge: its receipt refreshed in the background) */
+    onKeyAttested?: () => void;
   };
 }
 
@@ -161,11 +165,20 @@ export class AttestationService {
     const { tenantId } = tenant;
     const store = this.d.appAttest!.store;
     refuseUnlessConsumed(await this.d.nonces.consume(nonce, tenantId, nowMs));
-    if (deviceId === undefined) return store.saveAppAttestVerdict(a.effect, a.verdict, a.refused);
-    const applied = await store.applyAppAttestEffect(a.effect);
-    const verdict = applied ? a.verdict : a.refused;
-    const facts = applied ? a.facts : undefined;
-    return this.d.verdicts.saveDeviceVerdict(tenantId, deviceId, (current) => applyDevicePin(current, { deviceId, verdict, facts }));
+    let applied: boolean;
+    let stored: StoredVerdict;
+    if (deviceId === undefined) {
+      stored = await store.saveAppAttestVerdict(a.effect, a.verdict, a.refused);
+      applied = stored.objectId === a.verdict.objectId && stored.record.verdict === a.verdict.record.verdict;
+    } else {
+      applied = await store.applyAppAttestEffect(a.effect);
+      const verdict = applied ? a.verdict : a.refused;
+      const facts = applied ? a.facts : undefined;
+      stored = await this.d.verdicts.saveDeviceVerdict(tenantId, deviceId, (current) => applyDevicePin(current, { deviceId, verdict, facts }));
+    }
+    // a new key: its receipt is refreshed in the background (never in this request's path)
+    if (applied && a.effect.kind === "attested") this.d.appAttest!.onKeyAttested?.();
+    return stored;
   }
 
   /**
@@ -182,7 +195,7 @@ export class AttestationService {
     const now = new Date(this.d.clock.nowMs());
     const started = performance.now();
     // what the span may say of an appraisal: its format, status and verdict; never the nonce or a device's identity
-    const result = inSpanSync("appraise", {}, (span) => {
+    const appraisedResult = inSpanSync("appraise", {}, (span) => {
       const r = appraise({
         blob,
         nonce,
@@ -194,7 +207,9 @@ export class AttestationService {
       span?.setAttributes({ "attestd.appraisal.format": r.format, "attestd.appraisal.status": r.record.status, "attestd.verdict": r.record.verdict });
       return r;
     });
-    this.d.onAppraisal?.(result, (performance.now() - started) / 1000);
+    this.d.onAppraisal?.(appraisedResult, (performance.now() - started) / 1000);
+    const fraudRisk = appAttest && this.d.appAttest?.keys.fraudRisk?.(appraisedResult, appAttest);
+    const result = fraudRisk ? { ...appraisedResult, detail: { ...appraisedResult.detail, fraudRisk } } : appraisedResult;
     const objectId = this.d.rng.bytes(16).toString("base64url");
     const stored = (r: AppraisalResult): StoredVerdict => ({
       objectId,
