@@ -204,6 +204,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     nonces: stores.nonces,
     verdicts: stores.durable,
     nonceVerdicts: stores.nonceVerdicts,
+    nonceAppAttest: stores.nonceAppAttest,
     trust: trust.forTenant,
     clock,
     rng,

@@ -81,6 +81,34 @@ export interface NonceDeviceVerdictStore {
   ): Promise<{ outcome: NonceConsumeOutcome; verdict?: StoredVerdict }>;
 }
 
+/**
+ * What an App Attest appraisal stores with its nonce (AppAttestStore.saveAppAttestVerdict's choice): `verdict` when
+ * the key effect applied, `refused` when it did not; or, for a named device, the device's record and the verdict
+ * `decide(applied)` reaches.
+ */
+export type AppAttestSave =
+  | { verdict: StoredVerdict; refused: StoredVerdict }
+  | { deviceId: string; decide: (applied: boolean) => DeviceVerdictDecision };
+
+/**
+ * A store that holds nonces and App Attest keys and verdicts alike (SQLite; PostgreSQL without Redis): the nonce's
+ * consumption, the key effect (a new key, or the counter's compare-and-set) and the verdict in one transaction.
+ */
+export interface NonceAppAttestStore {
+  /**
+   * `consume`; when it answers "ok", also the effect and the verdict (`AppAttestSave`): all or nothing. A refused
+   * nonce touches neither key nor verdict; a refused effect still spends the nonce and stores the refused verdict
+   * (one blob per nonce, whatever its outcome). Answers the verdict stored when the nonce was consumed.
+   */
+  consumeWithAppAttestVerdict(
+    nonce: string,
+    tenantId: string,
+    nowMs: number,
+    effect: AppAttestKeyEffect,
+    save: AppAttestSave,
+  ): Promise<{ outcome: NonceConsumeOutcome; verdict?: StoredVerdict; applied?: boolean }>;
+}
+
 export interface RateDecision {
   allowed: boolean;
   /** tokens left after this request (whole tokens) */
@@ -656,6 +684,8 @@ export interface Stores {
   nonces: NonceStore;
   /** present when nonces and verdicts share one store that commits a consumption with its verdict */
   nonceVerdicts?: NonceVerdictStore & NonceDeviceVerdictStore;
+  /** present when nonces and App Attest keys share one store that commits a consumption with the key and verdict */
+  nonceAppAttest?: NonceAppAttestStore;
   rateLimits: RateLimitStore;
   /** Part B records (EnrollmentStore above); on the durable backend */
   enrollment: EnrollmentStore;

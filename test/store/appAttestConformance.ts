@@ -4,7 +4,8 @@ import { after, before, describe, it } from "node:test";
 import type { AppAttestKeyEffect, StoredAppAttestKey } from "../../src/domain/iosApps.ts";
 import type { Tenant } from "../../src/domain/tenants.ts";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
-import type { DurableStore } from "../../src/store/types.ts";
+import type { DurableStore, NonceAppAttestStore, NonceStore } from "../../src/store/types.ts";
+import { applyDevicePin } from "../../src/services/devicePinning.ts";
 import { T0 } from "../helpers/clock.ts";
 
 /**
@@ -17,6 +18,9 @@ export interface AppAttestBackend {
   durable: DurableStore;
   /** a second store on the same database (another process's view), for the races; memory has none */
   other?: DurableStore;
+  /** where nonces live in the same store (SQLite; PostgreSQL without Redis): the one-transaction path, and another connection's */
+  nonceAppAttest?: NonceAppAttestStore & NonceStore;
+  otherNonceAppAttest?: NonceAppAttestStore & NonceStore;
   close(): Promise<void>;
 }
 
@@ -220,6 +224,100 @@ export function appAttestConformance(name: string, factory: () => Promise<AppAtt
       const ids = batches.flat().map((k) => k.keyId).filter((id) => keys.some((k) => k.keyId === id));
       assert.equal(new Set(ids).size, ids.length, "no key claimed twice");
       assert.equal(ids.length, 12);
+    });
+  
+    describe("nonce, key effect and verdict in one transaction (consumeWithAppAttestVerdict)", () => {
+      const NOW = T0 + 1000;
+      const issued = async (t: Tenant): Promise<string> => {
+        const nonce = randomBytes(32).toString("base64url");
+        assert.equal(await b.nonceAppAttest!.issue({ nonce, tenantId: t.tenantId, createdAtMs: T0, expiresAtMs: T0 + 300_000 }, 1000, T0), "ok");
+        return nonce;
+      };
+      const pair = (t: Tenant) => {
+        const id = randomBytes(16).toString("base64url");
+        return { verdict: verdict(t, "Yes", id), refused: verdict(t, "No", id) };
+      };
+
+      it("a refused nonce touches neither key nor verdict; a refused effect spends the nonce and stores the refused verdict", async (ctx) => {
+        if (!b.nonceAppAttest) return ctx.skip("nonces live apart on this backend (the service consumes first)");
+        const t = await tenant();
+        const k = key(t);
+        const first = pair(t);
+        const n1 = await issued(t);
+        const att = await b.nonceAppAttest.consumeWithAppAttestVerdict(n1, t.tenantId, NOW, attested(k), first);
+        assert.deepEqual([att.outcome, att.applied, att.verdict?.record.verdict], ["ok", true, "Yes"]);
+        assert.deepEqual(await b.durable.getVerdict(first.verdict.objectId), first.verdict);
+
+        // the same nonce again, with an assertion: "used"; the counter stays, no verdict is stored
+        const again = pair(t);
+        assert.deepEqual(await b.nonceAppAttest.consumeWithAppAttestVerdict(n1, t.tenantId, NOW, asserted(t, k, 1), again), { outcome: "used" });
+        assert.equal((await b.durable.getAppAttestKey(t.tenantId, k.keyId))?.counter, 0);
+        assert.equal(await b.durable.getVerdict(again.verdict.objectId), undefined);
+        // a nonce of another tenant, an unknown one: the same
+        const other = await tenant();
+        const n2 = await issued(other);
+        assert.deepEqual(await b.nonceAppAttest.consumeWithAppAttestVerdict(n2, t.tenantId, NOW, asserted(t, k, 1), again), { outcome: "unknown" });
+        assert.equal((await b.durable.getAppAttestKey(t.tenantId, k.keyId))?.counter, 0);
+
+        // counter 1 applies; a replay of counter 1 with a fresh nonce is refused by the effect: the nonce is spent all the same
+        assert.equal((await b.nonceAppAttest.consumeWithAppAttestVerdict(await issued(t), t.tenantId, NOW, asserted(t, k, 1), pair(t))).applied, true);
+        const n3 = await issued(t);
+        const replay = pair(t);
+        const r = await b.nonceAppAttest.consumeWithAppAttestVerdict(n3, t.tenantId, NOW, asserted(t, k, 1), replay);
+        assert.deepEqual([r.outcome, r.applied, r.verdict?.record.verdict], ["ok", false, "No"]);
+        assert.deepEqual(await b.durable.getVerdict(replay.verdict.objectId), replay.refused, "the refused verdict is the one stored");
+        assert.equal(await b.nonceAppAttest.consume(n3, t.tenantId, NOW), "used", "the nonce is spent");
+      });
+
+      it("all or nothing: a verdict that cannot be stored leaves the nonce unspent and the counter where it was", async (ctx) => {
+        if (!b.nonceAppAttest) return ctx.skip("nonces live apart on this backend");
+        const t = await tenant();
+        const k = key(t);
+        await saved(attested(k), t);
+        const existing = pair(t);
+        await b.durable.saveVerdict(existing.verdict);
+        const n = await issued(t);
+        // the verdict's objectId is taken: its insert fails inside the transaction
+        await assert.rejects(b.nonceAppAttest.consumeWithAppAttestVerdict(n, t.tenantId, NOW, asserted(t, k, 5), existing));
+        assert.equal((await b.durable.getAppAttestKey(t.tenantId, k.keyId))?.counter, 0, "the effect rolled back");
+        assert.equal(await b.nonceAppAttest.consume(n, t.tenantId, NOW), "ok", "the nonce rolled back: still unused");
+      });
+
+      it("with a named device: the device's record is written with the verdict decide(applied) reaches, in the same transaction", async (ctx) => {
+        if (!b.nonceAppAttest) return ctx.skip("nonces live apart on this backend");
+        const t = await tenant();
+        const k = key(t);
+        const p = pair(t);
+        const seen: boolean[] = [];
+        const r = await b.nonceAppAttest.consumeWithAppAttestVerdict(await issued(t), t.tenantId, NOW, attested(k), {
+          deviceId: "phone-1",
+          decide: (applied) => {
+            seen.push(applied);
+            return (current) => applyDevicePin(current, { deviceId: "phone-1", verdict: applied ? p.verdict : p.refused, facts: undefined });
+          },
+        });
+        assert.deepEqual(seen, [true]);
+        assert.equal(r.verdict?.record.verdict, "Yes");
+        assert.equal((await b.durable.getDevice(t.tenantId, "phone-1"))?.count, 1);
+        assert.deepEqual(await b.durable.getVerdict(p.verdict.objectId), r.verdict);
+      });
+
+      it("concurrent assertions with one counter, each with its own nonce, across connections: exactly one is Yes, every nonce spent", async (ctx) => {
+        if (!b.nonceAppAttest) return ctx.skip("nonces live apart on this backend");
+        const t = await tenant();
+        const k = key(t);
+        await saved(attested(k), t);
+        const second = b.otherNonceAppAttest ?? b.nonceAppAttest;
+        for (let counter = 1; counter <= 10; counter++) {
+          const nonces = await Promise.all([issued(t), issued(t), issued(t)]);
+          const outcomes = await Promise.all(
+            nonces.map((n, i) => (i === 0 ? b.nonceAppAttest! : second).consumeWithAppAttestVerdict(n, t.tenantId, NOW, asserted(t, k, counter), pair(t))),
+          );
+          assert.deepEqual(outcomes.map((o) => o.outcome), ["ok", "ok", "ok"]);
+          assert.equal(outcomes.filter((o) => o.verdict?.record.verdict === "Yes").length, 1, `counter ${counter}`);
+        }
+        assert.equal((await b.durable.getAppAttestKey(t.tenantId, k.keyId))?.counter, 10);
+      });
     });
   });
 }

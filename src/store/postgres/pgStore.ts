@@ -27,6 +27,8 @@ import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState }
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
 import type {
+  AppAttestSave,
+  NonceAppAttestStore,
   ActivityAppendResult,
   ActivityFilter,
   ApiKeyChanges,
@@ -121,7 +123,7 @@ const COUNT_REQUESTS_FROM_A = `INSERT INTO activity_stats (tenant_id, hour, meth
 const PORTAL_USER_FOR_UPDATE = "SELECT portal_state FROM enroll_users WHERE user_id = $1 FOR UPDATE";
 const VOID_INVITES = "UPDATE portal_invites SET used_at_ms = $2 WHERE user_id = $1 AND used_at_ms IS NULL";
 
-export class PgStore implements DurableStore, NonceStore, JtiStore {
+export class PgStore implements DurableStore, NonceStore, JtiStore, NonceAppAttestStore {
   readonly kind = "postgres";
   readonly pool: pg.Pool;
   private jtiCalls = 0;
@@ -379,7 +381,12 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
    * winner's record (locked) and decide again against it. Two round trips inside the transaction either way.
    */
   async saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict> {
-    return transaction(this.pool, async (c) => {
+    return transaction(this.pool, (c) => this.deviceVerdictIn(c, tenantId, deviceId, decide));
+  }
+
+  /** saveDeviceVerdict's work inside the caller's transaction */
+  private async deviceVerdictIn(c: pg.PoolClient, tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict> {
+    {
       const update = async (row: Row) => {
         const out = decide(pgRows.attestedDevice(row));
         await query(
@@ -416,7 +423,7 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
       if (created.rowCount === 1) return first.verdict;
       const winner = await query(c, "deviceForUpdate", DEVICE_FOR_UPDATE, [tenantId, deviceId]);
       return update(winner.rows[0]!);
-    });
+    }
   }
 
   async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
@@ -942,6 +949,31 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
 
   async applyAppAttestEffect(effect: AppAttestKeyEffect): Promise<boolean> {
     return transaction(this.pool, (c) => this.appAttestEffect(c, effect));
+  }
+
+  /**
+   * Nonces in PostgreSQL (no Redis): the consumption (its row locked by attestd_consume_nonce), the effect and the
+   * verdict in one transaction. A refused nonce rolls back nothing: nothing else was written.
+   */
+  async consumeWithAppAttestVerdict(
+    nonce: string,
+    tenantId: string,
+    nowMs: number,
+    effect: AppAttestKeyEffect,
+    save: AppAttestSave,
+  ): Promise<{ outcome: NonceConsumeOutcome; verdict?: StoredVerdict; applied?: boolean }> {
+    return transaction(this.pool, async (c) => {
+      const r = await query(c, "consumeNonce", "SELECT attestd_consume_nonce($1, $2, $3) AS outcome", [nonce, tenantId, nowMs]);
+      const outcome = r.rows[0]!.outcome as NonceConsumeOutcome;
+      if (outcome !== "ok") return { outcome };
+      const applied = await this.appAttestEffect(c, effect);
+      if ("verdict" in save) {
+        const v = applied ? save.verdict : save.refused;
+        await query(c, "insertVerdict", insertCountedVerdict(1), countedVerdictValues(v));
+        return { outcome, applied, verdict: v };
+      }
+      return { outcome, applied, verdict: await this.deviceVerdictIn(c, tenantId, save.deviceId, save.decide(applied)) };
+    });
   }
 
   async setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null): Promise<boolean> {

@@ -22,6 +22,8 @@ import type {
   NonceDeviceVerdictStore,
   NonceStore,
   NonceVerdictStore,
+  AppAttestSave,
+  NonceAppAttestStore,
   ReferenceSetQuery,
   StatsWindow,
   StoredActivityEntry,
@@ -90,7 +92,7 @@ export interface SqliteOptions {
  * file. Reads and operator writes run directly (autocommit). A serving process checkpoints the WAL from a thread
  * (`walCheckpointer.ts`), and waits for another process's lock on the file off the event loop (`lockWait.ts`).
  */
-export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore, NonceDeviceVerdictStore {
+export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore, NonceDeviceVerdictStore, NonceAppAttestStore {
   readonly kind = "sqlite";
   readonly db: DatabaseSync;
   /** the connection's group-commit writer, shared with the Part B stores on `db` */
@@ -846,6 +848,27 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
 
   async applyAppAttestEffect(effect: AppAttestKeyEffect): Promise<boolean> {
     return this.writer.run(() => this.appAttestEffectTx(effect));
+  }
+
+  async consumeWithAppAttestVerdict(
+    nonce: string,
+    tenantId: string,
+    nowMs: number,
+    effect: AppAttestKeyEffect,
+    save: AppAttestSave,
+  ): Promise<{ outcome: NonceConsumeOutcome; verdict?: StoredVerdict; applied?: boolean }> {
+    const rows = "verdict" in save ? { verdict: countedVerdictRow(save.verdict), refused: countedVerdictRow(save.refused) } : undefined;
+    // one savepoint in one IMMEDIATE write batch: the consumption, the effect and the verdict (or device), or none
+    return this.writer.run(() => {
+      const outcome = this.consumeTx(nonce, tenantId, nowMs);
+      if (outcome !== "ok") return { outcome };
+      const applied = this.appAttestEffectTx(effect);
+      if ("verdict" in save) {
+        this.insertVerdict(applied ? rows!.verdict : rows!.refused);
+        return { outcome, applied, verdict: applied ? save.verdict : save.refused };
+      }
+      return { outcome, applied, verdict: this.deviceVerdictTx(tenantId, save.deviceId, save.decide(applied)) };
+    });
   }
 
   async setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null): Promise<boolean> {
