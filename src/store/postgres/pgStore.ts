@@ -386,44 +386,42 @@ export class PgStore implements DurableStore, NonceStore, JtiStore, NonceAppAtte
 
   /** saveDeviceVerdict's work inside the caller's transaction */
   private async deviceVerdictIn(c: pg.PoolClient, tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict> {
-    {
-      const update = async (row: Row) => {
-        const out = decide(pgRows.attestedDevice(row));
-        await query(
-          c,
-          "updateDeviceVerdict",
-          insertCountedVerdict(9, {
-            before: `d AS (
-               UPDATE attested_devices SET first_seen = $3, last_seen = $4, seen_count = $5, last_appraisal = $6::json,
-                 latest_facts = $7::json, pin = $8::json
-               WHERE tenant_id = $1 AND device_id = $2
-             )`,
-          }),
-          [tenantId, deviceId, ...deviceValues(out.device), ...countedVerdictValues(out.verdict)],
-        );
-        return out.verdict;
-      };
-      const existing = await query(c, "deviceForUpdate", DEVICE_FOR_UPDATE, [tenantId, deviceId]);
-      if (existing.rows[0]) return update(existing.rows[0]);
-      const first = decide(undefined);
-      const created = await query(
+    const update = async (row: Row) => {
+      const out = decide(pgRows.attestedDevice(row));
+      await query(
         c,
-        "insertDeviceVerdict",
+        "updateDeviceVerdict",
         insertCountedVerdict(9, {
           before: `d AS (
-             INSERT INTO attested_devices (tenant_id, device_id, first_seen, last_seen, seen_count, last_appraisal, latest_facts, pin, resets)
-             VALUES ($1, $2, $3, $4, $5, $6::json, $7::json, $8::json, 0)
-             ON CONFLICT (tenant_id, device_id) DO NOTHING
-             RETURNING 1
+             UPDATE attested_devices SET first_seen = $3, last_seen = $4, seen_count = $5, last_appraisal = $6::json,
+               latest_facts = $7::json, pin = $8::json
+             WHERE tenant_id = $1 AND device_id = $2
            )`,
-          onlyIf: "EXISTS (SELECT 1 FROM d)",
         }),
-        [tenantId, deviceId, ...deviceValues(first.device), ...countedVerdictValues(first.verdict)],
+        [tenantId, deviceId, ...deviceValues(out.device), ...countedVerdictValues(out.verdict)],
       );
-      if (created.rowCount === 1) return first.verdict;
-      const winner = await query(c, "deviceForUpdate", DEVICE_FOR_UPDATE, [tenantId, deviceId]);
-      return update(winner.rows[0]!);
-    }
+      return out.verdict;
+    };
+    const existing = await query(c, "deviceForUpdate", DEVICE_FOR_UPDATE, [tenantId, deviceId]);
+    if (existing.rows[0]) return update(existing.rows[0]);
+    const first = decide(undefined);
+    const created = await query(
+      c,
+      "insertDeviceVerdict",
+      insertCountedVerdict(9, {
+        before: `d AS (
+           INSERT INTO attested_devices (tenant_id, device_id, first_seen, last_seen, seen_count, last_appraisal, latest_facts, pin, resets)
+           VALUES ($1, $2, $3, $4, $5, $6::json, $7::json, $8::json, 0)
+           ON CONFLICT (tenant_id, device_id) DO NOTHING
+           RETURNING 1
+         )`,
+        onlyIf: "EXISTS (SELECT 1 FROM d)",
+      }),
+      [tenantId, deviceId, ...deviceValues(first.device), ...countedVerdictValues(first.verdict)],
+    );
+    if (created.rowCount === 1) return first.verdict;
+    const winner = await query(c, "deviceForUpdate", DEVICE_FOR_UPDATE, [tenantId, deviceId]);
+    return update(winner.rows[0]!);
   }
 
   async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
