@@ -13,16 +13,20 @@
  *                      bench/lib/playIntegrityFloor.ts's unavoidable work with jose, as attestd does it (decrypt
  *                      A256KW + A256GCM, verify ES256, the nonce), answered with a record of the same eleven fields
  *                      as attestd's, so the two write answers of about the same size.
+ *                      A body starting 0xa3 (a CBOR map of three) is an App Attest attestation object:
+ *                      bench/lib/appAttestFloor.ts's unavoidable work (CBOR, the chain to --app-attest-root, the
+ *                      nonce, the key id), answered with a record of the same eleven fields.
  *
  * The leaf is parsed on every request (it is per device); the intermediate's key is kept by its DER bytes, as
  * attestd keeps validated issuers, so the baseline pays for nothing attestd does not.
  * No auth, no nonce store, no chain policy, no verdict storage: the ceiling for a Node process on this machine.
  * Usage: node dist/bench/baseline/server.js --cert FULLCHAIN.pem --key KEY.pem [--android-status FILE]
- *          [--play-decryption-key B64 --play-verification-key B64]
+ *          [--play-decryption-key B64 --play-verification-key B64] [--app-attest-root PEM]
  * (prints {"port": N})
  */
 import { createServer, type ServerOptions } from "node:https";
 import { randomBytes, verify, X509Certificate, type KeyObject } from "node:crypto";
+import { appAttestAttestationFloor } from "../lib/appAttestFloor.ts";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { androidFloor } from "../lib/androidFloor.ts";
@@ -36,6 +40,7 @@ const { values } = parseArgs({
     "android-status": { type: "string" },
     "play-decryption-key": { type: "string" },
     "play-verification-key": { type: "string" },
+    "app-attest-root": { type: "string" },
   },
 });
 if (!values.cert || !values.key) throw new Error("usage: server.ts --cert FILE --key FILE [--port N]");
@@ -129,6 +134,18 @@ async function answerPlay(body: Buffer, url: string): Promise<{ ok: boolean; bod
   return { ok: true, body: JSON.stringify(record) };
 }
 
+const appAttestRoot: KeyObject | undefined = values["app-attest-root"] ? new X509Certificate(readFileSync(values["app-attest-root"])).publicKey : undefined;
+
+/** The floor's work on an App Attest attestation object, answered as attestd answers a Yes (eleven fields). */
+function answerAppAttest(body: Buffer, url: string): { ok: boolean; body: string } {
+  const nonce = new URL(url, "https://x").searchParams.get("nonce") ?? "";
+  const keyId = appAttestRoot ? appAttestAttestationFloor(body, nonce, appAttestRoot) : undefined;
+  if (!keyId) return { ok: false, body: JSON.stringify({ status: "CertificateInvalid" }) };
+  const now = new Date().toISOString();
+  const record = { measurements: "", tamperBit: "", IMEI: "", status: "Success", nonce, chipId: keyId, verdict: "Yes", MAC: "", version: "0", createdDate: now, updateDate: now };
+  return { ok: true, body: JSON.stringify(record) };
+}
+
 const tls: ServerOptions = { cert: readFileSync(values.cert, "utf8"), key: readFileSync(values.key, "utf8") };
 const server = createServer(tls, (req, res) => {
   if (req.method === "POST" && req.url === "/v2/nonces") {
@@ -149,6 +166,12 @@ const server = createServer(tls, (req, res) => {
           res.writeHead(a.ok ? 200 : 400, { "content-type": "application/json; charset=utf-8" });
           res.end(a.body);
         });
+        return;
+      }
+      if (body[0] === 0xa3) {
+        const a = answerAppAttest(body, req.url!);
+        res.writeHead(a.ok ? 200 : 400, { "content-type": "application/json; charset=utf-8" });
+        res.end(a.body);
         return;
       }
       let ok = false;
