@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { X509Certificate } from "node:crypto";
-import { makeAppAttestAttestation, makeAppAttestCa } from "../src/attestation/sim/appAttest.ts";
-import { appAttestAttestationFloor } from "../bench/lib/appAttestFloor.ts";
+import { createPrivateKey, createPublicKey, X509Certificate } from "node:crypto";
+import { makeAppAttestAssertion, makeAppAttestAttestation, makeAppAttestCa } from "../src/attestation/sim/appAttest.ts";
+import { appAttestAssertionFloor, appAttestAttestationFloor } from "../bench/lib/appAttestFloor.ts";
 import { APP_ATTEST_HTTP_TARGET } from "../bench/sections/appAttestHttp.ts";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -232,6 +232,15 @@ describe("bench (quick, app-attest-https section only)", () => {
     assert.equal(appAttestAttestationFloor(blob, Buffer.alloc(32, 8).toString("base64url"), root), undefined, "another nonce");
     assert.equal(appAttestAttestationFloor((await makeAppAttestAttestation(ca, { nonce, otherCa: true })).blob, nonce, root), undefined, "another CA");
     assert.equal(appAttestAttestationFloor((await makeAppAttestAttestation(ca, { nonce, wrongKeyId: true })).blob, nonce, root), undefined, "a wrong key id");
+
+    // the assertion floor: the signature with the remembered key, the counter moved only forward
+    const keys = new Map([[key.keyId, createPublicKey(createPrivateKey(key.privateKeyPem))]]);
+    const counters = new Map<string, number>();
+    const first = makeAppAttestAssertion(key, { nonce });
+    assert.deepEqual(appAttestAssertionFloor(first.body, nonce, keys, counters), { keyId: key.keyId, counter: 1, fresh: true });
+    assert.deepEqual(appAttestAssertionFloor(first.body, nonce, keys, counters), { keyId: key.keyId, counter: 1, fresh: false }, "a replay");
+    assert.equal(appAttestAssertionFloor(makeAppAttestAssertion(first.key, { nonce, tamperedSignature: true }).body, nonce, keys, counters), undefined);
+    assert.equal(appAttestAssertionFloor(makeAppAttestAssertion(first.key, { nonce, unknownKeyId: true }).body, nonce, keys, counters), undefined);
   });
 
   it("compares attestd's Yes with the floor baseline's Success and reports the ratio against 60 %", async () => {

@@ -12,7 +12,7 @@
  * No strict CBOR rules, no validity dates, no RP ID, counter or AAGUID rules, no tenant's apps, no key stored, no
  * verdict stored: what it skips is what attestd adds.
  */
-import { createHash, X509Certificate, type KeyObject } from "node:crypto";
+import { createHash, verify, X509Certificate, type KeyObject } from "node:crypto";
 import { decode } from "cbor2";
 
 const sha256 = (...parts: Uint8Array[]) => {
@@ -38,6 +38,35 @@ export function appAttestAttestationFloor(body: Uint8Array, nonce: string, rootK
     const keyId = sha256(Buffer.from([4]), Buffer.from(jwk.x!, "base64url"), Buffer.from(jwk.y!, "base64url"));
     // authData: rpIdHash 32, flags 1, counter 4, aaguid 16, credential id length 2, credential id
     return keyId.equals(authData.subarray(55, 87)) ? keyId.toString("base64") : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The App Attest assertion floor: the JSON body read, the CBOR assertion decoded, the ECDSA P-256 signature over
+ * authenticatorData ‖ SHA-256(nonce bytes) verified with the key remembered for its key id (imported once), and the
+ * counter compared with the last one kept and stored when greater (a Map, not a database). Answers the counter when
+ * the signature holds (`fresh`: whether it moved the counter), undefined otherwise.
+ */
+export function appAttestAssertionFloor(
+  body: Uint8Array,
+  nonce: string,
+  keys: ReadonlyMap<string, KeyObject>,
+  counters: Map<string, number>,
+): { keyId: string; counter: number; fresh: boolean } | undefined {
+  try {
+    const { keyId, assertion } = JSON.parse(Buffer.from(body).toString("utf8")) as { keyId: string; assertion: string };
+    const key = keys.get(keyId);
+    if (!key) return undefined;
+    const a = decode(Buffer.from(assertion, "base64")) as Map<string, Uint8Array> | Record<string, Uint8Array>;
+    const get = (k: string) => Buffer.from((a instanceof Map ? a.get(k) : a[k])!);
+    const authData = get("authenticatorData");
+    if (!verify("sha256", Buffer.concat([authData, sha256(Buffer.from(nonce, "base64url"))]), { key, dsaEncoding: "der" }, get("signature"))) return undefined;
+    const counter = authData.readUInt32BE(33);
+    const fresh = counter > (counters.get(keyId) ?? 0);
+    if (fresh) counters.set(keyId, counter);
+    return { keyId, counter, fresh };
   } catch {
     return undefined;
   }

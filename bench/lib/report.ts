@@ -52,6 +52,8 @@ export interface BenchResults {
     playIntegrityHttps?: Outcome<PlayIntegrityHttpSection>;
     /** issue 25: App Attest attestations over HTTPS (`--only app-attest-https`) */
     appAttestHttps?: Outcome<AppAttestHttpSection>;
+    /** issue 25: App Attest assertions over HTTPS (`--only app-attest-assertion-https`) */
+    appAttestAssertionHttps?: Outcome<AppAttestHttpSection>;
     cluster: Outcome<ClusterSection>;
     history: Outcome<HistorySection>;
     /** issue 26: what OpenTelemetry tracing costs per request, off and on (`--only tracing`) */
@@ -95,7 +97,7 @@ export function otherWork(r: BenchResults): { max: number; where: string } {
   if (a?.status === "ok") see(a.otherCores, "the android-key section");
   const re = r.sections.results;
   if (re?.status === "ok") see(re.otherCores, "the results section");
-  for (const [s, what] of [[r.sections.androidHttps, "android-key"], [r.sections.playIntegrityHttps, "play-integrity"], [r.sections.appAttestHttps, "app-attest"]] as const) {
+  for (const [s, what] of [[r.sections.androidHttps, "android-key"], [r.sections.playIntegrityHttps, "play-integrity"], [r.sections.appAttestHttps, "app-attest"], [r.sections.appAttestAssertionHttps, "app-attest assertion"]] as const) {
     if (s?.status !== "ok") continue;
     see(s.blobs.attestd.otherCores, `attestd ${what} blobs`);
     see(s.blobs.baseline.otherCores, `baseline ${what} blobs`);
@@ -296,6 +298,7 @@ export function renderSummary(r: BenchResults): string {
     ["android-key over HTTPS (issue 15)", "POST /v2/blobs (android-key)", r.sections.androidHttps],
     ["Play Integrity over HTTPS (issue 23)", "POST /v2/blobs (play-integrity)", r.sections.playIntegrityHttps],
     ["App Attest over HTTPS (issue 25)", "POST /v2/blobs (app-attest attestation)", r.sections.appAttestHttps],
+    ["App Attest assertions over HTTPS (issue 25)", "POST /v2/blobs (app-attest assertion)", r.sections.appAttestAssertionHttps],
   ] as const;
   for (const [title, workload, fs] of floorSections) {
     if (fs?.status === "ok") out.push(...floorHttpsLines(title, workload, fs), "");

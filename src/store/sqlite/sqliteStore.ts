@@ -1,4 +1,4 @@
-import type { DatabaseSync, SQLInputValue } from "node:sqlite";
+import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ReferenceValue } from "../../attestation/types.ts";
@@ -800,8 +800,21 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     return this.db.prepare("DELETE FROM ios_apps WHERE tenant_id = ? AND id = ?").run(tenantId, id).changes === 1;
   }
 
+  /** App Attest's per-request statements, prepared once (an assertion reads its key and writes its counter) */
+  private appAttestStmts?: { key: StatementSync; insertKey: StatementSync; advance: StatementSync };
+  private get aaStmt() {
+    return (this.appAttestStmts ??= {
+      key: this.db.prepare("SELECT * FROM app_attest_keys WHERE tenant_id = ? AND key_id = ?"),
+      insertKey: this.db.prepare(
+        `INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, last_asserted_at, revoked_at, refresh_due_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (key_id) DO NOTHING`,
+      ),
+      advance: this.db.prepare("UPDATE app_attest_keys SET counter = ?, last_asserted_at = ? WHERE tenant_id = ? AND key_id = ? AND counter < ? AND revoked_at IS NULL"),
+    });
+  }
+
   async getAppAttestKey(tenantId: string, keyId: string): Promise<StoredAppAttestKey | undefined> {
-    const r = this.db.prepare("SELECT * FROM app_attest_keys WHERE tenant_id = ? AND key_id = ?").get(tenantId, keyId) as Row | undefined;
+    const r = this.aaStmt.key.get(tenantId, keyId) as Row | undefined;
     return r && sqliteRows.appAttestKey(r);
   }
 
@@ -819,20 +832,9 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   private readonly appAttestEffectTx = (e: AppAttestKeyEffect): boolean => {
     if (e.kind === "attested") {
       const k = e.key;
-      return (
-        this.db
-          .prepare(
-            `INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, last_asserted_at, revoked_at, refresh_due_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (key_id) DO NOTHING`,
-          )
-          .run(k.keyId, k.tenantId, k.appId, k.publicKey, k.counter, k.environment, k.receipt, k.attestedAt, k.refreshDueAt).changes === 1
-      );
+      return this.aaStmt.insertKey.run(k.keyId, k.tenantId, k.appId, k.publicKey, k.counter, k.environment, k.receipt, k.attestedAt, k.refreshDueAt).changes === 1;
     }
-    return (
-      this.db
-        .prepare("UPDATE app_attest_keys SET counter = ?, last_asserted_at = ? WHERE tenant_id = ? AND key_id = ? AND counter < ? AND revoked_at IS NULL")
-        .run(e.counter, e.at, e.tenantId, e.keyId, e.counter).changes === 1
-    );
+    return this.aaStmt.advance.run(e.counter, e.at, e.tenantId, e.keyId, e.counter).changes === 1;
   };
 
   async saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict): Promise<StoredVerdict> {
