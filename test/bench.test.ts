@@ -256,4 +256,14 @@ describe("bench (quick, app-attest-https section only)", () => {
     assert.match(s.how.attestd, /ios-app add/);
     assert.match(run.summary, /App Attest over HTTPS \(issue 25\)/);
   });
+
+  it("the assertion workload: attestd answers Yes (each assertion's counter is new to it)", async () => {
+    const run = await runBench({ quick: true, only: ["app-attest-assertion-https"], profile: "never", outDir: out, print: false });
+    const s = JSON.parse(readFileSync(run.files[0]!, "utf8")).sections.appAttestAssertionHttps;
+    assert.equal(s.status, "ok", s.message);
+    assert.equal(s.verdict, "Success/Yes", s.notes.join("; "));
+    for (const who of ["attestd", "baseline"]) assert.ok(s.blobs[who].requests2xx > 0, `${who} answered`);
+    assert.equal(s.blobs.met, s.blobs.ratio >= APP_ATTEST_HTTP_TARGET);
+    assert.match(run.summary, /App Attest assertions over HTTPS \(issue 25\)/);
+  });
 });
