@@ -4,7 +4,7 @@
  *
  *   npm run bench                      full run (~2-3 minutes on 2 cores)
  *   npm run bench -- --quick           smoke run (~1 s per workload); writes bench/results/quick.json only
- *   npm run bench -- --only android    a subset: startup, http, android, android-https, play-integrity-https, results, cluster, history, tracing, webhooks (comma-separated)
+ *   npm run bench -- --only android    a subset: startup, http, android, android-https, play-integrity-https, results, cluster, history, tracing, webhooks, app-attest-https, app-attest-assertion-https (comma-separated)
  *   npm run bench -- --profile         profile the attestd server even when the targets are met (--no-profile: never)
  *   npm run bench -- --out DIR         write the JSON elsewhere
  *   npm run bench -- --rounds 5        attestd/baseline turns per Part A workload (default 5; median shown)
@@ -28,12 +28,13 @@ import { clusterUnavailable, runClusterSection } from "./sections/cluster.ts";
 import { runHistorySection } from "./sections/history.ts";
 import { runHttpSection } from "./sections/http.ts";
 import { runPlayIntegrityHttpSection } from "./sections/playIntegrityHttp.ts";
+import { runAppAttestAssertionHttpSection, runAppAttestHttpSection } from "./sections/appAttestHttp.ts";
 import { runResultsSection } from "./sections/results.ts";
 import { runStartupSection } from "./sections/startup.ts";
 import { runTracingSection } from "./sections/tracing.ts";
 import { runWebhooksSection } from "./sections/webhooks.ts";
 
-export const SECTIONS = ["startup", "http", "android", "android-https", "play-integrity-https", "results", "cluster", "history", "tracing", "webhooks"] as const;
+export const SECTIONS = ["startup", "http", "android", "android-https", "play-integrity-https", "results", "cluster", "history", "tracing", "webhooks", "app-attest-https", "app-attest-assertion-https"] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 export interface BenchOptions {
@@ -179,6 +180,15 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
     if (want("play-integrity-https")) {
       log("play-integrity-https: Play Integrity tokens from the simulator over HTTPS, attestd vs the floor baseline");
       results.sections.playIntegrityHttps = await runPlayIntegrityHttpSection(await floorContext()).catch(failure);
+    }
+
+    if (want("app-attest-https")) {
+      log("app-attest-https: App Attest attestations from the simulator over HTTPS, attestd vs the floor baseline");
+      results.sections.appAttestHttps = await runAppAttestHttpSection(await floorContext()).catch(failure);
+    }
+    if (want("app-attest-assertion-https")) {
+      log("app-attest-assertion-https: App Attest assertions by remembered keys over HTTPS, attestd vs the floor baseline");
+      results.sections.appAttestAssertionHttps = await runAppAttestAssertionHttpSection(await floorContext()).catch(failure);
     }
 
     if (want("tracing")) {

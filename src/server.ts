@@ -15,6 +15,7 @@ import { startNoncePurge } from "./nonces/nonceService.ts";
 import { AttestationService } from "./services/attestationService.ts";
 import { GooglePlayIntegrityDecoder } from "./services/playIntegrityDecoder.ts";
 import { AppleReceiptRefresher } from "./services/appAttestReceiptRefresher.ts";
+import { AppAttestReceiptRefreshes } from "./services/appAttestReceiptRefreshes.ts";
 import { DeviceService } from "./services/deviceService.ts";
 import { RateLimiter } from "./services/rateLimiter.ts";
 import { openStores, walCheckpointFailed } from "./store/openStores.ts";
@@ -71,6 +72,8 @@ export interface Runtime {
    * the fraud-risk metric kept with an attested key (issue 25); no verdict depends on it
    */
   receiptRefresher: AppleReceiptRefresher;
+  /** the background refreshes of attested keys' receipts (issue 25), for tests that wait for them (`idle()`) */
+  receiptRefreshes: AppAttestReceiptRefreshes;
   /** the portal's account services its routes use, for tests that drive them directly */
   portal: { accounts: PortalAccounts; sessions: PortalSessions; passkeys: PortalPasskeys; sso: PortalSso | undefined };
   /** OpenTelemetry traces, when --otlp-endpoint turned them on (src/tracing/, docs/traces.md) */
@@ -101,6 +104,11 @@ export interface RuntimeOptions {
    * asks for cheaper ones. Not a flag: an operator has no business lowering it.
    */
   passwordCost?: ScryptCost;
+  /**
+   * the roots Apple's refreshed receipts must chain to (DER); Apple Root CA - G3 unless a test gives its stand-in's
+   * CA (test/helpers/appleReceiptStandIn.ts). Not a flag: in production the receipt service is Apple's.
+   */
+  receiptRoots?: readonly Uint8Array[];
   /** the dev TLS's CA file (`serve` with --dev-tls): the portal's curl commands name it, as the start-up banner does */
   caFile?: string;
 }
@@ -188,6 +196,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     timeoutMs: config.appAttestReceiptTimeoutMs,
     retries: config.appAttestReceiptRetries,
     rng,
+    ...(opts.receiptRoots ? { roots: opts.receiptRoots } : {}),
     onOutcome: (result) => metrics.appAttestReceiptRefreshes.inc({ result }),
   });
   const rateLimiter = new RateLimiter(stores.rateLimits, clock, { rps: config.rps, burst: config.burst });
@@ -215,7 +224,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // started on the first token: a deployment with no Play app pays nothing for them
   const playThreads = new PlayTokenThreads(config.playThreads === "auto" ? autoPlayThreads(undefined, config.workers) : Number(config.playThreads));
   // a tenant's iOS apps and the App Attest keys its devices attested (issue 25)
-  const iosApps = new IosAppRegistry(stores.durable, clock, rng);
+  const iosApps = new IosAppRegistry(stores.durable, clock, rng, secrets.box);
   // Apple's receipts are judged only while Apple's App Attestation root is the one in force (appAttestReceiptsChecked),
   // the fact the portal's trust page shows on its receipt-root row
   const appAttestKeys = new AppAttestKeys(stores.durable, iosApps, clock, trust.appAttestFacts.receiptsChecked ? appAttestReceiptCheck() : undefined);
@@ -224,10 +233,13 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const policies = new TenantPolicies(stores.durable, clock);
   const seeded = await policies.seedFromFile(trust.androidPolicies);
   if (seeded.length) log.info({ tenants: seeded }, "tenant policies seeded from --android-policy as version 1");
+  // in the background: each attested key of an app with a developer key has its receipt refreshed for the metric
+  const receiptRefreshes = new AppAttestReceiptRefreshes({ store: stores.durable, developerKeys: iosApps, refresher: receiptRefresher, clock, log });
   const attestation = new AttestationService({
     nonces: stores.nonces,
     verdicts: stores.durable,
     nonceVerdicts: stores.nonceVerdicts,
+    nonceAppAttest: stores.nonceAppAttest,
     trust: trust.forTenant,
     policies,
     clock,
@@ -235,7 +247,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     limits: { nonceTtlMs: config.nonceTtl * 1000, maxOutstandingNonces: config.maxOutstandingNonces },
     onAppraisal: (r, s) => metrics.recordAppraisal(r, s),
     playIntegrity: new PlayIntegrityOpener(playApps, playDecoder, playThreads.open),
-    appAttest: { keys: appAttestKeys, store: stores.durable },
+    appAttest: { keys: appAttestKeys, store: stores.durable, onKeyAttested: () => receiptRefreshes.nudge() },
     webhooks,
   });
   const enrollment = createEnrollment({
@@ -366,6 +378,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     log.warn({ err }, "watching the trust sources for webhooks failed"),
   );
   trustEvents.start(30_000);
+  receiptRefreshes.start();
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -380,7 +393,9 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await webhookDeliverer.stop();
       playDecoder.stop();
       await playThreads.close();
+      // the refreshes under way are aborted (their keys' leases stand), then waited for
       receiptRefresher.stop();
+      await receiptRefreshes.stop();
       await auth.flushLastUsed().catch((err: unknown) => log.warn({ err }, "recording API keys' last use failed"));
       await enrollment.stop();
       await activity.close();
@@ -389,5 +404,5 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await tracing?.shutdown();
     })());
 
-  return { app, stores, log, enrollment, activity, playDecoder, receiptRefresher, portal, tracing, close };
+  return { app, stores, log, enrollment, activity, playDecoder, receiptRefresher, receiptRefreshes, portal, tracing, close };
 }

@@ -1,4 +1,8 @@
 import assert from "node:assert/strict";
+import { createPrivateKey, createPublicKey, X509Certificate } from "node:crypto";
+import { makeAppAttestAssertion, makeAppAttestAttestation, makeAppAttestCa } from "../src/attestation/sim/appAttest.ts";
+import { appAttestAssertionFloor, appAttestAttestationFloor } from "../bench/lib/appAttestFloor.ts";
+import { APP_ATTEST_HTTP_TARGET } from "../bench/sections/appAttestHttp.ts";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -212,5 +216,54 @@ describe("bench (quick, play-integrity-https section only)", () => {
     assert.ok(s.pool.tokenBytes > 0);
     assert.match(s.how.attestd, /play-app add/);
     assert.match(run.summary, /Play Integrity over HTTPS \(issue 23\)/);
+  });
+});
+
+describe("bench (quick, app-attest-https section only)", () => {
+  const out = mkdtempSync(path.join(tmpdir(), "attestd-bench-test-"));
+  after(() => rmSync(out, { recursive: true, force: true }));
+
+  it("has a floor that verifies the chain to the root, the nonce and the key id", async () => {
+    const ca = await makeAppAttestCa();
+    const root = new X509Certificate(ca.rootDer).publicKey;
+    const nonce = Buffer.alloc(32, 7).toString("base64url");
+    const { blob, key } = await makeAppAttestAttestation(ca, { nonce });
+    assert.equal(appAttestAttestationFloor(blob, nonce, root), key.keyId);
+    assert.equal(appAttestAttestationFloor(blob, Buffer.alloc(32, 8).toString("base64url"), root), undefined, "another nonce");
+    assert.equal(appAttestAttestationFloor((await makeAppAttestAttestation(ca, { nonce, otherCa: true })).blob, nonce, root), undefined, "another CA");
+    assert.equal(appAttestAttestationFloor((await makeAppAttestAttestation(ca, { nonce, wrongKeyId: true })).blob, nonce, root), undefined, "a wrong key id");
+
+    // the assertion floor: the signature with the remembered key, the counter moved only forward
+    const keys = new Map([[key.keyId, createPublicKey(createPrivateKey(key.privateKeyPem))]]);
+    const counters = new Map<string, number>();
+    const first = makeAppAttestAssertion(key, { nonce });
+    assert.deepEqual(appAttestAssertionFloor(first.body, nonce, keys, counters), { keyId: key.keyId, counter: 1, fresh: true });
+    assert.deepEqual(appAttestAssertionFloor(first.body, nonce, keys, counters), { keyId: key.keyId, counter: 1, fresh: false }, "a replay");
+    assert.equal(appAttestAssertionFloor(makeAppAttestAssertion(first.key, { nonce, tamperedSignature: true }).body, nonce, keys, counters), undefined);
+    assert.equal(appAttestAssertionFloor(makeAppAttestAssertion(first.key, { nonce, unknownKeyId: true }).body, nonce, keys, counters), undefined);
+  });
+
+  it("compares attestd's Yes with the floor baseline's Success and reports the ratio against 60 %", async () => {
+    const run = await runBench({ quick: true, only: ["app-attest-https"], profile: "never", outDir: out, print: false });
+    const s = JSON.parse(readFileSync(run.files[0]!, "utf8")).sections.appAttestHttps;
+    assert.equal(s.status, "ok", s.message);
+    assert.equal(s.verdict, "Success/Yes", s.notes.join("; "));
+    assert.match(s.blobs.baseline.sample, /"status":"Success"/);
+    for (const who of ["attestd", "baseline"]) assert.ok(s.blobs[who].requests2xx > 0, `${who} answered`);
+    assert.equal(s.blobs.target, APP_ATTEST_HTTP_TARGET);
+    assert.equal(s.blobs.met, s.blobs.ratio >= APP_ATTEST_HTTP_TARGET);
+    assert.ok(s.pool.attestationBytes > 0);
+    assert.match(s.how.attestd, /ios-app add/);
+    assert.match(run.summary, /App Attest over HTTPS \(issue 25\)/);
+  });
+
+  it("the assertion workload: attestd answers Yes (each assertion's counter is new to it)", async () => {
+    const run = await runBench({ quick: true, only: ["app-attest-assertion-https"], profile: "never", outDir: out, print: false });
+    const s = JSON.parse(readFileSync(run.files[0]!, "utf8")).sections.appAttestAssertionHttps;
+    assert.equal(s.status, "ok", s.message);
+    assert.equal(s.verdict, "Success/Yes", s.notes.join("; "));
+    for (const who of ["attestd", "baseline"]) assert.ok(s.blobs[who].requests2xx > 0, `${who} answered`);
+    assert.equal(s.blobs.met, s.blobs.ratio >= APP_ATTEST_HTTP_TARGET);
+    assert.match(run.summary, /App Attest assertions over HTTPS \(issue 25\)/);
   });
 });

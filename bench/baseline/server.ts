@@ -13,16 +13,23 @@
  *                      bench/lib/playIntegrityFloor.ts's unavoidable work with jose, as attestd does it (decrypt
  *                      A256KW + A256GCM, verify ES256, the nonce), answered with a record of the same eleven fields
  *                      as attestd's, so the two write answers of about the same size.
+ *                      A body starting 0xa3 (a CBOR map of three) is an App Attest attestation object:
+ *                      bench/lib/appAttestFloor.ts's unavoidable work (CBOR, the chain to --app-attest-root, the
+ *                      nonce, the key id), answered with a record of the same eleven fields. A JSON body with
+ *                      "assertion" is an App Attest assertion: appAttestAssertionFloor's work with the keys of
+ *                      --app-attest-keys (a JSON file {keyId: public key, uncompressed point, base64}).
  *
  * The leaf is parsed on every request (it is per device); the intermediate's key is kept by its DER bytes, as
  * attestd keeps validated issuers, so the baseline pays for nothing attestd does not.
  * No auth, no nonce store, no chain policy, no verdict storage: the ceiling for a Node process on this machine.
  * Usage: node dist/bench/baseline/server.js --cert FULLCHAIN.pem --key KEY.pem [--android-status FILE]
- *          [--play-decryption-key B64 --play-verification-key B64]
+ *          [--play-decryption-key B64 --play-verification-key B64] [--app-attest-root PEM]
  * (prints {"port": N})
  */
 import { createServer, type ServerOptions } from "node:https";
 import { randomBytes, verify, X509Certificate, type KeyObject } from "node:crypto";
+import { createPublicKey } from "node:crypto";
+import { appAttestAssertionFloor, appAttestAttestationFloor } from "../lib/appAttestFloor.ts";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { androidFloor } from "../lib/androidFloor.ts";
@@ -36,6 +43,8 @@ const { values } = parseArgs({
     "android-status": { type: "string" },
     "play-decryption-key": { type: "string" },
     "play-verification-key": { type: "string" },
+    "app-attest-root": { type: "string" },
+    "app-attest-keys": { type: "string" },
   },
 });
 if (!values.cert || !values.key) throw new Error("usage: server.ts --cert FILE --key FILE [--port N]");
@@ -129,6 +138,39 @@ async function answerPlay(body: Buffer, url: string): Promise<{ ok: boolean; bod
   return { ok: true, body: JSON.stringify(record) };
 }
 
+const appAttestRoot: KeyObject | undefined = values["app-attest-root"] ? new X509Certificate(readFileSync(values["app-attest-root"])).publicKey : undefined;
+
+/** the remembered App Attest keys, imported once (attestd reads its key per assertion from the store) */
+const appAttestKeys = new Map<string, KeyObject>(
+  values["app-attest-keys"]
+    ? Object.entries(JSON.parse(readFileSync(values["app-attest-keys"], "utf8")) as Record<string, string>).map(([id, point]) => {
+        const p = Buffer.from(point, "base64");
+        return [id, createPublicKey({ key: { kty: "EC", crv: "P-256", x: p.subarray(1, 33).toString("base64url"), y: p.subarray(33).toString("base64url") }, format: "jwk" })];
+      })
+    : [],
+);
+const appAttestCounters = new Map<string, number>();
+
+/** The floor's work on an App Attest assertion, answered as attestd answers (Yes, or No for a used counter). */
+function answerAssertion(body: Buffer, url: string): { ok: boolean; body: string } {
+  const nonce = new URL(url, "https://x").searchParams.get("nonce") ?? "";
+  const a = appAttestAssertionFloor(body, nonce, appAttestKeys, appAttestCounters);
+  if (!a) return { ok: false, body: JSON.stringify({ status: "SignatureInvalid" }) };
+  const now = new Date().toISOString();
+  const record = { measurements: "", tamperBit: "", IMEI: "", status: a.fresh ? "Success" : "NonceMismatch", nonce, chipId: a.keyId, verdict: a.fresh ? "Yes" : "No", MAC: "", version: String(a.counter), createdDate: now, updateDate: now };
+  return { ok: true, body: JSON.stringify(record) };
+}
+
+/** The floor's work on an App Attest attestation object, answered as attestd answers a Yes (eleven fields). */
+function answerAppAttest(body: Buffer, url: string): { ok: boolean; body: string } {
+  const nonce = new URL(url, "https://x").searchParams.get("nonce") ?? "";
+  const keyId = appAttestRoot ? appAttestAttestationFloor(body, nonce, appAttestRoot) : undefined;
+  if (!keyId) return { ok: false, body: JSON.stringify({ status: "CertificateInvalid" }) };
+  const now = new Date().toISOString();
+  const record = { measurements: "", tamperBit: "", IMEI: "", status: "Success", nonce, chipId: keyId, verdict: "Yes", MAC: "", version: "0", createdDate: now, updateDate: now };
+  return { ok: true, body: JSON.stringify(record) };
+}
+
 const tls: ServerOptions = { cert: readFileSync(values.cert, "utf8"), key: readFileSync(values.key, "utf8") };
 const server = createServer(tls, (req, res) => {
   if (req.method === "POST" && req.url === "/v2/nonces") {
@@ -149,6 +191,12 @@ const server = createServer(tls, (req, res) => {
           res.writeHead(a.ok ? 200 : 400, { "content-type": "application/json; charset=utf-8" });
           res.end(a.body);
         });
+        return;
+      }
+      if (body[0] === 0xa3 || (body[0] === 0x7b && body.includes('"assertion"'))) {
+        const a = body[0] === 0xa3 ? answerAppAttest(body, req.url!) : answerAssertion(body, req.url!);
+        res.writeHead(a.ok ? 200 : 400, { "content-type": "application/json; charset=utf-8" });
+        res.end(a.body);
         return;
       }
       let ok = false;

@@ -4,6 +4,7 @@ import type { ClusterSection } from "../sections/cluster.ts";
 import type { HistorySection } from "../sections/history.ts";
 import type { Comparison, HttpSection } from "../sections/http.ts";
 import type { PlayIntegrityHttpSection } from "../sections/playIntegrityHttp.ts";
+import type { AppAttestHttpSection } from "../sections/appAttestHttp.ts";
 import type { ResultsSection } from "../sections/results.ts";
 import type { StartupSection } from "../sections/startup.ts";
 import type { TracingSection } from "../sections/tracing.ts";
@@ -50,6 +51,10 @@ export interface BenchResults {
     androidHttps?: Outcome<AndroidHttpSection>;
     /** issue 23: Play Integrity tokens over HTTPS (`--only play-integrity-https`) */
     playIntegrityHttps?: Outcome<PlayIntegrityHttpSection>;
+    /** issue 25: App Attest attestations over HTTPS (`--only app-attest-https`) */
+    appAttestHttps?: Outcome<AppAttestHttpSection>;
+    /** issue 25: App Attest assertions over HTTPS (`--only app-attest-assertion-https`) */
+    appAttestAssertionHttps?: Outcome<AppAttestHttpSection>;
     cluster: Outcome<ClusterSection>;
     history: Outcome<HistorySection>;
     /** issue 26: what OpenTelemetry tracing costs per request, off and on (`--only tracing`) */
@@ -95,7 +100,7 @@ export function otherWork(r: BenchResults): { max: number; where: string } {
   if (a?.status === "ok") see(a.otherCores, "the android-key section");
   const re = r.sections.results;
   if (re?.status === "ok") see(re.otherCores, "the results section");
-  for (const [s, what] of [[r.sections.androidHttps, "android-key"], [r.sections.playIntegrityHttps, "play-integrity"]] as const) {
+  for (const [s, what] of [[r.sections.androidHttps, "android-key"], [r.sections.playIntegrityHttps, "play-integrity"], [r.sections.appAttestHttps, "app-attest"], [r.sections.appAttestAssertionHttps, "app-attest assertion"]] as const) {
     if (s?.status !== "ok") continue;
     see(s.blobs.attestd.otherCores, `attestd ${what} blobs`);
     see(s.blobs.baseline.otherCores, `baseline ${what} blobs`);
@@ -297,6 +302,8 @@ export function renderSummary(r: BenchResults): string {
   const floorSections = [
     ["android-key over HTTPS (issue 15)", "POST /v2/blobs (android-key)", r.sections.androidHttps],
     ["Play Integrity over HTTPS (issue 23)", "POST /v2/blobs (play-integrity)", r.sections.playIntegrityHttps],
+    ["App Attest over HTTPS (issue 25)", "POST /v2/blobs (app-attest attestation)", r.sections.appAttestHttps],
+    ["App Attest assertions over HTTPS (issue 25)", "POST /v2/blobs (app-attest assertion)", r.sections.appAttestAssertionHttps],
   ] as const;
   for (const [title, workload, fs] of floorSections) {
     if (fs?.status === "ok") out.push(...floorHttpsLines(title, workload, fs), "");

@@ -134,6 +134,7 @@ async function appAttestSeeds(trust: TrustConfig): Promise<{ seeds: Seed[]; trus
   const apps: IosAppPolicy[] = [{ appId: "ABCDE12345.com.example.other", environment: "production" }, { appId: v.appId, environment: "both" }];
   const stored: StoredAppAttestKey = {
     ...v.key, tenantId: "fuzz", environment: "production", receipt: "", attestedAt: v.now, lastAssertedAt: null, revokedAt: null,
+    riskMetric: null, riskMetricAt: null, lastRefreshResult: null, lastRefreshReason: null, lastRefreshAt: null, refreshDueAt: null,
   };
   // the one read AppAttestKeys.evidence makes of the store
   const store: Pick<AppAttestStore, "getAppAttestKey"> = { getAppAttestKey: async (_tenant, keyId) => (keyId === stored.keyId ? stored : undefined) };

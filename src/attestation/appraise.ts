@@ -39,7 +39,9 @@ export function appraise(input: AppraisalInput): AppraisalResult {
   // the policy in force, kept with the verdict: a signed result names it (docs/results.md)
   // (for a Play Integrity token, with the policy of the app whose token it was)
   const playApp = input.playIntegrity?.opened && result.format === "play-integrity" ? input.playIntegrity.app : undefined;
-  result.detail.appraisalPolicyId = appraisalPolicyId(input.trust, playApp);
+  // (for an App Attest attestation, with the registered iOS app it was judged against: its environment decides)
+  const iosApp = result.format === "app-attest" ? input.appAttest?.apps.find((a) => a.appId === result.detail.appId) : undefined;
+  result.detail.appraisalPolicyId = appraisalPolicyId(input.trust, playApp, iosApp);
   // the tenant's stored policy version that shaped it (docs/policy.md), also named in the id
   if (input.trust.tenantPolicy) result.detail.policyVersion = input.trust.tenantPolicy.version;
   return result;

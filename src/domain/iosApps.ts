@@ -12,7 +12,19 @@ export interface StoredIosApp {
   appId: string;
   environment: IosEnvironment;
   createdAt: string;
+  /**
+   * The id (10 characters, the JWT's `kid`) of the team's App Attest developer key registered for receipt refresh
+   * (migration 016); null when none. The key itself is `sealedDeveloperKey`, and shown nowhere.
+   */
+  developerKeyId: string | null;
+  /** the .p8 key's PEM, sealed bound to the registration's id (IOS_APP_DEVELOPER_KEY_PURPOSE); null when none */
+  sealedDeveloperKey: string | null;
 }
+
+/** A registration as lists and answers show it: the developer key only as set or not, and its key id. */
+export type IosAppSummary = Omit<StoredIosApp, "sealedDeveloperKey" | "developerKeyId"> & {
+  developerKey: { keyId: string } | null;
+};
 
 /**
  * A key App Attest attested for a tenant (remembered after a Yes attestation, issue 25): its id is the device's
@@ -33,6 +45,32 @@ export interface StoredAppAttestKey {
   attestedAt: string;
   lastAssertedAt: string | null;
   revokedAt: string | null;
+  /**
+   * Receipt refresh (migration 016; docs/app-attest.md "Refreshing"): Apple's fraud-risk metric from the last
+   * refreshed receipt, and when it was read (null until one was); the last refresh attempt's outcome
+   * (`ReceiptRefreshResult`), its reason in a tenant's words (null when refreshed) and time; and when the next
+   * refresh is due (the attestation's time for a new key, a refreshed receipt's not-before, a later retry after a
+   * failure; null: never again, the receipt expired).
+   */
+  riskMetric: number | null;
+  riskMetricAt: string | null;
+  lastRefreshResult: string | null;
+  lastRefreshReason: string | null;
+  lastRefreshAt: string | null;
+  refreshDueAt: string | null;
+}
+
+/** What one refresh attempt writes to its key (AppAttestStore.saveAppAttestRefresh). */
+export interface AppAttestRefreshOutcome {
+  tenantId: string;
+  keyId: string;
+  result: string;
+  /** null when refreshed */
+  reason: string | null;
+  at: string;
+  /** when refreshed: the new receipt (base64), to keep in place of the old one, and its metric (null: none in it) */
+  refreshed?: { receipt: string; riskMetric: number | null };
+  refreshDueAt: string | null;
 }
 
 /** What a Yes asks the store to do with the verdict, in one transaction (AppAttestKeyStore.saveAppAttestVerdict). */

@@ -6,6 +6,7 @@ import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import type { AppAttestStore } from "../store/types.ts";
 import type { IosAppRegistry } from "./iosApps.ts";
+import { fraudRiskDetail } from "./appAttestReceiptRefreshes.ts";
 
 /** A key id as attestd shows and takes it: base64 (standard alphabet, padded) of 32 bytes. */
 export const KEY_ID_RE = /^[A-Za-z0-9+/]{43}=$/;
@@ -31,6 +32,9 @@ export function keySummary({ receipt, ...k }: StoredAppAttestKey): AppAttestKeyS
  * key, not judged. Refreshing receipts with Apple works from the stored `receipt` (`StoredAppAttestKey.receipt`).
  */
 export class AppAttestKeys {
+  /** the stored key an assertion's evidence was made from, for its verdict's detail.fraudRisk (no second read) */
+  private readonly storedOf = new WeakMap<AppAttestEvidence, StoredAppAttestKey>();
+
   constructor(
     private readonly store: AppAttestStore,
     private readonly apps: Pick<IosAppRegistry, "appsForAppraisal">,
@@ -50,10 +54,23 @@ export class AppAttestKeys {
       return { apps: [] };
     }
     const key = await this.store.getAppAttestKey(tenantId, keyId);
-    return {
+    const evidence: AppAttestEvidence = {
       apps: [],
       key: key && { keyId: key.keyId, appId: key.appId, publicKey: key.publicKey, counter: key.counter, revoked: key.revokedAt !== null },
     };
+    if (key) this.storedOf.set(evidence, key);
+    return evidence;
+  }
+
+  /**
+   * `detail.fraudRisk` for an App Attest verdict (fraudRiskDetail): for an assertion of a known key, the metric
+   * stored with it and when it was read, or why there is none; for a Yes attestation, that it is not read yet.
+   * Undefined for other verdicts. Informational: computed after the appraisal, no rule reads it.
+   */
+  fraudRisk(result: AppraisalResult, evidence: AppAttestEvidence): Record<string, unknown> | undefined {
+    const stored = this.storedOf.get(evidence);
+    if (stored) return fraudRiskDetail(stored);
+    return result.appAttest?.kind === "attested" ? fraudRiskDetail(undefined) : undefined;
   }
 
   /** What the store applies with a Yes verdict's commit; undefined when the result asks nothing. */
@@ -75,6 +92,13 @@ export class AppAttestKeys {
         attestedAt: at,
         lastAssertedAt: null,
         revokedAt: null,
+        riskMetric: null,
+        riskMetricAt: null,
+        lastRefreshResult: null,
+        lastRefreshReason: null,
+        lastRefreshAt: null,
+        // due at once; refreshed only when its app has a developer key (AppAttestReceiptRefreshes)
+        refreshDueAt: at,
       },
     };
   }

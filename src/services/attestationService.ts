@@ -3,6 +3,7 @@ import { looksLikePlayIntegrityToken } from "../attestation/encoding/playIntegri
 import type { AppAttestEvidence, AppraisalResult, DeviceFacts, PlayIntegrityEvidence, TrustConfig } from "../attestation/types.ts";
 import { refusedByStore } from "../attestation/formats/appAttest.ts";
 import type { AppAttestKeyEffect } from "../domain/iosApps.ts";
+import type { DeviceRecord } from "../domain/devices.ts";
 import type { Clock, Rng } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
@@ -11,7 +12,7 @@ import type { TenantPolicyVersion } from "../domain/tenantPolicy.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
 import type { WebhookPlan } from "../domain/webhooks.ts";
 import { checkNonceShape, NonceService, refuseUnlessConsumed, type NonceLimits } from "../nonces/nonceService.ts";
-import type { AppAttestStore, DeviceStore, NonceDeviceVerdictStore, NonceStore, NonceVerdictStore, VerdictStore } from "../store/types.ts";
+import type { AppAttestStore, DeviceStore, NonceAppAttestStore, NonceDeviceVerdictStore, NonceStore, NonceVerdictStore, VerdictStore } from "../store/types.ts";
 import { applyDevicePin } from "./devicePinning.ts";
 import { checkDeviceId } from "./deviceService.ts";
 import { inSpan, inSpanSync, inStoreSpan } from "../tracing/spans.ts";
@@ -25,6 +26,11 @@ export interface AttestationDeps {
    * the nonce is consumed and the verdict saved in two steps
    */
   nonceVerdicts?: (NonceVerdictStore & NonceDeviceVerdictStore) | undefined;
+  /**
+   * when nonces and App Attest keys live in one store (SQLite; PostgreSQL without Redis): an App Attest verdict's
+   * nonce, key effect and verdict commit in one transaction; otherwise the nonce is consumed first, on its own
+   */
+  nonceAppAttest?: NonceAppAttestStore | undefined;
   /**
    * the trust configuration for a tenant now (its android-key policy may differ), under its stored policy version
    * when it has one; changes when a source refreshes
@@ -50,8 +56,12 @@ export interface AttestationDeps {
     keys: {
       evidence(tenantId: string, blob: Uint8Array): Promise<AppAttestEvidence | undefined>;
       effectOf(tenantId: string, result: AppraisalResult): AppAttestKeyEffect | undefined;
+      /** `detail.fraudRisk` (informational: Apple's fraud-risk metric as stored with the key, or why there is none) */
+      fraudRisk?(result: AppraisalResult, evidence: AppAttestEvidence): Record<string, unknown> | undefined;
     };
     store: AppAttestStore;
+    /** told after a Yes attestation stored a new key (AppAttestReceiptRefreshes.nudge: its receipt refreshed in the background) */
+    onKeyAttested?: () => void;
   };
   /**
    * signed webhooks (WebhookRegistry): the outbox rows a verdict carries, written in its transaction; undefined (one
@@ -164,11 +174,13 @@ export class AttestationService {
   }
 
   /**
-   * An App Attest Yes: the key it made known, or the counter it moves forward, is stored with the verdict in one
-   * transaction (`saveAppAttestVerdict`: compare-and-set, so of two assertions with one counter exactly one is Yes;
-   * the other's verdict is stored as `refused`, rule counter). The nonce is consumed first, on its own (as on
-   * stores where nonces and verdicts share no transaction): a crash between leaves the nonce used with no verdict.
-   * With a deviceId the effect commits first, then the device's record with the verdict it decided.
+   * An App Attest Yes: the key it made known, or the counter it moves forward, is stored with the verdict
+   * (compare-and-set, so of two assertions with one counter exactly one is Yes; the other's verdict is stored as
+   * `refused`, rule counter). Where the store holds the nonces too (`nonceAppAttest`: SQLite, PostgreSQL without
+   * Redis) the nonce's consumption, the effect and the verdict are one transaction, as for the other formats: a
+   * refused nonce touches neither key nor verdict, a refused effect still spends the nonce (its `No` is the blob's
+   * answer). Elsewhere (Redis nonces) the nonce is consumed first, on its own: a crash between leaves the nonce used
+   * with no verdict. With a deviceId the device's record is written with the verdict it decides.
    */
   private async submitWithKeyEffect(
     tenant: Tenant,
@@ -180,12 +192,29 @@ export class AttestationService {
   ): Promise<StoredVerdict> {
     const { tenantId } = tenant;
     const store = this.d.appAttest!.store;
-    refuseUnlessConsumed(await this.d.nonces.consume(nonce, tenantId, nowMs));
-    if (deviceId === undefined) return store.saveAppAttestVerdict(a.effect, a.verdict, a.refused, webhooks);
-    const applied = await store.applyAppAttestEffect(a.effect);
-    const verdict = applied ? a.verdict : a.refused;
-    const facts = applied ? a.facts : undefined;
-    return this.d.verdicts.saveDeviceVerdict(tenantId, deviceId, (current) => applyDevicePin(current, { deviceId, verdict, facts }), webhooks);
+    const decide = (did: string) => (applied: boolean) => (current: DeviceRecord | undefined) =>
+      applyDevicePin(current, { deviceId: did, verdict: applied ? a.verdict : a.refused, facts: applied ? a.facts : undefined });
+    let applied: boolean;
+    let stored: StoredVerdict;
+    if (this.d.nonceAppAttest) {
+      const save = deviceId === undefined ? { verdict: a.verdict, refused: a.refused } : { deviceId, decide: decide(deviceId) };
+      const r = await this.d.nonceAppAttest.consumeWithAppAttestVerdict(nonce, tenantId, nowMs, a.effect, save, webhooks);
+      refuseUnlessConsumed(r.outcome);
+      applied = r.applied === true;
+      stored = r.verdict!;
+    } else {
+      refuseUnlessConsumed(await this.d.nonces.consume(nonce, tenantId, nowMs));
+      if (deviceId === undefined) {
+        stored = await store.saveAppAttestVerdict(a.effect, a.verdict, a.refused, webhooks);
+        applied = stored.objectId === a.verdict.objectId && stored.record.verdict === a.verdict.record.verdict;
+      } else {
+        applied = await store.applyAppAttestEffect(a.effect);
+        stored = await this.d.verdicts.saveDeviceVerdict(tenantId, deviceId, decide(deviceId)(applied), webhooks);
+      }
+    }
+    // a new key: its receipt is refreshed in the background (never in this request's path)
+    if (applied && a.effect.kind === "attested") this.d.appAttest!.onKeyAttested?.();
+    return stored;
   }
 
   /**
@@ -203,7 +232,7 @@ export class AttestationService {
     const now = new Date(this.d.clock.nowMs());
     const started = performance.now();
     // what the span may say of an appraisal: its format, status and verdict; never the nonce or a device's identity
-    const result = inSpanSync("appraise", {}, (span) => {
+    const appraisedResult = inSpanSync("appraise", {}, (span) => {
       const r = appraise({
         blob,
         nonce,
@@ -215,7 +244,9 @@ export class AttestationService {
       span?.setAttributes({ "attestd.appraisal.format": r.format, "attestd.appraisal.status": r.record.status, "attestd.verdict": r.record.verdict });
       return r;
     });
-    this.d.onAppraisal?.(result, (performance.now() - started) / 1000);
+    this.d.onAppraisal?.(appraisedResult, (performance.now() - started) / 1000);
+    const fraudRisk = appAttest && this.d.appAttest?.keys.fraudRisk?.(appraisedResult, appAttest);
+    const result = fraudRisk ? { ...appraisedResult, detail: { ...appraisedResult.detail, fraudRisk } } : appraisedResult;
     const objectId = this.d.rng.bytes(16).toString("base64url");
     const stored = (r: AppraisalResult): StoredVerdict => ({
       objectId,

@@ -96,6 +96,7 @@ export async function openStores(c: StoreConfig, opts: OpenStoresOptions = {}): 
     durable: sqlite,
     nonces: sqlite,
     nonceVerdicts: sqlite,
+    nonceAppAttest: sqlite,
     rateLimits: new MemoryRateLimitStore(),
     enrollment: new SqliteEnrollmentStore(sqlite.db),
     jti: new SqliteJtiStore(sqlite.db),

@@ -391,6 +391,8 @@ export function rowMappers(d: Dialect) {
       appId: r.app_id as string,
       environment: r.environment as StoredIosApp["environment"],
       createdAt: r.created_at as string,
+      developerKeyId: (r.developer_key_id as string | null) ?? null,
+      sealedDeveloperKey: (r.developer_key as string | null) ?? null,
     }),
 
     appAttestKey: (r: Row): StoredAppAttestKey => ({
@@ -404,6 +406,12 @@ export function rowMappers(d: Dialect) {
       attestedAt: r.attested_at as string,
       lastAssertedAt: (r.last_asserted_at as string | null) ?? null,
       revokedAt: (r.revoked_at as string | null) ?? null,
+      riskMetric: r.risk_metric === null || r.risk_metric === undefined ? null : num(r.risk_metric),
+      riskMetricAt: (r.risk_metric_at as string | null) ?? null,
+      lastRefreshResult: (r.last_refresh_result as string | null) ?? null,
+      lastRefreshReason: (r.last_refresh_reason as string | null) ?? null,
+      lastRefreshAt: (r.last_refresh_at as string | null) ?? null,
+      refreshDueAt: (r.refresh_due_at as string | null) ?? null,
     }),
 
     // the document is TEXT on both backends (its JSON as written), parsed here

@@ -17,6 +17,7 @@ export const TENANT_PRIVATE_KEY_PURPOSE = "tenant-private-key";
 export const EAR_SIGNING_KEY_PURPOSE = "ear-signing-key";
 export const PLAY_APP_SECRET_PURPOSE = "play-app-secret";
 export const WEBHOOK_SECRET_PURPOSE = "webhook-secret";
+export const IOS_APP_DEVELOPER_KEY_PURPOSE = "ios-app-developer-key";
 
 export const SEALED_COLUMNS: readonly SealedColumn[] = [
   { table: "tenant_encryption_keys", idColumn: "tenant_id", column: "private_key", purpose: TENANT_PRIVATE_KEY_PURPOSE },
@@ -25,4 +26,6 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
   { table: "play_apps", idColumn: "id", column: "secret", purpose: PLAY_APP_SECRET_PURPOSE },
   // a webhook endpoint's signing secrets (src/services/webhooks.ts)
   { table: "webhook_endpoints", idColumn: "id", column: "secret", purpose: WEBHOOK_SECRET_PURPOSE },
+  // an iOS app's App Attest developer key, for receipt refresh (src/services/iosApps.ts; NULL when none)
+  { table: "ios_apps", idColumn: "id", column: "developer_key", purpose: IOS_APP_DEVELOPER_KEY_PURPOSE },
 ];

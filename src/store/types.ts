@@ -3,7 +3,7 @@ import type { ActivityEntry } from "../domain/activity.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../domain/playApps.ts";
 import type { TenantPolicyVersion } from "../domain/tenantPolicy.ts";
-import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../domain/iosApps.ts";
+import type { AppAttestKeyEffect, AppAttestRefreshOutcome, StoredAppAttestKey, StoredIosApp } from "../domain/iosApps.ts";
 import type {
   AccessTokenRecord,
   ApiClient,
@@ -82,6 +82,36 @@ export interface NonceDeviceVerdictStore {
     decide: DeviceVerdictDecision,
     webhooks?: WebhookPlan,
   ): Promise<{ outcome: NonceConsumeOutcome; verdict?: StoredVerdict }>;
+}
+
+/**
+ * What an App Attest appraisal stores with its nonce (AppAttestStore.saveAppAttestVerdict's choice): `verdict` when
+ * the key effect applied, `refused` when it did not; or, for a named device, the device's record and the verdict
+ * `decide(applied)` reaches.
+ */
+export type AppAttestSave =
+  | { verdict: StoredVerdict; refused: StoredVerdict }
+  | { deviceId: string; decide: (applied: boolean) => DeviceVerdictDecision };
+
+/**
+ * A store that holds nonces and App Attest keys and verdicts alike (SQLite; PostgreSQL without Redis): the nonce's
+ * consumption, the key effect (a new key, or the counter's compare-and-set) and the verdict in one transaction.
+ */
+export interface NonceAppAttestStore {
+  /**
+   * `consume`; when it answers "ok", also the effect and the verdict (`AppAttestSave`): all or nothing. A refused
+   * nonce touches neither key nor verdict; a refused effect still spends the nonce and stores the refused verdict
+   * (one blob per nonce, whatever its outcome). Answers the verdict stored when the nonce was consumed.
+   */
+  consumeWithAppAttestVerdict(
+    nonce: string,
+    tenantId: string,
+    nowMs: number,
+    effect: AppAttestKeyEffect,
+    save: AppAttestSave,
+    /** the verdict's webhook deliveries (WebhookPlan), written in the same transaction */
+    webhooks?: WebhookPlan,
+  ): Promise<{ outcome: NonceConsumeOutcome; verdict?: StoredVerdict; applied?: boolean }>;
 }
 
 export interface RateDecision {
@@ -603,6 +633,18 @@ export interface AppAttestStore {
   saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict, webhooks?: WebhookPlan): Promise<StoredVerdict>;
   /** the effect alone, in its own transaction (a named device's appraisal, whose verdict the device's record writes) */
   applyAppAttestEffect(effect: AppAttestKeyEffect): Promise<boolean>;
+
+  // receipt refresh (migration 016)
+  /** sets (or with null clears) the app's developer key, sealed by the service; false when the tenant has no such app */
+  setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null): Promise<boolean>;
+  /**
+   * Up to `limit` keys, of every tenant, whose refresh is due at `now` (refreshDueAt <= now), not revoked, and whose
+   * app (same tenant and app id) has a developer key; in one transaction their refreshDueAt is moved to
+   * `leaseUntil`, so that another instance claiming at the same time gets other keys. Oldest due first.
+   */
+  claimAppAttestRefreshes(now: string, leaseUntil: string, limit: number): Promise<StoredAppAttestKey[]>;
+  /** writes one refresh attempt's outcome to its key; false when the tenant has no such key */
+  saveAppAttestRefresh(o: AppAttestRefreshOutcome): Promise<boolean>;
 }
 
 /**
@@ -743,6 +785,8 @@ export interface Stores {
   nonces: NonceStore;
   /** present when nonces and verdicts share one store that commits a consumption with its verdict */
   nonceVerdicts?: NonceVerdictStore & NonceDeviceVerdictStore;
+  /** present when nonces and App Attest keys share one store that commits a consumption with the key and verdict */
+  nonceAppAttest?: NonceAppAttestStore;
   rateLimits: RateLimitStore;
   /** Part B records (EnrollmentStore above); on the durable backend */
   enrollment: EnrollmentStore;

@@ -37,6 +37,7 @@ export function storesWithSpans(stores: Stores): Stores {
     durable: storeWithSpans(stores.durable),
     nonces: storeWithSpans(stores.nonces),
     ...(stores.nonceVerdicts ? { nonceVerdicts: storeWithSpans(stores.nonceVerdicts) } : {}),
+    ...(stores.nonceAppAttest ? { nonceAppAttest: storeWithSpans(stores.nonceAppAttest) } : {}),
     rateLimits: storeWithSpans(stores.rateLimits),
     enrollment: storeWithSpans(stores.enrollment),
     jti: storeWithSpans(stores.jti),

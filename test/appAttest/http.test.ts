@@ -112,6 +112,24 @@ describe("App Attest posted to /v2/blobs", () => {
     assert.equal((await keyOf(key.keyId)).counter, 2);
   });
 
+  it("a refused nonce touches no key: a valid next assertion posted with a spent nonce is refused and its counter is not stored", async () => {
+    let key = await attest();
+    const n = await nonce();
+    const first = makeAppAttestAssertion(key, { nonce: n });
+    key = first.key;
+    assert.equal((await verdict(first.body, n)).verdict, "Yes");
+    // the app signs its next assertion over the spent nonce: the nonce is refused first, the counter stays at 1
+    const next = makeAppAttestAssertion(key, { nonce: n });
+    const res = await post(next.body, n);
+    assert.equal(res.statusCode, 400, res.body);
+    assert.equal((res.json() as { error: { message: string } }).error.message, "NONCE_ALREADY_USED");
+    assert.equal((await keyOf(key.keyId)).counter, 1);
+    // so the same assertion counter is still Yes with a fresh nonce
+    const n2 = await nonce();
+    assert.equal((await verdict(makeAppAttestAssertion(first.key, { nonce: n2 }).body, n2)).verdict, "Yes");
+    assert.equal((await keyOf(key.keyId)).counter, 2);
+  });
+
   it("two assertions with one counter posted at once: exactly one is Yes", async () => {
     const key = await attest();
     for (let round = 1; round <= 5; round++) {

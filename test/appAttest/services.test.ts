@@ -6,6 +6,8 @@ import { isAppError } from "../../src/errors/AppError.ts";
 import { catalog, type CatalogEntry } from "../../src/errors/catalog.ts";
 import { AppAttestKeys } from "../../src/services/appAttestKeys.ts";
 import { IOS_APP_CACHE_MS, IosAppRegistry } from "../../src/services/iosApps.ts";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { isSealed, SecretBox } from "../../src/secrets/secretBox.ts";
 import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts";
 import { DEMO_APP_ID, makeAppAttestAssertion, makeAppAttestAttestation } from "../../src/attestation/sim/appAttest.ts";
 import { T0 } from "../helpers/clock.ts";
@@ -25,11 +27,13 @@ describe("IosAppRegistry and AppAttestKeys", () => {
   let keys: AppAttestKeys;
   let acme: Tenant;
   let other: Tenant;
+  const box = new SecretBox([randomBytes(32)]);
+  const p8 = () => generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
 
   beforeEach(async () => {
     store = new MemoryDurableStore();
     now = T0;
-    apps = new IosAppRegistry(store, clock, cryptoRng);
+    apps = new IosAppRegistry(store, clock, cryptoRng, box);
     keys = new AppAttestKeys(store, apps, clock);
     acme = await store.createTenant({ tenantId: "t_acme", name: "acme", customerId: "1001", kind: "customer", createdAt: new Date(T0).toISOString() });
     other = await store.createTenant({ tenantId: "t_other", name: "other", customerId: "1002", kind: "customer", createdAt: new Date(T0).toISOString() });
@@ -52,7 +56,7 @@ describe("IosAppRegistry and AppAttestKeys", () => {
     assert.deepEqual(await apps.appsForAppraisal(acme.tenantId), []);
     const a = await apps.add(acme, { appId: DEMO_APP_ID, environment: "both" });
     assert.deepEqual(await apps.appsForAppraisal(acme.tenantId), [{ appId: DEMO_APP_ID, environment: "both" }]);
-    const elsewhere = new IosAppRegistry(store, clock, cryptoRng);
+    const elsewhere = new IosAppRegistry(store, clock, cryptoRng, box);
     await elsewhere.remove(acme, a.id);
     assert.equal((await apps.appsForAppraisal(acme.tenantId)).length, 1, "cached");
     now += IOS_APP_CACHE_MS;
@@ -100,5 +104,45 @@ describe("IosAppRegistry and AppAttestKeys", () => {
     await assert.rejects(keys.revoke(other.tenantId, key.keyId), refusedWith(catalog.A_NOT_FOUND));
     assert.notEqual((await keys.revoke(acme.tenantId, key.keyId)).revokedAt, null);
     await assert.rejects(keys.revoke(acme.tenantId, key.keyId), refusedWith(catalog.A_NOT_FOUND), "revoked already");
+  });
+
+  it("developer key: checked, sealed bound to the registration, shown only as set and its key id; per app, within the tenant", async () => {
+    const pem = p8();
+    const a = await apps.add(acme, { appId: DEMO_APP_ID, environment: "both", developerKey: { keyId: "KEY1234567", privateKey: pem } });
+    assert.deepEqual(a.developerKey, { keyId: "KEY1234567" });
+    assert.equal(JSON.stringify(a).includes("PRIVATE KEY"), false);
+    assert.deepEqual((await apps.list(acme)).map((x) => x.developerKey), [{ keyId: "KEY1234567" }]);
+    assert.equal(JSON.stringify(await apps.list(acme)).includes("sealed"), false, "lists show no sealed value either");
+    const stored = (await store.listIosApps(acme.tenantId))[0]!;
+    assert.ok(stored.sealedDeveloperKey && isSealed(stored.sealedDeveloperKey), "sealed in the store");
+    assert.equal(stored.sealedDeveloperKey.includes("PRIVATE"), false);
+    // opened for the refresher, the team id the app id's
+    const opened = await apps.developerKeyFor(acme.tenantId, DEMO_APP_ID);
+    assert.equal(opened?.teamId, DEMO_APP_ID.split(".")[0]);
+    assert.equal(opened?.keyId, "KEY1234567");
+    assert.match(opened!.privateKeyPem, /BEGIN PRIVATE KEY/);
+    assert.equal(await apps.developerKeyFor(other.tenantId, DEMO_APP_ID), undefined, "another tenant's app: none");
+    // a sealed value copied to another registration does not open there
+    const b = await apps.add(other, { appId: DEMO_APP_ID });
+    await store.setIosAppDeveloperKey(other.tenantId, b.id, { keyId: "KEY1234567", sealed: stored.sealedDeveloperKey });
+    assert.throws(() => box.open(stored.sealedDeveloperKey!, `ios-app-developer-key:${b.id}`));
+    // refused: a bad key id, a key that is not P-256, not PEM; an unknown app
+    for (const bad of [
+      { keyId: "short", privateKey: pem },
+      { keyId: "key1234567", privateKey: pem },
+      { keyId: "KEY1234567", privateKey: "not a key" },
+      { keyId: "KEY1234567", privateKey: generateKeyPairSync("ec", { namedCurve: "P-384" }).privateKey.export({ type: "pkcs8", format: "pem" }).toString() },
+      { keyId: "KEY1234567", privateKey: generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString() },
+    ]) {
+      await assert.rejects(apps.setDeveloperKey(acme, a.id, bad), refusedWith(catalog.PORTAL_INVALID_REQUEST), bad.keyId);
+    }
+    await assert.rejects(apps.setDeveloperKey(other, a.id, { keyId: "KEY7654321", privateKey: p8() }), refusedWith(catalog.PORTAL_NOT_FOUND), "another tenant's app");
+    // replaced, then removed
+    assert.deepEqual((await apps.setDeveloperKey(acme, a.id, { keyId: "KEY7654321", privateKey: p8() })).developerKey, { keyId: "KEY7654321" });
+    assert.equal((await apps.developerKeyFor(acme.tenantId, DEMO_APP_ID))?.keyId, "KEY7654321");
+    assert.equal((await apps.setDeveloperKey(acme, a.id, null)).developerKey, null);
+    assert.equal(await apps.developerKeyFor(acme.tenantId, DEMO_APP_ID), undefined);
+    const cleared = (await store.listIosApps(acme.tenantId))[0]!;
+    assert.equal(cleared.sealedDeveloperKey, null);
   });
 });

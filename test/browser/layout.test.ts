@@ -83,7 +83,7 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 2_40
       const publicKey = Buffer.concat([Buffer.from([4]), randomBytes(64)]);
       const keyId = createHash("sha256").update(publicKey).digest("base64");
       const attestedAt = new Date(now - 3_600_000).toISOString();
-      const key = { tenantId: tenant.tenantId, keyId, appId: IOS_APP_ID, publicKey: publicKey.toString("base64"), counter: 0, environment: "production" as const, receipt: "", attestedAt, lastAssertedAt: null, revokedAt: null };
+      const key = { tenantId: tenant.tenantId, keyId, appId: IOS_APP_ID, publicKey: publicKey.toString("base64"), counter: 0, environment: "production" as const, receipt: "", attestedAt, lastAssertedAt: null, revokedAt: null, riskMetric: null, riskMetricAt: null, lastRefreshResult: null, lastRefreshReason: null, lastRefreshAt: null, refreshDueAt: null };
       assert.ok(await store.applyAppAttestEffect({ kind: "attested", key }));
       assert.ok(await store.applyAppAttestEffect({ kind: "asserted", tenantId: tenant.tenantId, keyId, counter: 3, at: new Date(now - 60_000).toISOString() }));
       await store.appendActivity([

@@ -37,7 +37,7 @@ describe("the iOS apps page in a real browser", { timeout: 180_000 }, () => {
           const tenant = (await store.getTenantByName("acme"))!;
           const publicKey = Buffer.concat([Buffer.from([4]), randomBytes(64)]);
           keyId = createHash("sha256").update(publicKey).digest("base64");
-          const key = { tenantId: tenant.tenantId, keyId, appId: APP_ID, publicKey: publicKey.toString("base64"), counter: 0, environment: "production" as const, receipt: "", attestedAt: new Date().toISOString(), lastAssertedAt: null, revokedAt: null };
+          const key = { tenantId: tenant.tenantId, keyId, appId: APP_ID, publicKey: publicKey.toString("base64"), counter: 0, environment: "production" as const, receipt: "", attestedAt: new Date().toISOString(), lastAssertedAt: null, revokedAt: null, riskMetric: null, riskMetricAt: null, lastRefreshResult: null, lastRefreshReason: null, lastRefreshAt: null, refreshDueAt: null };
           assert.ok(await store.applyAppAttestEffect({ kind: "attested", key }));
         } finally {
           await store.close();

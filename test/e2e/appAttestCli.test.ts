@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -67,6 +68,27 @@ describe("attestd App Attest: dev-ca, ios-app, device-sim, serve, ios-key, appra
     assert.match(dup.stderr, /registered DEMOTEAM01\.com\.example\.attestd\.demo already/);
     assert.equal(cli("ios-app", "add", "--tenant", "acme", "--app-id", "com.example.app").status, 1);
     assert.equal(cli("ios-app", "remove", "--tenant", "acme", "--app-id", "ABCDE12345.nope").status, 1);
+  });
+
+  it("ios-app set-developer-key / clear-developer-key, and add with one: shown as its key id only", () => {
+    const p8 = path.join(dir, "AuthKey_KEY1234567.p8");
+    writeFileSync(p8, generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }));
+    const added = ok("ios-app", "add", "--tenant", "acme", "--app-id", "ABCDE12345.com.example.keyed", "--developer-key-id", "KEY1234567", "--developer-key-file", p8);
+    assert.deepEqual(JSON.parse(added.stdout).developerKey, { keyId: "KEY1234567" });
+    assert.doesNotMatch(added.stdout, /PRIVATE|sealed/);
+    const half = cli("ios-app", "add", "--tenant", "acme", "--app-id", "ABCDE12345.com.example.half", "--developer-key-id", "KEY1234567");
+    assert.equal(half.status, 1);
+    assert.match(half.stderr, /both --developer-key-id ID and --developer-key-file FILE\.p8/);
+    const set = ok("ios-app", "set-developer-key", "--tenant", "acme", "--app-id", "ABCDE12345.com.example.keyed", "--developer-key-id", "KEY7654321", "--developer-key-file", p8);
+    assert.deepEqual(JSON.parse(set.stdout).developerKey, { keyId: "KEY7654321" });
+    const notAKey = cli("ios-app", "set-developer-key", "--tenant", "acme", "--app-id", "ABCDE12345.com.example.keyed", "--developer-key-id", "KEY7654321", "--developer-key-file", path.join(ca, "app-attest-root.pem"));
+    assert.equal(notAKey.status, 1);
+    assert.match(notAKey.stderr, /not an EC P-256 private key/);
+    const listed = ok("ios-app", "list", "--tenant", "acme").stdout;
+    assert.deepEqual(JSON.parse(listed).find((a: { appId: string }) => a.appId === "ABCDE12345.com.example.keyed").developerKey, { keyId: "KEY7654321" });
+    assert.doesNotMatch(listed, /PRIVATE|sealed/);
+    assert.equal(JSON.parse(ok("ios-app", "clear-developer-key", "--tenant", "acme", "--app-id", "ABCDE12345.com.example.keyed").stdout).developerKey, null);
+    ok("ios-app", "remove", "--tenant", "acme", "--app-id", "ABCDE12345.com.example.keyed");
   });
 
   it("nonce → device-sim → Yes: the attestation, two assertions with rising counters; a replayed counter is No", async () => {

@@ -49,6 +49,8 @@ export async function startTestRuntime(
     enrollment?: RuntimeOptions["enrollment"];
     /** portal passwords' scrypt cost; cheap unless given (test/portal/accounts.test.ts holds the production one) */
     passwordCost?: RuntimeOptions["passwordCost"];
+    /** the roots refreshed App Attest receipts must chain to (a stand-in's CA: test/helpers/appleReceiptStandIn.ts) */
+    receiptRoots?: RuntimeOptions["receiptRoots"];
   } = {},
 ): Promise<TestRuntime> {
   const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), "attestd-test-"));
@@ -60,6 +62,7 @@ export async function startTestRuntime(
     fetch: opts.fetch ?? offlineFetch,
     passwordCost: opts.passwordCost ?? { N: 2 ** 10, r: 8, p: 1 },
     ...(opts.enrollment ? { enrollment: opts.enrollment } : {}),
+    ...(opts.receiptRoots ? { receiptRoots: opts.receiptRoots } : {}),
   });
   await runtime.app.ready();
   const addTenant = async (name: string, o: { rps?: number; burst?: number } = {}) => {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, generateKeyPairSync, randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { StoredAppAttestKey } from "../../src/domain/iosApps.ts";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
@@ -20,6 +20,12 @@ function attestedKey(tenantId: string, appId: string, over: Partial<StoredAppAtt
     attestedAt: "2026-11-26T10:00:00.000Z",
     lastAssertedAt: null,
     revokedAt: null,
+    riskMetric: null,
+    riskMetricAt: null,
+    lastRefreshResult: null,
+    lastRefreshReason: null,
+    lastRefreshAt: null,
+    refreshDueAt: null,
     ...over,
   };
 }
@@ -177,6 +183,53 @@ describe("portal: iOS apps and App Attest keys", () => {
     const page = await portal.as("root@example.org", { url: "/portal/ios-apps?tenant=globex" });
     assert.match(page.body, /ZYXWV98765\.com\.globex\.app/);
     assert.match(page.body, /data-api="\/portal\/api\/ios-apps\/ia_[^"?]+\?tenant=globex" data-method="DELETE"/);
+  });
+
+  it("an admin sets the app's developer key from its row's form (the .p8 as text); answers and the page show only 'set' and its key id; removed again", async () => {
+    const id = (await t.runtime.stores.durable.listIosApps("t_acme"))[0]!.id;
+    const api = `/portal/api/ios-apps/${id}/developer-key`;
+    const before = await portal.as("ada@acme.example", { url: "/portal/ios-apps" });
+    assert.ok(before.body.includes(`<form data-api="${api}" data-method="PUT"`), "the row's form PUTs to the admin API");
+    assert.match(before.body, /<input name="keyId" required/);
+    assert.match(before.body, /<input type="file" name="privateKey" required data-text-file/);
+    assert.match(before.body, /<td data-label="Developer key">not set<\/td>/);
+    const pem = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    const viewer = await portal.as("vic@acme.example", { method: "PUT", url: api, payload: { keyId: "KEY1234567", privateKey: pem } });
+    assert.deepEqual([viewer.statusCode, refusalCode(viewer)], [403, "4038000"]);
+    const globex = await portal.as("gus@globex.example", { method: "PUT", url: `${api}?tenant=acme`, payload: { keyId: "KEY1234567", privateKey: pem } });
+    assert.deepEqual([globex.statusCode, refusalCode(globex)], [404, "4048000"]);
+    const bad = await portal.as("ada@acme.example", { method: "PUT", url: api, payload: { keyId: "KEY1234567", privateKey: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n" } });
+    assert.deepEqual([bad.statusCode, refusalCode(bad)], [400, "4008000"]);
+    assert.match(bad.json().data, /not an EC P-256 private key/);
+    const res = await portal.as("ada@acme.example", { method: "PUT", url: api, payload: { keyId: "KEY1234567", privateKey: pem } });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(res.json().developerKey, { keyId: "KEY1234567" });
+    assert.ok(!res.body.includes("PRIVATE") && !res.body.includes("sealed"), "the key is never shown");
+    const list = await portal.as("vic@acme.example", { url: "/portal/api/ios-apps" });
+    assert.deepEqual((list.json() as { developerKey: unknown }[]).map((a) => a.developerKey), [{ keyId: "KEY1234567" }]);
+    assert.ok(!list.body.includes("PRIVATE") && !list.body.includes("sealed"));
+    const page = await portal.as("ada@acme.example", { url: "/portal/ios-apps" });
+    assert.match(page.body, /<td data-label="Developer key">set \(<code>KEY1234567<\/code>\)<\/td>/);
+    assert.ok(!page.body.includes("PRIVATE"));
+    assert.match((await t.runtime.stores.durable.listIosApps("t_acme"))[0]!.sealedDeveloperKey!, /^sealed:v1:/, "sealed in the store");
+    assert.ok(page.body.includes(`data-api="${api}" data-method="DELETE"`), "a Remove key button");
+    const cleared = await portal.as("ada@acme.example", { method: "DELETE", url: api });
+    assert.equal(cleared.statusCode, 200, cleared.body);
+    assert.equal(cleared.json().developerKey, null);
+    assert.equal((await t.runtime.stores.durable.listIosApps("t_acme"))[0]!.sealedDeveloperKey, null);
+  });
+
+  it("a key's fraud-risk metric: in the API with when it was read, and on the page; or why it was not read", async () => {
+    const store = t.runtime.stores.durable;
+    await store.saveAppAttestRefresh({ tenantId: "t_acme", keyId: second.keyId, result: "refreshed", reason: null, at: "2026-11-26T12:00:00.000Z", refreshed: { receipt: second.receipt, riskMetric: 4 }, refreshDueAt: "2026-11-27T12:00:00.000Z" });
+    const shown = await portal.as("vic@acme.example", { url: `/portal/api/app-attest-keys/${pathId(second.keyId)}` });
+    assert.equal(shown.statusCode, 200, shown.body);
+    assert.deepEqual([shown.json().riskMetric, shown.json().riskMetricAt, shown.json().lastRefreshResult], [4, "2026-11-26T12:00:00.000Z", "refreshed"]);
+    await store.saveAppAttestRefresh({ tenantId: "t_acme", keyId: active.keyId, result: "unreachable", reason: "not refreshed: Apple's App Attest receipt service could not be reached", at: "2026-11-26T12:00:00.000Z", refreshDueAt: null });
+    const page = await portal.as("vic@acme.example", { url: "/portal/ios-apps" });
+    const row = (keyId: string) => page.body.split("<tr>").find((r) => r.includes(keyId)) ?? "";
+    assert.match(row(second.keyId), /<td data-label="Fraud-risk metric"><span[^>]*>4<\/span> <small[^>]*><time datetime="2026-11-26T12:00:00.000Z"/);
+    assert.match(row(active.keyId), /<td data-label="Fraud-risk metric"><span class="muted" title="not refreshed: Apple&#39;s App Attest receipt service could not be reached">not read \(unreachable\)<\/span>/);
   });
 
   it("an admin removes an app through the row's button's route: 204, then 404; its keys stay", async () => {

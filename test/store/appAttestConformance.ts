@@ -4,7 +4,8 @@ import { after, before, describe, it } from "node:test";
 import type { AppAttestKeyEffect, StoredAppAttestKey } from "../../src/domain/iosApps.ts";
 import type { Tenant } from "../../src/domain/tenants.ts";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
-import type { DurableStore } from "../../src/store/types.ts";
+import type { DurableStore, NonceAppAttestStore, NonceStore } from "../../src/store/types.ts";
+import { applyDevicePin } from "../../src/services/devicePinning.ts";
 import { T0 } from "../helpers/clock.ts";
 
 /**
@@ -17,6 +18,9 @@ export interface AppAttestBackend {
   durable: DurableStore;
   /** a second store on the same database (another process's view), for the races; memory has none */
   other?: DurableStore;
+  /** where nonces live in the same store (SQLite; PostgreSQL without Redis): the one-transaction path, and another connection's */
+  nonceAppAttest?: NonceAppAttestStore & NonceStore;
+  otherNonceAppAttest?: NonceAppAttestStore & NonceStore;
   close(): Promise<void>;
 }
 
@@ -49,6 +53,12 @@ export function appAttestConformance(name: string, factory: () => Promise<AppAtt
         attestedAt: iso(T0),
         lastAssertedAt: null,
         revokedAt: null,
+        riskMetric: null,
+        riskMetricAt: null,
+        lastRefreshResult: null,
+        lastRefreshReason: null,
+        lastRefreshAt: null,
+        refreshDueAt: iso(T0),
         ...over,
       };
     }
@@ -81,7 +91,7 @@ export function appAttestConformance(name: string, factory: () => Promise<AppAtt
     it("iOS apps: one per (tenant, app id), listed by app id, removed within the tenant", async () => {
       const t = await tenant();
       const other = await tenant();
-      const a = { id: `ia_${randomBytes(8).toString("hex")}`, tenantId: t.tenantId, appId: "ZZZZZ12345.b.app", environment: "both" as const, createdAt: iso(T0) };
+      const a = { id: `ia_${randomBytes(8).toString("hex")}`, tenantId: t.tenantId, appId: "ZZZZZ12345.b.app", environment: "both" as const, createdAt: iso(T0), developerKeyId: null, sealedDeveloperKey: null };
       const a2 = { ...a, id: `ia_${randomBytes(8).toString("hex")}`, appId: "AAAAA12345.a.app", environment: "development" as const };
       assert.equal(await b.durable.addIosApp(a), "ok");
       assert.equal(await b.durable.addIosApp(a2), "ok");
@@ -144,6 +154,170 @@ export function appAttestConformance(name: string, factory: () => Promise<AppAtt
         assert.deepEqual(outcomes.filter((o) => o === "Yes").length, 1, `counter ${counter}: ${outcomes.join(", ")}`);
       }
       assert.equal((await b.durable.getAppAttestKey(t.tenantId, k.keyId))?.counter, 15);
+    });
+  
+    it("developer keys and receipt refresh: set and cleared per app; due keys of apps with a key claimed once, across tenants; outcomes stored", async () => {
+      const t = await tenant();
+      const other = await tenant();
+      const app = (tt: Tenant, appId: string) => ({ id: `ia_${randomBytes(8).toString("hex")}`, tenantId: tt.tenantId, appId, environment: "both" as const, createdAt: iso(T0), developerKeyId: null, sealedDeveloperKey: null });
+      const withKey = app(t, "ABCDE12345.com.example.app");
+      const noKey = app(t, "ZZZZZ12345.com.example.nokey");
+      const otherApp = app(other, "ABCDE12345.com.example.app");
+      for (const a of [withKey, noKey, otherApp]) assert.equal(await b.durable.addIosApp(a), "ok");
+      assert.equal(await b.durable.setIosAppDeveloperKey(other.tenantId, withKey.id, { keyId: "K", sealed: "s" }), false, "another tenant's app");
+      assert.equal(await b.durable.setIosAppDeveloperKey(t.tenantId, withKey.id, { keyId: "KEY1234567", sealed: "sealed:v1:x" }), true);
+      assert.deepEqual(
+        (await b.durable.listIosApps(t.tenantId)).find((a) => a.id === withKey.id),
+        { ...withKey, developerKeyId: "KEY1234567", sealedDeveloperKey: "sealed:v1:x" },
+      );
+      // keys: due at T0 (with a key), due at T0 (its app has none), due later, revoked, another tenant's app without a key
+      const due = key(t, { refreshDueAt: iso(T0) });
+      const dueNoKey = key(t, { appId: noKey.appId, refreshDueAt: iso(T0) });
+      const later = key(t, { refreshDueAt: iso(T0 + 60_000) });
+      const revoked = key(t, { refreshDueAt: iso(T0) });
+      const othersKey = key(other, { refreshDueAt: iso(T0) });
+      for (const k of [due, dueNoKey, later, revoked, othersKey]) await saved(attested(k), k.tenantId === t.tenantId ? t : other);
+      await b.durable.revokeAppAttestKey(t.tenantId, revoked.keyId, iso(T0));
+
+      const lease = iso(T0 + 600_000);
+      const claimed = await b.durable.claimAppAttestRefreshes(iso(T0 + 1000), lease, 10);
+      assert.deepEqual(claimed.map((k) => k.keyId), [due.keyId]);
+      assert.equal(claimed[0]!.refreshDueAt, lease);
+      assert.deepEqual(await b.durable.claimAppAttestRefreshes(iso(T0 + 1000), lease, 10), [], "claimed once: leased until later");
+      // the other tenant's app gets a key: its key is claimed too; the limit holds
+      await b.durable.setIosAppDeveloperKey(other.tenantId, otherApp.id, { keyId: "KEY7654321", sealed: "sealed:v1:y" });
+      assert.deepEqual((await b.durable.claimAppAttestRefreshes(iso(T0 + 120_000), lease, 1)).map((k) => k.keyId), [othersKey.keyId], "the oldest due first");
+      assert.deepEqual((await b.durable.claimAppAttestRefreshes(iso(T0 + 120_000), lease, 10)).map((k) => k.keyId), [later.keyId]);
+
+      // an outcome that refreshed: receipt, metric and times; one that did not keeps the metric
+      const receipt = randomBytes(50).toString("base64");
+      assert.equal(await b.durable.saveAppAttestRefresh({ tenantId: other.tenantId, keyId: due.keyId, result: "refreshed", reason: null, at: iso(T0), refreshDueAt: null }), false, "another tenant's key");
+      assert.equal(
+        await b.durable.saveAppAttestRefresh({ tenantId: t.tenantId, keyId: due.keyId, result: "refreshed", reason: null, at: iso(T0 + 2000), refreshed: { receipt, riskMetric: 3 }, refreshDueAt: iso(T0 + 86_400_000) }),
+        true,
+      );
+      assert.deepEqual(await b.durable.getAppAttestKey(t.tenantId, due.keyId), {
+        ...due, receipt, riskMetric: 3, riskMetricAt: iso(T0 + 2000), lastRefreshResult: "refreshed", lastRefreshReason: null, lastRefreshAt: iso(T0 + 2000), refreshDueAt: iso(T0 + 86_400_000),
+      });
+      await b.durable.saveAppAttestRefresh({ tenantId: t.tenantId, keyId: due.keyId, result: "unreachable", reason: "not refreshed: no network", at: iso(T0 + 3000), refreshDueAt: iso(T0 + 3_603_000) });
+      const after = await b.durable.getAppAttestKey(t.tenantId, due.keyId);
+      assert.deepEqual(
+        { receipt: after?.receipt, riskMetric: after?.riskMetric, riskMetricAt: after?.riskMetricAt, result: after?.lastRefreshResult, reason: after?.lastRefreshReason, due: after?.refreshDueAt },
+        { receipt, riskMetric: 3, riskMetricAt: iso(T0 + 2000), result: "unreachable", reason: "not refreshed: no network", due: iso(T0 + 3_603_000) },
+      );
+      // a refreshed receipt without a metric clears it (the metric shown is the last receipt's); clearing the app's key stops claims
+      await b.durable.saveAppAttestRefresh({ tenantId: t.tenantId, keyId: due.keyId, result: "refreshed", reason: null, at: iso(T0 + 4000), refreshed: { receipt, riskMetric: null }, refreshDueAt: iso(T0) });
+      assert.equal((await b.durable.getAppAttestKey(t.tenantId, due.keyId))?.riskMetric, null);
+      await b.durable.setIosAppDeveloperKey(t.tenantId, withKey.id, null);
+      assert.deepEqual((await b.durable.claimAppAttestRefreshes(iso(T0 + 10_000_000), lease, 10)).map((k) => k.keyId), [othersKey.keyId], "only the other tenant's, whose app has a key");
+    });
+
+    it("concurrent claims take each due key once", async () => {
+      const t = await tenant();
+      const a = { id: `ia_${randomBytes(8).toString("hex")}`, tenantId: t.tenantId, appId: "ABCDE12345.com.example.app", environment: "both" as const, createdAt: iso(T0), developerKeyId: "KEY1234567", sealedDeveloperKey: "sealed:v1:x" };
+      await b.durable.addIosApp(a);
+      const keys = Array.from({ length: 12 }, () => key(t, { refreshDueAt: iso(T0 - 1) }));
+      for (const k of keys) await saved(attested(k), t);
+      const second = b.other ?? b.durable;
+      const lease = iso(T0 + 600_000);
+      const batches = await Promise.all([0, 1, 2, 3].map((i) => (i % 2 ? second : b.durable).claimAppAttestRefreshes(iso(T0), lease, 4)));
+      const ids = batches.flat().map((k) => k.keyId).filter((id) => keys.some((k) => k.keyId === id));
+      assert.equal(new Set(ids).size, ids.length, "no key claimed twice");
+      assert.equal(ids.length, 12);
+    });
+  
+    describe("nonce, key effect and verdict in one transaction (consumeWithAppAttestVerdict)", () => {
+      const NOW = T0 + 1000;
+      const issued = async (t: Tenant): Promise<string> => {
+        const nonce = randomBytes(32).toString("base64url");
+        assert.equal(await b.nonceAppAttest!.issue({ nonce, tenantId: t.tenantId, createdAtMs: T0, expiresAtMs: T0 + 300_000 }, 1000, T0), "ok");
+        return nonce;
+      };
+      const pair = (t: Tenant) => {
+        const id = randomBytes(16).toString("base64url");
+        return { verdict: verdict(t, "Yes", id), refused: verdict(t, "No", id) };
+      };
+
+      it("a refused nonce touches neither key nor verdict; a refused effect spends the nonce and stores the refused verdict", async (ctx) => {
+        if (!b.nonceAppAttest) return ctx.skip("nonces live apart on this backend (the service consumes first)");
+        const t = await tenant();
+        const k = key(t);
+        const first = pair(t);
+        const n1 = await issued(t);
+        const att = await b.nonceAppAttest.consumeWithAppAttestVerdict(n1, t.tenantId, NOW, attested(k), first);
+        assert.deepEqual([att.outcome, att.applied, att.verdict?.record.verdict], ["ok", true, "Yes"]);
+        assert.deepEqual(await b.durable.getVerdict(first.verdict.objectId), first.verdict);
+
+        // the same nonce again, with an assertion: "used"; the counter stays, no verdict is stored
+        const again = pair(t);
+        assert.deepEqual(await b.nonceAppAttest.consumeWithAppAttestVerdict(n1, t.tenantId, NOW, asserted(t, k, 1), again), { outcome: "used" });
+        assert.equal((await b.durable.getAppAttestKey(t.tenantId, k.keyId))?.counter, 0);
+        assert.equal(await b.durable.getVerdict(again.verdict.objectId), undefined);
+        // a nonce of another tenant, an unknown one: the same
+        const other = await tenant();
+        const n2 = await issued(other);
+        assert.deepEqual(await b.nonceAppAttest.consumeWithAppAttestVerdict(n2, t.tenantId, NOW, asserted(t, k, 1), again), { outcome: "unknown" });
+        assert.equal((await b.durable.getAppAttestKey(t.tenantId, k.keyId))?.counter, 0);
+
+        // counter 1 applies; a replay of counter 1 with a fresh nonce is refused by the effect: the nonce is spent all the same
+        assert.equal((await b.nonceAppAttest.consumeWithAppAttestVerdict(await issued(t), t.tenantId, NOW, asserted(t, k, 1), pair(t))).applied, true);
+        const n3 = await issued(t);
+        const replay = pair(t);
+        const r = await b.nonceAppAttest.consumeWithAppAttestVerdict(n3, t.tenantId, NOW, asserted(t, k, 1), replay);
+        assert.deepEqual([r.outcome, r.applied, r.verdict?.record.verdict], ["ok", false, "No"]);
+        assert.deepEqual(await b.durable.getVerdict(replay.verdict.objectId), replay.refused, "the refused verdict is the one stored");
+        assert.equal(await b.nonceAppAttest.consume(n3, t.tenantId, NOW), "used", "the nonce is spent");
+      });
+
+      it("all or nothing: a verdict that cannot be stored leaves the nonce unspent and the counter where it was", async (ctx) => {
+        if (!b.nonceAppAttest) return ctx.skip("nonces live apart on this backend");
+        const t = await tenant();
+        const k = key(t);
+        await saved(attested(k), t);
+        const existing = pair(t);
+        await b.durable.saveVerdict(existing.verdict);
+        const n = await issued(t);
+        // the verdict's objectId is taken: its insert fails inside the transaction
+        await assert.rejects(b.nonceAppAttest.consumeWithAppAttestVerdict(n, t.tenantId, NOW, asserted(t, k, 5), existing));
+        assert.equal((await b.durable.getAppAttestKey(t.tenantId, k.keyId))?.counter, 0, "the effect rolled back");
+        assert.equal(await b.nonceAppAttest.consume(n, t.tenantId, NOW), "ok", "the nonce rolled back: still unused");
+      });
+
+      it("with a named device: the device's record is written with the verdict decide(applied) reaches, in the same transaction", async (ctx) => {
+        if (!b.nonceAppAttest) return ctx.skip("nonces live apart on this backend");
+        const t = await tenant();
+        const k = key(t);
+        const p = pair(t);
+        const seen: boolean[] = [];
+        const r = await b.nonceAppAttest.consumeWithAppAttestVerdict(await issued(t), t.tenantId, NOW, attested(k), {
+          deviceId: "phone-1",
+          decide: (applied) => {
+            seen.push(applied);
+            return (current) => applyDevicePin(current, { deviceId: "phone-1", verdict: applied ? p.verdict : p.refused, facts: undefined });
+          },
+        });
+        assert.deepEqual(seen, [true]);
+        assert.equal(r.verdict?.record.verdict, "Yes");
+        assert.equal((await b.durable.getDevice(t.tenantId, "phone-1"))?.count, 1);
+        assert.deepEqual(await b.durable.getVerdict(p.verdict.objectId), r.verdict);
+      });
+
+      it("concurrent assertions with one counter, each with its own nonce, across connections: exactly one is Yes, every nonce spent", async (ctx) => {
+        if (!b.nonceAppAttest) return ctx.skip("nonces live apart on this backend");
+        const t = await tenant();
+        const k = key(t);
+        await saved(attested(k), t);
+        const second = b.otherNonceAppAttest ?? b.nonceAppAttest;
+        for (let counter = 1; counter <= 10; counter++) {
+          const nonces = await Promise.all([issued(t), issued(t), issued(t)]);
+          const outcomes = await Promise.all(
+            nonces.map((n, i) => (i === 0 ? b.nonceAppAttest! : second).consumeWithAppAttestVerdict(n, t.tenantId, NOW, asserted(t, k, counter), pair(t))),
+          );
+          assert.deepEqual(outcomes.map((o) => o.outcome), ["ok", "ok", "ok"]);
+          assert.equal(outcomes.filter((o) => o.verdict?.record.verdict === "Yes").length, 1, `counter ${counter}`);
+        }
+        assert.equal((await b.durable.getAppAttestKey(t.tenantId, k.keyId))?.counter, 10);
+      });
     });
   });
 }

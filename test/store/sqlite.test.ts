@@ -120,6 +120,9 @@ appAttestConformance("sqlite", async () => {
   return {
     durable: store,
     other,
+    // nonces live in the same store: the nonce, the key effect and the verdict commit as one
+    nonceAppAttest: store,
+    otherNonceAppAttest: other,
     close: async () => {
       await other.close();
       await store.close();

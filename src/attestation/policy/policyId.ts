@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { PlayAppPolicy, TrustConfig } from "../types.ts";
+import type { IosAppPolicy, PlayAppPolicy, TrustConfig } from "../types.ts";
 
 /**
  * The id of the appraisal policy a verdict was reached under: a URI naming the SHA-256 of everything an operator or
@@ -81,14 +81,15 @@ function canonicalTrustJson(trust: TrustConfig): string {
  * digests, floor, age and required signals decide that verdict, docs/play-integrity.md), hashed with the trust's
  * policy; without one the id is the trust's alone, as before Play Integrity existed.
  */
-export function appraisalPolicyId(trust: TrustConfig, playApp?: PlayAppPolicy): string {
-  if (playApp) {
+export function appraisalPolicyId(trust: TrustConfig, playApp?: PlayAppPolicy, iosApp?: IosAppPolicy): string {
+  const app = playApp ?? iosApp;
+  if (app) {
     // the registry hands out the same policy object while the app is unchanged: once per (trust, app), as above
-    let perApp = playCache.get(trust);
-    if (perApp === undefined) playCache.set(trust, (perApp = new WeakMap()));
-    let playId = perApp.get(playApp);
-    if (playId === undefined) perApp.set(playApp, (playId = playPolicyId(trust, playApp)));
-    return playId;
+    let perApp = appCache.get(trust);
+    if (perApp === undefined) appCache.set(trust, (perApp = new WeakMap()));
+    let appId = perApp.get(app);
+    if (appId === undefined) perApp.set(app, (appId = playApp ? playPolicyId(trust, playApp) : iosPolicyId(trust, iosApp!)));
+    return appId;
   }
   let id = cache.get(trust);
   if (id === undefined) {
@@ -98,7 +99,7 @@ export function appraisalPolicyId(trust: TrustConfig, playApp?: PlayAppPolicy): 
   return id;
 }
 
-const playCache = new WeakMap<TrustConfig, WeakMap<PlayAppPolicy, string>>();
+const appCache = new WeakMap<TrustConfig, WeakMap<PlayAppPolicy | IosAppPolicy, string>>();
 
 function playPolicyId(trust: TrustConfig, playApp: PlayAppPolicy): string {
   const play = JSON.stringify([
@@ -110,4 +111,14 @@ function playPolicyId(trust: TrustConfig, playApp: PlayAppPolicy): string {
   ]);
   // the trust's canonical JSON is an array: the app's policy is one more element of it
   return POLICY_URI_PREFIX + sha256Hex(`${canonicalTrustJson(trust).slice(0, -1)},{"playApp":${play}}]`) + versionSuffix(trust);
+}
+
+/**
+ * An app-attest attestation's policy: the registered iOS app it was judged against — its app id and its environment
+ * (production, development or both decides which AAGUIDs are Yes, docs/app-attest.md) — and the App Attestation
+ * roots in force, hashed with the trust's policy as a Play app's is.
+ */
+function iosPolicyId(trust: TrustConfig, iosApp: IosAppPolicy): string {
+  const ios = JSON.stringify([iosApp.appId, iosApp.environment, (trust.appAttest?.rootsDer ?? []).map((d) => sha256Hex(d)).sort(byString)]);
+  return POLICY_URI_PREFIX + sha256Hex(`${canonicalTrustJson(trust).slice(0, -1)},{"iosApp":${ios}}]`);
 }

@@ -162,6 +162,11 @@ export interface AttestationOptions {
   expired?: boolean;
   /** issued by a CA made afresh, not the demo one */
   otherCa?: boolean;
+  /**
+   * the receipt to carry, made for the credential certificate (DER) once it exists (a test's receipt CA signs it:
+   * sim/appAttestReceipt.ts); default a placeholder that no receipt check accepts
+   */
+  receipt?: (credentialCertificateDer: Uint8Array) => Uint8Array;
 }
 
 function nonceHash(nonce: string): Buffer {
@@ -232,7 +237,7 @@ export async function makeAppAttestAttestation(caIn: AppAttestCa, o: Attestation
         "attStmt",
         new Map<string, unknown>([
           ["x5c", [new Uint8Array(leaf.rawData), ca.intermediateDer]],
-          ["receipt", new Uint8Array(Buffer.from("attestd demo receipt: not signed by Apple"))],
+          ["receipt", o.receipt ? o.receipt(new Uint8Array(leaf.rawData)) : new Uint8Array(Buffer.from("attestd demo receipt: not signed by Apple"))],
         ]),
       ],
       ["authData", new Uint8Array(authData)],

@@ -1,7 +1,7 @@
 import { Type } from "typebox";
 import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
-import { IOS_APP_CACHE_MS, MAX_IOS_APP_ID } from "../../services/iosApps.ts";
+import { IOS_APP_CACHE_MS, MAX_DEVELOPER_KEY_BYTES, MAX_IOS_APP_ID } from "../../services/iosApps.ts";
 import { iosAppsPage } from "../../../web/pages/iosApps.ts";
 import { pickTenantPage } from "../../../web/layout.ts";
 import { partBErrors, SafeText } from "../schemas/common.ts";
@@ -21,12 +21,24 @@ const IosAppItem = Type.Object({
   appId: Type.String({ description: "TEAMID.BUNDLEID" }),
   environment: Environment,
   createdAt: Type.String(),
+  developerKey: Type.Union([Type.Object({ keyId: Type.String() }), Type.Null()], {
+    description: "the App Attest developer key registered for receipt refresh: its key id when set (the key itself is never shown), null when none",
+  }),
 });
+
+const DeveloperKeyBody = Type.Object(
+  {
+    keyId: Type.String({ minLength: 1, maxLength: 20, description: "the key's 10-character id (Apple developer account, Keys)" }),
+    privateKey: Type.String({ minLength: 1, maxLength: MAX_DEVELOPER_KEY_BYTES, description: "the text of the key's .p8 file (EC P-256, PKCS#8 PEM); sealed, never shown again" }),
+  },
+  { additionalProperties: false, description: "the team's App Attest developer key, for refreshing receipts (the fraud-risk metric); the team id is the app id's" },
+);
 
 const IosAppBody = Type.Object(
   {
     appId: SafeText({ minLength: 1, maxLength: MAX_IOS_APP_ID, description: "the app id, TEAMID.BUNDLEID (such as ABCDE12345.com.example.app)" }),
     environment: Type.Optional(Environment),
+    developerKey: Type.Optional(DeveloperKeyBody),
   },
   { additionalProperties: false },
 );
@@ -42,6 +54,14 @@ const KeyItem = Type.Object({
   attestedAt: Type.String(),
   lastAssertedAt: Type.Union([Type.String(), Type.Null()]),
   revokedAt: Type.Union([Type.String(), Type.Null()]),
+  riskMetric: Type.Union([Type.Integer(), Type.Null()], {
+    description: "Apple's fraud-risk metric from the last refreshed receipt (keys attested for the app on the device in 30 days); null until one was read. Informational: no verdict depends on it",
+  }),
+  riskMetricAt: Type.Union([Type.String(), Type.Null()], { description: "when the metric was read" }),
+  lastRefreshResult: Type.Union([Type.String(), Type.Null()], { description: "the last receipt refresh's outcome (refreshed, unreachable, ...); null before the first" }),
+  lastRefreshReason: Type.Union([Type.String(), Type.Null()], { description: "why the last refresh did not refresh, in words a tenant may read" }),
+  lastRefreshAt: Type.Union([Type.String(), Type.Null()]),
+  refreshDueAt: Type.Union([Type.String(), Type.Null()], { description: "when the next refresh is due (if the app has a developer key); null: never" }),
 });
 
 /** A key id in a path: base64url (a standard base64 key id has "/" in it), 43 characters. */
@@ -128,6 +148,41 @@ export function registerIosAppRoutes(app: AppInstance, { deps, scope, ctxOf, htm
       if (!(await deps.iosApps.remove(tenant!, request.params.id))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no iOS app of that id for this tenant");
       return reply.code(204).send(null);
     },
+  );
+
+  const IdParam = Type.Object({ id: Type.String({ minLength: 1, maxLength: 40 }) });
+
+  app.put(
+    "/portal/api/ios-apps/:id/developer-key",
+    {
+      schema: {
+        tags,
+        operationId: "portalSetIosAppDeveloperKey",
+        summary: "Set or replace an iOS app's App Attest developer key (as `attestd ios-app set-developer-key`): its keys' receipts are refreshed with Apple in the background",
+        params: IdParam,
+        querystring: Type.Object(TenantQuery),
+        body: DeveloperKeyBody,
+        response: { 200: IosAppItem, ...partBErrors(400, 401, 403, 404) },
+      },
+      config: { portal: "admin" },
+    },
+    async (request) => deps.iosApps.setDeveloperKey((await scope(request, false)).tenant!, request.params.id, request.body),
+  );
+
+  app.delete(
+    "/portal/api/ios-apps/:id/developer-key",
+    {
+      schema: {
+        tags,
+        operationId: "portalClearIosAppDeveloperKey",
+        summary: "Remove an iOS app's developer key (as `attestd ios-app clear-developer-key`): its keys' receipts are no longer refreshed",
+        params: IdParam,
+        querystring: Type.Object(TenantQuery),
+        response: { 200: IosAppItem, ...partBErrors(401, 403, 404) },
+      },
+      config: { portal: "admin" },
+    },
+    async (request) => deps.iosApps.setDeveloperKey((await scope(request, false)).tenant!, request.params.id, null),
   );
 
   app.get(

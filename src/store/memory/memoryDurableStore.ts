@@ -24,7 +24,7 @@ import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../../domain/webhooks.ts";
 import type { TenantPolicyVersion } from "../../domain/tenantPolicy.ts";
-import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
+import type { AppAttestKeyEffect, AppAttestRefreshOutcome, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState, SsoMapping } from "../../domain/portal.ts";
 import { hourOf, MAX_HISTORY_PAGE, MAX_TOP, STATS_REASON_CHARS, verdictStatsKey } from "../historyQueries.ts";
 
@@ -694,7 +694,7 @@ export class MemoryDurableStore implements DurableStore {
     if (e.kind === "attested") {
       if (this.appAttestKeys.has(e.key.keyId)) return false;
       if (!this.tenants.has(e.key.tenantId)) throw new MemoryConstraintError(`app attest key: no tenant ${e.key.tenantId}`);
-      this.appAttestKeys.set(e.key.keyId, { ...e.key });
+      this.appAttestKeys.set(e.key.keyId, { ...e.key, lastAssertedAt: null, revokedAt: null, riskMetric: null, riskMetricAt: null, lastRefreshResult: null, lastRefreshReason: null, lastRefreshAt: null });
       return true;
     }
     const k = this.appAttestKeys.get(e.keyId);
@@ -842,5 +842,35 @@ export class MemoryDurableStore implements DurableStore {
   async applyAppAttestEffect(effect: AppAttestKeyEffect) {
     this.check();
     return this.appAttestEffect(effect);
+  }
+  async setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null) {
+    const a = this.iosApps.get(id);
+    if (!a || a.tenantId !== tenantId) return false;
+    a.developerKeyId = key?.keyId ?? null;
+    a.sealedDeveloperKey = key?.sealed ?? null;
+    return true;
+  }
+  async claimAppAttestRefreshes(now: string, leaseUntil: string, limit: number) {
+    const withKey = new Set([...this.iosApps.values()].filter((a) => a.sealedDeveloperKey !== null).map((a) => `${a.tenantId}\n${a.appId}`));
+    const due = [...this.appAttestKeys.values()]
+      .filter((k) => k.refreshDueAt !== null && k.refreshDueAt <= now && k.revokedAt === null && withKey.has(`${k.tenantId}\n${k.appId}`))
+      .sort((a, b) => cmp(a.refreshDueAt!, b.refreshDueAt!) || cmp(a.keyId, b.keyId))
+      .slice(0, limit);
+    for (const k of due) k.refreshDueAt = leaseUntil;
+    return due.map((k) => ({ ...k })).sort((a, b) => cmp(a.keyId, b.keyId));
+  }
+  async saveAppAttestRefresh(o: AppAttestRefreshOutcome) {
+    const k = this.appAttestKeys.get(o.keyId);
+    if (!k || k.tenantId !== o.tenantId) return false;
+    k.lastRefreshResult = o.result;
+    k.lastRefreshReason = o.reason;
+    k.lastRefreshAt = o.at;
+    k.refreshDueAt = o.refreshDueAt;
+    if (o.refreshed) {
+      k.receipt = o.refreshed.receipt;
+      k.riskMetric = o.refreshed.riskMetric;
+      k.riskMetricAt = o.at;
+    }
+    return true;
   }
 }

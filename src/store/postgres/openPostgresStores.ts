@@ -50,6 +50,8 @@ export async function openPostgresStores(c: NetworkStoreConfig): Promise<Stores>
     durable: pgStore,
     enrollment,
     nonces: redis ?? pgStore,
+    // nonces in PostgreSQL: an App Attest verdict commits with its nonce and key (without Redis only)
+    ...(redis ? {} : { nonceAppAttest: pgStore }),
     rateLimits: redis ?? new MemoryRateLimitStore(),
     jti: redis ?? pgStore,
     signingKeys,

@@ -22,13 +22,15 @@ import {
 import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../../domain/webhooks.ts";
 import type { TenantPolicyVersion } from "../../domain/tenantPolicy.ts";
-import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
+import type { AppAttestKeyEffect, AppAttestRefreshOutcome, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState, SsoMapping } from "../../domain/portal.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
 import type {
+  AppAttestSave,
+  NonceAppAttestStore,
   ActivityAppendResult,
   ActivityFilter,
   ApiKeyChanges,
@@ -150,7 +152,7 @@ const COUNT_REQUESTS_FROM_A = `INSERT INTO activity_stats (tenant_id, hour, meth
 const PORTAL_USER_FOR_UPDATE = "SELECT portal_state FROM enroll_users WHERE user_id = $1 FOR UPDATE";
 const VOID_INVITES = "UPDATE portal_invites SET used_at_ms = $2 WHERE user_id = $1 AND used_at_ms IS NULL";
 
-export class PgStore implements DurableStore, NonceStore, JtiStore {
+export class PgStore implements DurableStore, NonceStore, JtiStore, NonceAppAttestStore {
   readonly kind = "postgres";
   readonly pool: pg.Pool;
   private jtiCalls = 0;
@@ -1001,8 +1003,8 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
   async addIosApp(a: StoredIosApp): Promise<"ok" | "exists"> {
     const r = await this.q(
       "insertIosApp",
-      "INSERT INTO ios_apps (id, tenant_id, app_id, environment, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant_id, app_id) DO NOTHING",
-      [a.id, a.tenantId, a.appId, a.environment, a.createdAt],
+      "INSERT INTO ios_apps (id, tenant_id, app_id, environment, created_at, developer_key_id, developer_key) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (tenant_id, app_id) DO NOTHING",
+      [a.id, a.tenantId, a.appId, a.environment, a.createdAt, a.developerKeyId, a.sealedDeveloperKey],
     );
     return r.rowCount === 1 ? "ok" : "exists";
   }
@@ -1049,9 +1051,9 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
       const r = await query(
         c,
         "insertAppAttestKey",
-        `INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, last_asserted_at, revoked_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, NULL) ON CONFLICT (key_id) DO NOTHING`,
-        [k.keyId, k.tenantId, k.appId, k.publicKey, k.counter, k.environment, k.receipt, k.attestedAt],
+        `INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, last_asserted_at, revoked_at, refresh_due_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, NULL, $9) ON CONFLICT (key_id) DO NOTHING`,
+        [k.keyId, k.tenantId, k.appId, k.publicKey, k.counter, k.environment, k.receipt, k.attestedAt, k.refreshDueAt],
       );
       return r.rowCount === 1;
     }
@@ -1215,6 +1217,71 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
   async countPendingWebhookDeliveries(): Promise<number> {
     const r = await this.q("pendingWebhookDeliveries", "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE state = 'pending'");
     return Number(r.rows[0]!.n);
+  }
+
+  /**
+   * Nonces in PostgreSQL (no Redis): the consumption (its row locked by attestd_consume_nonce), the effect and the
+   * verdict in one transaction. A refused nonce rolls back nothing: nothing else was written.
+   */
+  async consumeWithAppAttestVerdict(
+    nonce: string,
+    tenantId: string,
+    nowMs: number,
+    effect: AppAttestKeyEffect,
+    save: AppAttestSave,
+    webhooks?: WebhookPlan,
+  ): Promise<{ outcome: NonceConsumeOutcome; verdict?: StoredVerdict; applied?: boolean }> {
+    return transaction(this.pool, async (c) => {
+      const r = await query(c, "consumeNonce", "SELECT attestd_consume_nonce($1, $2, $3) AS outcome", [nonce, tenantId, nowMs]);
+      const outcome = r.rows[0]!.outcome as NonceConsumeOutcome;
+      if (outcome !== "ok") return { outcome };
+      const applied = await this.appAttestEffect(c, effect);
+      const v =
+        "verdict" in save
+          ? applied ? save.verdict : save.refused
+          : await this.deviceVerdictTx(c, tenantId, save.deviceId, save.decide(applied));
+      if ("verdict" in save) await query(c, "insertVerdict", insertCountedVerdict(1), countedVerdictValues(v));
+      // the verdict's webhook deliveries in the same transaction (docs/events.md)
+      await insertDeliveries(c, webhooks?.(v));
+      return { outcome, applied, verdict: v };
+    });
+  }
+
+  async setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null): Promise<boolean> {
+    const r = await this.q("setIosAppDeveloperKey", "UPDATE ios_apps SET developer_key_id = $1, developer_key = $2 WHERE tenant_id = $3 AND id = $4", [
+      key?.keyId ?? null,
+      key?.sealed ?? null,
+      tenantId,
+      id,
+    ]);
+    return (r.rowCount ?? 0) === 1;
+  }
+
+  /** SKIP LOCKED: instances claiming at once take different keys; the lease moves the claimed keys' due time on. */
+  async claimAppAttestRefreshes(now: string, leaseUntil: string, limit: number): Promise<StoredAppAttestKey[]> {
+    const r = await this.q(
+      "claimAppAttestRefreshes",
+      `UPDATE app_attest_keys SET refresh_due_at = $2 WHERE key_id IN (
+         SELECT k.key_id FROM app_attest_keys k JOIN ios_apps a ON a.tenant_id = k.tenant_id AND a.app_id = k.app_id
+         WHERE k.refresh_due_at IS NOT NULL AND k.refresh_due_at <= $1 AND k.revoked_at IS NULL AND a.developer_key IS NOT NULL
+         ORDER BY k.refresh_due_at, k.key_id LIMIT $3 FOR UPDATE OF k SKIP LOCKED)
+       RETURNING *`,
+      [now, leaseUntil, limit],
+    );
+    return r.rows.map(pgRows.appAttestKey).sort((a, b) => (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0));
+  }
+
+  async saveAppAttestRefresh(o: AppAttestRefreshOutcome): Promise<boolean> {
+    const r = o.refreshed;
+    const res = await this.q(
+      "saveAppAttestRefresh",
+      `UPDATE app_attest_keys SET last_refresh_result = $1, last_refresh_reason = $2, last_refresh_at = $3, refresh_due_at = $4,
+         receipt = coalesce($5, receipt), risk_metric = CASE WHEN $6::boolean THEN $7::bigint ELSE risk_metric END,
+         risk_metric_at = CASE WHEN $6::boolean THEN $3 ELSE risk_metric_at END
+       WHERE tenant_id = $8 AND key_id = $9`,
+      [o.result, o.reason, o.at, o.refreshDueAt, r?.receipt ?? null, r !== undefined, r?.riskMetric ?? null, o.tenantId, o.keyId],
+    );
+    return (res.rowCount ?? 0) === 1;
   }
 
   // ---- jti replay set (used without --redis-url) ----

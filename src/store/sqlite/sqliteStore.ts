@@ -1,4 +1,4 @@
-import type { DatabaseSync, SQLInputValue } from "node:sqlite";
+import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ReferenceValue } from "../../attestation/types.ts";
@@ -22,6 +22,8 @@ import type {
   NonceDeviceVerdictStore,
   NonceStore,
   NonceVerdictStore,
+  AppAttestSave,
+  NonceAppAttestStore,
   ReferenceSetQuery,
   StatsWindow,
   StoredActivityEntry,
@@ -34,7 +36,7 @@ import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../../domain/webhooks.ts";
 import type { TenantPolicyVersion } from "../../domain/tenantPolicy.ts";
-import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
+import type { AppAttestKeyEffect, AppAttestRefreshOutcome, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState, SsoMapping } from "../../domain/portal.ts";
 import {
@@ -93,7 +95,7 @@ export interface SqliteOptions {
  * file. Reads and operator writes run directly (autocommit). A serving process checkpoints the WAL from a thread
  * (`walCheckpointer.ts`), and waits for another process's lock on the file off the event loop (`lockWait.ts`).
  */
-export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore, NonceDeviceVerdictStore {
+export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore, NonceDeviceVerdictStore, NonceAppAttestStore {
   readonly kind = "sqlite";
   readonly db: DatabaseSync;
   /** the connection's group-commit writer, shared with the Part B stores on `db` */
@@ -887,8 +889,10 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   // ---- App Attest (issue 25) ----
   async addIosApp(a: StoredIosApp): Promise<"ok" | "exists"> {
     const r = this.db
-      .prepare("INSERT INTO ios_apps (id, tenant_id, app_id, environment, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, app_id) DO NOTHING")
-      .run(a.id, a.tenantId, a.appId, a.environment, a.createdAt);
+      .prepare(
+        "INSERT INTO ios_apps (id, tenant_id, app_id, environment, created_at, developer_key_id, developer_key) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, app_id) DO NOTHING",
+      )
+      .run(a.id, a.tenantId, a.appId, a.environment, a.createdAt, a.developerKeyId, a.sealedDeveloperKey);
     return r.changes === 1 ? "ok" : "exists";
   }
 
@@ -900,8 +904,21 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     return this.db.prepare("DELETE FROM ios_apps WHERE tenant_id = ? AND id = ?").run(tenantId, id).changes === 1;
   }
 
+  /** App Attest's per-request statements, prepared once (an assertion reads its key and writes its counter) */
+  private appAttestStmts?: { key: StatementSync; insertKey: StatementSync; advance: StatementSync };
+  private get aaStmt() {
+    return (this.appAttestStmts ??= {
+      key: this.db.prepare("SELECT * FROM app_attest_keys WHERE tenant_id = ? AND key_id = ?"),
+      insertKey: this.db.prepare(
+        `INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, last_asserted_at, revoked_at, refresh_due_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (key_id) DO NOTHING`,
+      ),
+      advance: this.db.prepare("UPDATE app_attest_keys SET counter = ?, last_asserted_at = ? WHERE tenant_id = ? AND key_id = ? AND counter < ? AND revoked_at IS NULL"),
+    });
+  }
+
   async getAppAttestKey(tenantId: string, keyId: string): Promise<StoredAppAttestKey | undefined> {
-    const r = this.db.prepare("SELECT * FROM app_attest_keys WHERE tenant_id = ? AND key_id = ?").get(tenantId, keyId) as Row | undefined;
+    const r = this.aaStmt.key.get(tenantId, keyId) as Row | undefined;
     return r && sqliteRows.appAttestKey(r);
   }
 
@@ -919,20 +936,9 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   private readonly appAttestEffectTx = (e: AppAttestKeyEffect): boolean => {
     if (e.kind === "attested") {
       const k = e.key;
-      return (
-        this.db
-          .prepare(
-            `INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, last_asserted_at, revoked_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL) ON CONFLICT (key_id) DO NOTHING`,
-          )
-          .run(k.keyId, k.tenantId, k.appId, k.publicKey, k.counter, k.environment, k.receipt, k.attestedAt).changes === 1
-      );
+      return this.aaStmt.insertKey.run(k.keyId, k.tenantId, k.appId, k.publicKey, k.counter, k.environment, k.receipt, k.attestedAt, k.refreshDueAt).changes === 1;
     }
-    return (
-      this.db
-        .prepare("UPDATE app_attest_keys SET counter = ?, last_asserted_at = ? WHERE tenant_id = ? AND key_id = ? AND counter < ? AND revoked_at IS NULL")
-        .run(e.counter, e.at, e.tenantId, e.keyId, e.counter).changes === 1
-    );
+    return this.aaStmt.advance.run(e.counter, e.at, e.tenantId, e.keyId, e.counter).changes === 1;
   };
 
   async saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict, webhooks?: WebhookPlan): Promise<StoredVerdict> {
@@ -1090,6 +1096,41 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     );
   }
 
+  async consumeWithAppAttestVerdict(
+    nonce: string,
+    tenantId: string,
+    nowMs: number,
+    effect: AppAttestKeyEffect,
+    save: AppAttestSave,
+    webhooks?: WebhookPlan,
+  ): Promise<{ outcome: NonceConsumeOutcome; verdict?: StoredVerdict; applied?: boolean }> {
+    const rows = "verdict" in save ? { verdict: countedVerdictRow(save.verdict), refused: countedVerdictRow(save.refused) } : undefined;
+    // one savepoint in one IMMEDIATE write batch: the consumption, the effect, the verdict (or device) and the
+    // verdict's webhook deliveries, or none
+    return this.writer.run(() => {
+      const outcome = this.consumeTx(nonce, tenantId, nowMs);
+      if (outcome !== "ok") return { outcome };
+      const applied = this.appAttestEffectTx(effect);
+      if ("verdict" in save) {
+        const verdict = applied ? save.verdict : save.refused;
+        this.insertVerdict(applied ? rows!.verdict : rows!.refused);
+        if (webhooks) this.insertDeliveries(webhooks(verdict));
+        return { outcome, applied, verdict };
+      }
+      return { outcome, applied, verdict: this.deviceVerdictTx(tenantId, save.deviceId, save.decide(applied), webhooks) };
+    });
+  }
+
+  async setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null): Promise<boolean> {
+    return this.writer.run(
+      () =>
+        this.db
+          .prepare("UPDATE ios_apps SET developer_key_id = ?, developer_key = ? WHERE tenant_id = ? AND id = ?")
+          .run(key?.keyId ?? null, key?.sealed ?? null, tenantId, id).changes === 1,
+      { savepoint: false },
+    );
+  }
+
   async purgeWebhookDeliveries(createdBefore: string, limit: number): Promise<number> {
     const pick = "SELECT id FROM webhook_deliveries WHERE state <> 'pending' AND created_at < ? ORDER BY created_at LIMIT ?";
     // one transaction: the attempts of the rows picked, then the rows (the same pick: nothing changed them between)
@@ -1101,6 +1142,37 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
 
   async countPendingWebhookDeliveries(): Promise<number> {
     return Number((this.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE state = 'pending'").get() as Row).n);
+  }
+
+  async claimAppAttestRefreshes(now: string, leaseUntil: string, limit: number): Promise<StoredAppAttestKey[]> {
+    // one write batch (IMMEDIATE): no other process claims between the read and the lease
+    return this.writer.run(() => {
+      const rows = this.db
+        .prepare(
+          `SELECT k.* FROM app_attest_keys k JOIN ios_apps a ON a.tenant_id = k.tenant_id AND a.app_id = k.app_id
+           WHERE k.refresh_due_at IS NOT NULL AND k.refresh_due_at <= ? AND k.revoked_at IS NULL AND a.developer_key IS NOT NULL
+           ORDER BY k.refresh_due_at, k.key_id LIMIT ?`,
+        )
+        .all(now, limit) as Row[];
+      const lease = this.db.prepare("UPDATE app_attest_keys SET refresh_due_at = ? WHERE key_id = ?");
+      for (const r of rows) lease.run(leaseUntil, r.key_id as string);
+      return rows.map((r) => ({ ...sqliteRows.appAttestKey(r), refreshDueAt: leaseUntil })).sort((a, b) => (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0));
+    });
+  }
+
+  async saveAppAttestRefresh(o: AppAttestRefreshOutcome): Promise<boolean> {
+    return this.writer.run(() => {
+      const r = o.refreshed;
+      return (
+        this.db
+          .prepare(
+            `UPDATE app_attest_keys SET last_refresh_result = ?, last_refresh_reason = ?, last_refresh_at = ?, refresh_due_at = ?,
+               receipt = coalesce(?, receipt), risk_metric = CASE WHEN ? THEN ? ELSE risk_metric END, risk_metric_at = CASE WHEN ? THEN ? ELSE risk_metric_at END
+             WHERE tenant_id = ? AND key_id = ?`,
+          )
+          .run(o.result, o.reason, o.at, o.refreshDueAt, r?.receipt ?? null, r ? 1 : 0, r?.riskMetric ?? null, r ? 1 : 0, o.at, o.tenantId, o.keyId).changes === 1
+      );
+    });
   }
 }
 
