@@ -1,5 +1,6 @@
 import type { ReferenceValue } from "../attestation/types.ts";
 import type { ActivityEntry } from "../domain/activity.ts";
+import type { AuditActor, AuditRecord } from "../domain/audit.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../domain/playApps.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../domain/iosApps.ts";
@@ -597,8 +598,36 @@ export interface AppAttestStore {
   applyAppAttestEffect(effect: AppAttestKeyEffect): Promise<boolean>;
 }
 
+/** Which audit records a query reads (docs/audit.md); newest first, keyset paging on (time, id). */
+export interface AuditFilter {
+  /** one tenant's records (a tenant user's view); absent: every record, operator-wide ones included */
+  tenantId?: string;
+  /** time >= since */
+  since?: string;
+  /** time < until */
+  until?: string;
+  actorKind?: AuditActor["kind"];
+  /** the actor's id: a portal user's id, an API client's, the operator's OS user */
+  actorId?: string;
+  /** an action (`key.revoked`), or a family of them (`key.*`) */
+  action?: string;
+  targetKind?: string;
+  targetId?: string;
+  /** keyset cursor: records strictly before this one in newest-first order */
+  before?: { time: string; id: string };
+  /** at most this many (1..1000, default 100) */
+  limit?: number;
+}
+
+/** The audit trail (src/services/auditTrail.ts writes it; issue 26). Records are never changed or deleted here. */
+export interface AuditStore {
+  /** Writes one record; durable when it returns. */
+  appendAudit(r: AuditRecord): Promise<void>;
+  queryAudit(f: AuditFilter): Promise<AuditRecord[]>;
+}
+
 /** Everything durable, as one backend provides it. */
-export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore, PlayAppStore, AppAttestStore {
+export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore, PlayAppStore, AppAttestStore, AuditStore {
   readonly kind: string;
   /** cheap round trip for /readyz */
   ping(): Promise<void>;

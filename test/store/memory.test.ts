@@ -9,6 +9,7 @@ import { MemorySigningKeyStore } from "../../src/store/memory/memorySigningKeySt
 import { deviceConformance } from "./deviceConformance.ts";
 import { statsConformance } from "./statsConformance.ts";
 import { playAppConformance } from "./playAppConformance.ts";
+import { auditConformance } from "./auditConformance.ts";
 import { appAttestConformance } from "./appAttestConformance.ts";
 
 storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () => {
@@ -48,6 +49,11 @@ playAppConformance("memory", async () => {
 }, { rotates: false });
 
 appAttestConformance("memory", async () => {
+  const durable = new MemoryDurableStore();
+  return { durable, close: () => durable.close() };
+});
+
+auditConformance("memory", async () => {
   const durable = new MemoryDurableStore();
   return { durable, close: () => durable.close() };
 });

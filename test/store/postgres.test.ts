@@ -9,6 +9,7 @@ import { enrollmentConformance } from "./enrollmentConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { PgSigningKeyStore } from "../../src/store/postgres/pgSigningKeyStore.ts";
 import { playAppConformance } from "./playAppConformance.ts";
+import { auditConformance } from "./auditConformance.ts";
 import { appAttestConformance } from "./appAttestConformance.ts";
 import { PgSecretsStore } from "../../src/store/postgres/pgSecretsStore.ts";
 
@@ -121,6 +122,18 @@ appAttestConformance("postgres", async () => {
     other,
     close: async () => {
       await other.close();
+      await store.close();
+      await db.drop();
+    },
+  };
+});
+
+auditConformance("postgres", async () => {
+  const db = await createTestDatabase("audit");
+  const store = await PgStore.open({ url: db.url, poolMax: 4 });
+  return {
+    durable: store,
+    close: async () => {
       await store.close();
       await db.drop();
     },

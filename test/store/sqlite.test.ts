@@ -11,6 +11,7 @@ import { enrollmentConformance } from "./enrollmentConformance.ts";
 import { signingKeyConformance } from "./signingKeyConformance.ts";
 import { SqliteSigningKeyStore } from "../../src/store/sqlite/sqliteSigningKeyStore.ts";
 import { playAppConformance } from "./playAppConformance.ts";
+import { auditConformance } from "./auditConformance.ts";
 import { appAttestConformance } from "./appAttestConformance.ts";
 import { SqliteSecretsStore } from "../../src/store/sqlite/sqliteSecretsStore.ts";
 
@@ -120,6 +121,18 @@ appAttestConformance("sqlite", async () => {
     other,
     close: async () => {
       await other.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+auditConformance("sqlite", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "attestd-audit-"));
+  const store = new SqliteStore({ file: path.join(dir, "attestd.sqlite") });
+  return {
+    durable: store,
+    close: async () => {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
     },

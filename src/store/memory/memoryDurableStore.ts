@@ -2,9 +2,12 @@ import type { ReferenceValue } from "../../attestation/types.ts";
 import { isPortalPageRoute, type ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
+import type { AuditRecord } from "../../domain/audit.ts";
+import { auditMatches, MAX_AUDIT_PAGE } from "../auditQueries.ts";
 import type {
   ActivityAppendResult,
   ActivityFilter,
+  AuditFilter,
   ApiKeyChanges,
   DeviceVerdictDecision,
   DurableStore,
@@ -636,5 +639,22 @@ export class MemoryDurableStore implements DurableStore {
   async applyAppAttestEffect(effect: AppAttestKeyEffect) {
     this.check();
     return this.appAttestEffect(effect);
+  }
+
+  // ---- audit trail ----
+  private readonly audit = new Map<string, AuditRecord>();
+  async appendAudit(r: AuditRecord): Promise<void> {
+    this.check();
+    if (this.audit.has(r.id)) throw new MemoryConstraintError("UNIQUE constraint failed: audit.id");
+    this.audit.set(r.id, structuredClone(r));
+  }
+  async queryAudit(f: AuditFilter): Promise<AuditRecord[]> {
+    this.check();
+    const limit = Math.min(Math.max(Math.trunc(f.limit ?? 100), 1), MAX_AUDIT_PAGE);
+    return [...this.audit.values()]
+      .filter((r) => auditMatches(f, r))
+      .sort((a, b) => (a.time === b.time ? (a.id < b.id ? 1 : -1) : a.time < b.time ? 1 : -1))
+      .slice(0, limit)
+      .map((r) => structuredClone(r));
   }
 }

@@ -23,12 +23,15 @@ import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../../domain/portal.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
+import type { AuditRecord } from "../../domain/audit.ts";
+import { auditArgs, auditInsertSql, auditRow, auditSql } from "../auditQueries.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
 import type {
   ActivityAppendResult,
   ActivityFilter,
+  AuditFilter,
   ApiKeyChanges,
   DeviceVerdictDecision,
   DurableStore,
@@ -562,6 +565,15 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
   async queryActivity(f: ActivityFilter): Promise<StoredActivityEntry[]> {
     const { sql, args } = activitySql(f, pgPlaceholder);
     return (await this.q(undefined, sql.replace("SELECT *", `SELECT ${ACTIVITY_COLS}`), args)).rows.map(pgRows.activity);
+  }
+
+  // ---- audit trail ----
+  async appendAudit(r: AuditRecord): Promise<void> {
+    await this.q(undefined, auditInsertSql(pgPlaceholder), auditArgs(r));
+  }
+  async queryAudit(f: AuditFilter): Promise<AuditRecord[]> {
+    const { sql, args } = auditSql(f, pgPlaceholder);
+    return (await this.q(undefined, sql, args)).rows.map(auditRow);
   }
 
   // ---- the overview's counts ----

@@ -10,12 +10,15 @@ import { GroupCommit, groupCommitFor } from "./groupCommit.ts";
 import { waitOutLocks } from "./lockWait.ts";
 import { WalCheckpointer, type WalCheckpointerOptions } from "./walCheckpointer.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
+import type { AuditRecord } from "../../domain/audit.ts";
+import { auditArgs, auditInsertSql, auditRow, auditSql } from "../auditQueries.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
 import type {
   ActivityAppendResult,
   ActivityFilter,
+  AuditFilter,
   ApiKeyChanges,
   DeviceVerdictDecision,
   DurableStore,
@@ -520,6 +523,15 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   async queryActivity(f: ActivityFilter): Promise<StoredActivityEntry[]> {
     const { sql, args } = activitySql(f, sqlitePlaceholder);
     return (this.db.prepare(sql).all(...args) as Row[]).map(sqliteRows.activity);
+  }
+
+  // ---- audit trail ----
+  async appendAudit(r: AuditRecord): Promise<void> {
+    this.db.prepare(auditInsertSql(sqlitePlaceholder)).run(...auditArgs(r));
+  }
+  async queryAudit(f: AuditFilter): Promise<AuditRecord[]> {
+    const { sql, args } = auditSql(f, sqlitePlaceholder);
+    return (this.db.prepare(sql).all(...args) as Row[]).map(auditRow);
   }
 
   // ---- the overview's counts ----
