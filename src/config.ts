@@ -174,6 +174,9 @@ export const settings = {
     default: "auto",
     choices: LOG_FORMATS,
   }),
+  // the audit trail streamed for a SIEM (issue 26; docs/audit.md): serve and every command that changes state
+  auditFile: s("string", "file every audit record is also appended to, one JSON line each (made 0600); a write that fails never fails the change: it is counted in attestd_audit_stream_failures_total and logged"),
+  auditSyslog: s("string", "syslog receiver every audit record is also sent to as one RFC 5424 line (facility log audit): udp://HOST:PORT, or a unix stream socket path; never waited for, failures counted and logged as for --audit-file"),
 } as const satisfies Record<string, Setting>;
 
 export type SettingName = keyof typeof settings;

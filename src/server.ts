@@ -6,6 +6,8 @@ import { buildApp } from "./http/app.ts";
 import { Metrics } from "./http/metrics.ts";
 import { checkState, type AppInstance, type ReadinessReport } from "./http/types.ts";
 import { ActivityRecorder } from "./services/activityRecorder.ts";
+import { AuditTrail } from "./services/auditTrail.ts";
+import { auditSinks } from "./services/auditSinks.ts";
 import { ApiKeyAuthenticator } from "./services/apiKeyAuth.ts";
 import { createEnrollment, type Enrollment } from "./enrollment/enrollment.ts";
 import type { WorkerOptions } from "./enrollment/jobWorker.ts";
@@ -67,6 +69,8 @@ export interface Runtime {
   portal: { accounts: PortalAccounts; sessions: PortalSessions; passkeys: PortalPasskeys };
   /** OpenTelemetry traces, when --otlp-endpoint turned them on (src/tracing/, docs/traces.md) */
   tracing: Tracing | undefined;
+  /** the audit trail (docs/audit.md): `audit.as(actor, from)` is what a change made outside HTTP is recorded by */
+  audit: AuditTrail;
   /** stops accepting, lets in-flight requests finish, flushes the activity log, closes the stores */
   close(): Promise<void>;
 }
@@ -179,6 +183,12 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     onOutcome: (result) => metrics.appAttestReceiptRefreshes.inc({ result }),
   });
   const rateLimiter = new RateLimiter(stores.rateLimits, clock, { rps: config.rps, burst: config.burst });
+  // every change of state is recorded here (docs/audit.md), and streamed to --audit-file / --audit-syslog
+  const audit = new AuditTrail(stores.durable, clock, rng, {
+    sinks: auditSinks(config),
+    log,
+    onFailure: (sink) => metrics.auditStreamFailures.inc({ sink }),
+  });
   // a tenant's Play apps, one registry per process: the portal's changes drop its cache at once, and the attestation
   // service opens the tenant's Play Integrity tokens with appsForAppraisal (issue 23)
   const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
@@ -221,7 +231,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     sessions: new PortalSessions(stores.durable, clock, rng, { idleMs: config.portalIdleTimeout * 1000, absoluteMs: config.portalSessionLifetime * 1000 }),
     passkeys: new PortalPasskeys(stores.durable, clock, rng, rateLimiter, { origin: new URL(publicUrl).origin, name: "attestd" }),
   };
-  const devices = new DeviceService(stores.durable, clock);
+  const devices = new DeviceService(stores.durable);
 
   const readiness = async (): Promise<ReadinessReport> => {
     const critical = (await stores.health()).map((h) => ({
@@ -302,6 +312,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       tenantAdmin: new TenantAdmin(stores.durable, clock, rng),
       trust: trustSources,
       api: { baseUrl: publicUrl, ...(opts.caFile ? { caFile: opts.caFile } : {}) },
+      audit,
     }),
     https: opts.https,
     tracing: tracing !== undefined,
@@ -332,10 +343,11 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await auth.flushLastUsed().catch((err: unknown) => log.warn({ err }, "recording API keys' last use failed"));
       await enrollment.stop();
       await activity.close();
+      await audit.close();
       await stores.close();
       // last: the spans of the requests that just finished are exported (bounded wait)
       await tracing?.shutdown();
     })());
 
-  return { app, stores, log, enrollment, activity, playDecoder, receiptRefresher, portal, tracing, close };
+  return { app, stores, log, enrollment, activity, playDecoder, receiptRefresher, portal, tracing, audit, close };
 }

@@ -5,7 +5,8 @@ import { AppAttestKeys } from "../services/appAttestKeys.ts";
 import { DEFAULT_IOS_ENVIRONMENT, IOS_APP_CACHE_MS, IOS_ENVIRONMENTS, IosAppRegistry } from "../services/iosApps.ts";
 import type { IosEnvironment } from "../attestation/types.ts";
 import type { Stores } from "../store/types.ts";
-import { addSettings, CliError, refusals, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
+import type { ChangeActor } from "../services/auditTrail.ts";
+import { addSettings, CliError, refusals, STORAGE_SETTINGS, tenantNamed, withOperator, type CommandDefinitions } from "./options.ts";
 
 /**
  * `attestd ios-app add|list|remove` (mobile-attestation.md, "Per-tenant configuration") and `attestd ios-key
@@ -13,11 +14,11 @@ import { addSettings, CliError, refusals, STORAGE_SETTINGS, tenantNamed, withSto
  */
 export const commands: CommandDefinitions = { "ios-app": defineIosApp, "ios-key": defineIosKey };
 
-async function withTenant<T>(cmd: Command, tenantName: string, fn: (s: { apps: IosAppRegistry; keys: AppAttestKeys }, tenant: Tenant) => Promise<T>): Promise<T> {
-  return withStores(cmd, async (stores: Stores) => {
+async function withTenant<T>(cmd: Command, tenantName: string, fn: (s: { apps: IosAppRegistry; keys: AppAttestKeys }, tenant: Tenant, by: ChangeActor) => Promise<T>): Promise<T> {
+  return withOperator(cmd, async (stores: Stores, by) => {
     const tenant = await tenantNamed(stores, tenantName);
     const apps = new IosAppRegistry(stores.durable, systemClock, cryptoRng);
-    return fn({ apps, keys: new AppAttestKeys(stores.durable, apps, systemClock) }, tenant);
+    return fn({ apps, keys: new AppAttestKeys(stores.durable, apps, systemClock) }, tenant, by);
   });
 }
 
@@ -33,8 +34,8 @@ function defineIosApp(iosApp: Command): void {
       .addOption(new Option("--environment <env>", `whose keys are accepted: App Store / TestFlight (production), Xcode builds (development), or both (default ${DEFAULT_IOS_ENVIRONMENT})`).choices(IOS_ENVIRONMENTS)),
     STORAGE_SETTINGS,
   ).action(async (o: { tenant: string; appId: string; environment?: IosEnvironment }, cmd: Command) => {
-    await withTenant(cmd, o.tenant, async ({ apps }, tenant) => {
-      const added = await refusals(() => apps.add(tenant, { appId: o.appId, ...(o.environment ? { environment: o.environment } : {}) }));
+    await withTenant(cmd, o.tenant, async ({ apps }, tenant, by) => {
+      const added = await refusals(() => apps.add(tenant, { appId: o.appId, ...(o.environment ? { environment: o.environment } : {}) }, by));
       json(added);
       process.stderr.write(`${added.appId} registered for tenant ${tenant.name} (${added.id}, ${added.environment})\n`);
     });
@@ -56,9 +57,9 @@ function defineIosApp(iosApp: Command): void {
     STORAGE_SETTINGS,
   ).action(async (o: { tenant: string; appId?: string; id?: string }, cmd: Command) => {
     if ((o.appId === undefined) === (o.id === undefined)) throw new CliError("name the app with --app-id ID or --id ID (one of the two)");
-    await withTenant(cmd, o.tenant, async ({ apps }, tenant) => {
+    await withTenant(cmd, o.tenant, async ({ apps }, tenant, by) => {
       const id = o.id ?? (await apps.list(tenant)).find((a) => a.appId === o.appId)?.id;
-      if (!id || !(await apps.remove(tenant, id))) throw new CliError(`tenant ${tenant.name} has no iOS app ${o.appId ?? o.id}`);
+      if (!id || !(await apps.remove(tenant, id, by))) throw new CliError(`tenant ${tenant.name} has no iOS app ${o.appId ?? o.id}`);
       process.stderr.write(`iOS app ${o.appId ?? o.id} of tenant ${tenant.name} removed\n`);
     });
   });
@@ -95,8 +96,8 @@ function defineIosKey(iosKey: Command): void {
       .requiredOption("--key-id <base64>", "the key id"),
     STORAGE_SETTINGS,
   ).action(async (o: { tenant: string; keyId: string }, cmd: Command) => {
-    await withTenant(cmd, o.tenant, async ({ keys }, tenant) => {
-      json(await refusals(() => keys.revoke(tenant.tenantId, o.keyId)));
+    await withTenant(cmd, o.tenant, async ({ keys }, tenant, by) => {
+      json(await refusals(() => keys.revoke(tenant.tenantId, o.keyId, by)));
       process.stderr.write(`App Attest key ${o.keyId} of tenant ${tenant.name} revoked\n`);
     });
   });

@@ -4,6 +4,7 @@ import type { Clock, Rng } from "../clock.ts";
 import type { StoredIosApp } from "../domain/iosApps.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import { randomId } from "../enrollment/ids.ts";
+import type { ChangeActor } from "./auditTrail.ts";
 import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import type { AppAttestStore } from "../store/types.ts";
@@ -55,7 +56,7 @@ export class IosAppRegistry {
   }
 
   /** 400 PORTAL_INVALID_REQUEST for a bad field, 409 PORTAL_IOS_APP_EXISTS for an app id already registered. */
-  async add(tenant: Tenant, input: IosAppInput): Promise<StoredIosApp> {
+  async add(tenant: Tenant, input: IosAppInput, by: ChangeActor): Promise<StoredIosApp> {
     const app: StoredIosApp = {
       id: randomId(this.rng, "ia_"),
       tenantId: tenant.tenantId,
@@ -67,6 +68,7 @@ export class IosAppRegistry {
       throw new AppError(catalog.PORTAL_IOS_APP_EXISTS, `the tenant has registered ${app.appId} already; remove it first to register it anew`);
     }
     this.forget(tenant.tenantId);
+    await by.record({ tenantId: tenant.tenantId, action: "ios-app.added", target: { kind: "ios-app", id: app.id }, before: null, after: app });
     return app;
   }
 
@@ -74,9 +76,11 @@ export class IosAppRegistry {
     return this.store.listIosApps(tenant.tenantId);
   }
 
-  async remove(tenant: Tenant, id: string): Promise<boolean> {
+  async remove(tenant: Tenant, id: string, by: ChangeActor): Promise<boolean> {
+    const before = (await this.store.listIosApps(tenant.tenantId)).find((a) => a.id === id) ?? null;
     const removed = await this.store.removeIosApp(tenant.tenantId, id);
     this.forget(tenant.tenantId);
+    if (removed) await by.record({ tenantId: tenant.tenantId, action: "ios-app.removed", target: { kind: "ios-app", id }, before, after: null });
     return removed;
   }
 

@@ -24,7 +24,7 @@ import type {
 } from "../domain/enrollment.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../domain/tenants.ts";
 import type { StoredVerdict, VerdictValue } from "../domain/verdicts.ts";
-import type { DevicePinReset, DeviceRecord } from "../domain/devices.ts";
+import type { DevicePin, DeviceRecord } from "../domain/devices.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState } from "../domain/portal.ts";
 import type { SigningKeyRecord } from "../domain/signingKeys.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../nonces/types.ts";
@@ -196,11 +196,10 @@ export interface DeviceStore {
   saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision): Promise<StoredVerdict>;
   /**
    * Clears the device's pin (its history stays; the next Yes pins afresh), counts the reset and writes its audit
-   * record, atomically. Undefined, changing nothing, when the tenant has no such device.
+   * record (`audit(previousPin)`, into the audit trail: AuditStore), atomically. Undefined, changing nothing, when
+   * the tenant has no such device. Its resets are read back from the audit trail (action `device.pin-reset`).
    */
-  resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined>;
-  /** the device's reset audit records, oldest first */
-  listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]>;
+  resetDevicePin(tenantId: string, deviceId: string, audit: (previousPin: DevicePin | null) => AuditRecord): Promise<AuditRecord | undefined>;
 }
 
 export interface ActivityFilter {

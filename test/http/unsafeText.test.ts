@@ -10,6 +10,7 @@ import { ApiKeyAdmin } from "../../src/services/apiKeyAdmin.ts";
 import { attestdCli } from "../helpers/serverProcess.ts";
 import { PORTAL_PASSWORD, portalPeople } from "../helpers/portalPeople.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
+import { testActor } from "../helpers/audit.ts";
 
 /**
  * Identifiers, labels and names refuse control characters (C0 such as NUL, C1 such as U+0085) and bidi formatting
@@ -115,7 +116,7 @@ describe("control and bidi characters in identifiers, labels and names", () => {
   it("the services the CLI shares refuse them too, with the reason naming the character", async () => {
     const keyAdmin = new ApiKeyAdmin(t.runtime.stores.durable, t.clock, cryptoRng);
     for (const { name, value } of spoiled("deploy key")) {
-      await assert.rejects(keyAdmin.create(t.tenant, { label: value }), (e) => isAppError(e) && e.entry.code === "4008000" && /U\+(0000|0085|202E)/.test(e.reason), `label ${name}`);
+      await assert.rejects(keyAdmin.create(t.tenant, { label: value }, testActor()), (e) => isAppError(e) && e.entry.code === "4008000" && /U\+(0000|0085|202E)/.test(e.reason), `label ${name}`);
     }
     for (const { name, value } of spoiled("new@acme.example")) {
       await assert.rejects(t.runtime.portal.accounts.invite({ email: value, tenant: "acme", role: "viewer" }), (e) => isAppError(e) && e.entry.code === "4008000", `invite ${name}`);

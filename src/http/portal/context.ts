@@ -22,6 +22,8 @@ import type { PortalOverview } from "../../portal/overview.ts";
 import type { TenantAdmin } from "../../services/tenantAdmin.ts";
 import type { TenantDirectory } from "../../services/tenantDirectory.ts";
 import type { TrustSources } from "../../services/trustSources.ts";
+import type { AuditTrail, ChangeActor } from "../../services/auditTrail.ts";
+import type { AuditSource } from "../../domain/audit.ts";
 import type { PageContext } from "../../../web/layout.ts";
 import type { ApiAccess } from "../../../web/pages/quickStart.ts";
 
@@ -53,6 +55,8 @@ export interface PortalDeps {
   trust: TrustSources;
   /** where tenants' programs reach the attestation API, for the commands the quick start and a new key show */
   api: ApiAccess;
+  /** the audit trail every change is recorded in (docs/audit.md), and read back by the Audit trail page */
+  audit: AuditTrail;
 }
 
 declare module "fastify" {
@@ -85,6 +89,14 @@ export interface PortalRoutes {
   startSession(reply: FastifyReply, user: PortalUser, method: PortalSession["method"]): Promise<void>;
   /** the portal's tag in /openapi.json */
   tags: string[];
+  /** the signed-in person as the audit trail names them, and where the request came from: what a change is made by */
+  by(request: FastifyRequest): ChangeActor;
+}
+
+/** Where an HTTP request came from, for the audit trail: its remote address (after --trusted-proxies) and user agent. */
+export function requestSource(request: FastifyRequest): AuditSource {
+  const ua = request.headers["user-agent"];
+  return { kind: "http", remoteAddress: request.ip, userAgent: typeof ua === "string" ? ua.slice(0, 512) : null };
 }
 
 /** The origin the browser says it is on (Origin, sent with every fetch that writes), else this host's. */

@@ -12,7 +12,7 @@ import { contentSecurityPolicy } from "../contentSecurityPolicy.ts";
 import { originForm, routeOf } from "../requestTarget.ts";
 import type { AppInstance } from "../types.ts";
 import { registerAccountRoutes } from "./account.ts";
-import { allowed, type PortalDeps, type PortalRoutes } from "./context.ts";
+import { allowed, requestSource, type PortalDeps, type PortalRoutes } from "./context.ts";
 import { registerHistoryRoutes } from "./history.ts";
 import { registerKeyRoutes } from "./keys.ts";
 import { registerClientRoutes } from "./clients.ts";
@@ -160,6 +160,10 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     const routes: PortalRoutes = {
       deps,
       tags: ["portal"],
+      by(request) {
+        const actor = request.actor!;
+        return deps.audit.as({ kind: "user", id: actor.userId, email: actor.email }, requestSource(request));
+      },
       async scope(request, all) {
         const actor = request.actor!;
         if (actor.tenantId) {

@@ -21,7 +21,7 @@ import type {
   VerdictCount,
   VerdictQuery,
 } from "../types.ts";
-import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
+import type { DevicePin, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
@@ -82,7 +82,6 @@ export class MemoryDurableStore implements DurableStore {
   private readonly activityErrorIds = new Set<string>();
   private readonly refvals = new Map<string, StoredReferenceSet>();
   private readonly devices = new Map<string, DeviceRecord>();
-  private readonly deviceResets: DevicePinReset[] = [];
   private closed = false;
 
   private check(): void {
@@ -216,19 +215,15 @@ export class MemoryDurableStore implements DurableStore {
     this.verdicts.set(verdict.objectId, structuredClone(verdict));
     return verdict;
   }
-  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
+  async resetDevicePin(tenantId: string, deviceId: string, audit: (previousPin: DevicePin | null) => AuditRecord): Promise<AuditRecord | undefined> {
     this.check();
     const d = this.devices.get(deviceKey(tenantId, deviceId));
     if (!d) return undefined;
-    const record: DevicePinReset = { tenantId, deviceId, at: reset.at, by: reset.by, previousPin: d.pin };
-    this.deviceResets.push(structuredClone(record));
+    const record = audit(structuredClone(d.pin));
+    await this.appendAudit(record);
     d.pin = null;
     d.resets += 1;
     return record;
-  }
-  async listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]> {
-    this.check();
-    return this.deviceResets.filter((r) => r.tenantId === tenantId && r.deviceId === deviceId).map((r) => structuredClone(r));
   }
 
   async getVerdict(objectId: string): Promise<StoredVerdict | undefined> {

@@ -43,7 +43,7 @@ import type {
   TopOf,
   VerdictQuery,
 } from "../types.ts";
-import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
+import type { DevicePin, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
 
@@ -422,31 +422,15 @@ export class PgStore implements DurableStore, NonceStore, JtiStore {
     });
   }
 
-  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
+  async resetDevicePin(tenantId: string, deviceId: string, audit: (previousPin: DevicePin | null) => AuditRecord): Promise<AuditRecord | undefined> {
     return transaction(this.pool, async (c) => {
       const r = await query(c, "deviceForUpdate", DEVICE_FOR_UPDATE, [tenantId, deviceId]);
       if (!r.rows[0]) return undefined;
-      const previousPin = pgRows.attestedDevice(r.rows[0]).pin;
-      await query(
-        c,
-        "resetDevicePin",
-        `WITH a AS (
-           INSERT INTO attested_device_resets (tenant_id, device_id, reset_at, reset_by, previous_pin) VALUES ($1, $2, $3, $4, $5::json)
-         )
-         UPDATE attested_devices SET pin = NULL, resets = resets + 1 WHERE tenant_id = $1 AND device_id = $2`,
-        [tenantId, deviceId, reset.at, reset.by, previousPin && JSON.stringify(previousPin)],
-      );
-      return { tenantId, deviceId, at: reset.at, by: reset.by, previousPin };
+      const record = audit(pgRows.attestedDevice(r.rows[0]).pin);
+      await query(c, "insertAudit", auditInsertSql(pgPlaceholder), auditArgs(record));
+      await query(c, "resetDevicePin", "UPDATE attested_devices SET pin = NULL, resets = resets + 1 WHERE tenant_id = $1 AND device_id = $2", [tenantId, deviceId]);
+      return record;
     });
-  }
-
-  async listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]> {
-    const r = await this.q(
-      "deviceResets",
-      "SELECT tenant_id, device_id, reset_at, reset_by, previous_pin FROM attested_device_resets WHERE tenant_id = $1 AND device_id = $2 ORDER BY id",
-      [tenantId, deviceId],
-    );
-    return r.rows.map(pgRows.devicePinReset);
   }
 
   // ---- reference values ----

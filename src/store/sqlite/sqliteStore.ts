@@ -31,7 +31,7 @@ import type {
   TopOf,
   VerdictQuery,
 } from "../types.ts";
-import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
+import type { DevicePin, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
@@ -207,11 +207,8 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
            seen_count = excluded.seen_count, last_appraisal = excluded.last_appraisal, latest_facts = excluded.latest_facts,
            pin = excluded.pin`,
       ),
-      insertDeviceReset: db.prepare(
-        "INSERT INTO attested_device_resets (tenant_id, device_id, reset_at, reset_by, previous_pin) VALUES (?, ?, ?, ?, ?)",
-      ),
+      insertAudit: db.prepare(auditInsertSql(sqlitePlaceholder)),
       clearDevicePin: db.prepare("UPDATE attested_devices SET pin = NULL, resets = resets + 1 WHERE tenant_id = ? AND device_id = ?"),
-      deviceResets: db.prepare("SELECT * FROM attested_device_resets WHERE tenant_id = ? AND device_id = ? ORDER BY id"),
       upsertRefval: db.prepare(
         "INSERT INTO reference_values (model, firmware_version, measurements, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (model, firmware_version) DO UPDATE SET measurements = excluded.measurements, updated_at = excluded.updated_at",
       ),
@@ -451,19 +448,15 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     return this.writer.run(() => this.deviceVerdictTx(tenantId, deviceId, decide));
   }
 
-  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }): Promise<DevicePinReset | undefined> {
-    return transaction(this.db, "immediate", (): DevicePinReset | undefined => {
+  async resetDevicePin(tenantId: string, deviceId: string, audit: (previousPin: DevicePin | null) => AuditRecord): Promise<AuditRecord | undefined> {
+    return transaction(this.db, "immediate", (): AuditRecord | undefined => {
       const row = this.stmt.deviceById.get(tenantId, deviceId) as Row | undefined;
       if (!row) return undefined;
-      const previousPin = sqliteRows.attestedDevice(row).pin;
-      this.stmt.insertDeviceReset.run(tenantId, deviceId, reset.at, reset.by, previousPin && JSON.stringify(previousPin));
+      const record = audit(sqliteRows.attestedDevice(row).pin);
+      this.stmt.insertAudit.run(...auditArgs(record));
       this.stmt.clearDevicePin.run(tenantId, deviceId);
-      return { tenantId, deviceId, at: reset.at, by: reset.by, previousPin };
+      return record;
     });
-  }
-
-  async listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]> {
-    return (this.stmt.deviceResets.all(tenantId, deviceId) as Row[]).map(sqliteRows.devicePinReset);
   }
 
   // ---- reference values ----
@@ -527,7 +520,7 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
 
   // ---- audit trail ----
   async appendAudit(r: AuditRecord): Promise<void> {
-    this.db.prepare(auditInsertSql(sqlitePlaceholder)).run(...auditArgs(r));
+    this.stmt.insertAudit.run(...auditArgs(r));
   }
   async queryAudit(f: AuditFilter): Promise<AuditRecord[]> {
     const { sql, args } = auditSql(f, sqlitePlaceholder);

@@ -15,3 +15,15 @@ CREATE TABLE audit (
 );
 CREATE INDEX audit_by_time ON audit (time, id);
 CREATE INDEX audit_by_tenant ON audit (tenant_id, time, id);
+
+-- One home for audit records: the device pin resets of migration 007 move into the trail (action
+-- `device.pin-reset`, target the device), their `reset_by` kept as the actor's id (`cli` or a portal user id).
+INSERT INTO audit (id, time, tenant_id, actor_kind, actor_id, actor, action, target_kind, target_id, before_json, after_json, source)
+SELECT 'au_reset_' || id, reset_at, tenant_id,
+       CASE WHEN reset_by LIKE 'u\_%' THEN 'user' ELSE 'operator' END, reset_by,
+       json_build_object('kind', CASE WHEN reset_by LIKE 'u\_%' THEN 'user' ELSE 'operator' END, 'id', reset_by)::text,
+       'device.pin-reset', 'device', device_id,
+       json_build_object('pin', previous_pin)::text, '{"pin":null}',
+       '{"kind":"system"}'
+FROM attested_device_resets;
+DROP TABLE attested_device_resets;
