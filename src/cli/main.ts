@@ -26,6 +26,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ commands
   "ios-app": { summary: "manage a tenant's iOS apps: the app ids (and environments) its App Attest attestations are judged against", load: () => import("./iosAppCommands.ts") },
   "ios-key": { summary: "list, show or revoke the App Attest keys a tenant's devices attested", load: () => import("./iosAppCommands.ts") },
   device: { summary: "per-device memory: the devices relying parties name, and their pins", load: () => import("./deviceCommands.ts") },
+  audit: { summary: "print or export the audit trail: every change of state, who made it and from where", load: () => import("./auditCommands.ts") },
 };
 
 /**

@@ -16,6 +16,7 @@ import { allowed, requestSource, type PortalDeps, type PortalRoutes } from "./co
 import { registerHistoryRoutes } from "./history.ts";
 import { registerKeyRoutes } from "./keys.ts";
 import { registerClientRoutes } from "./clients.ts";
+import { registerAuditRoutes } from "./audit.ts";
 import { registerEnrollmentRoutes } from "./enrollment.ts";
 import { registerReferenceValueRoutes } from "./referenceValues.ts";
 import { registerPasskeyRoutes } from "./passkeys.ts";
@@ -210,5 +211,6 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     registerUserRoutes(app, routes);
     registerOverviewRoutes(app, routes);
     registerOperatorRoutes(app, routes);
+    registerAuditRoutes(app, routes);
   };
 }
