@@ -1,0 +1,159 @@
+import assert from "node:assert/strict";
+import { createSocket, type Socket } from "node:dgram";
+import { readFileSync } from "node:fs";
+import { after, before, describe, it } from "node:test";
+import type { LightMyRequestResponse } from "fastify";
+import type { AuditRecord } from "../../src/domain/audit.ts";
+import { catalog } from "../../src/errors/catalog.ts";
+import { portalPeople, refusalCode, type PortalRequest } from "../helpers/portalPeople.ts";
+import { startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
+
+/**
+ * The audit trail through the admin API (app.inject): each change made there is recorded once, with the person,
+ * where from, and before / after without any secret; a tenant admin reads the tenant's own records only, an
+ * operator every record; the export is JSON lines; and every record is also appended to --audit-file and sent to
+ * --audit-syslog (a UDP receiver on 127.0.0.1 started here).
+ */
+describe("the audit trail over the admin API", () => {
+  let t: TestRuntime;
+  let people: ReturnType<typeof portalPeople>;
+  let udp: Socket;
+  const datagrams: string[] = [];
+  let auditFile: string;
+  const as = (email: string, o: PortalRequest): Promise<LightMyRequestResponse> => people.as(email, o);
+  const ok = (res: LightMyRequestResponse, status = 200) => {
+    assert.equal(res.statusCode, status, res.body);
+    return res;
+  };
+  const trail = async (email: string, query = ""): Promise<AuditRecord[]> => ok(await as(email, { url: `/portal/api/audit${query}` })).json().items;
+
+  before(async () => {
+    udp = createSocket("udp4");
+    udp.on("message", (m) => datagrams.push(m.toString("utf8")));
+    await new Promise<void>((r) => udp.bind(0, "127.0.0.1", () => r()));
+    const dir = (await import("node:fs")).mkdtempSync((await import("node:path")).join((await import("node:os")).tmpdir(), "attestd-audit-"));
+    auditFile = `${dir}/audit.jsonl`;
+    t = await startTestRuntime({ auditFile, auditSyslog: `udp://127.0.0.1:${udp.address().port}` }, { dir });
+    people = portalPeople(t);
+    await t.addTenant("globex");
+    await people.add("ada@acme.example", "admin", "acme");
+    await people.add("vic@acme.example", "viewer", "acme");
+    await people.add("gus@globex.example", "admin", "globex");
+    await people.add("root@example.org", "operator");
+  });
+  after(async () => {
+    await t.close();
+    udp.close();
+  });
+
+  it("a key made, edited and revoked in the portal: three records naming the person, where from, before and after, no secret", async () => {
+    const made = ok(await as("ada@acme.example", { method: "POST", url: "/portal/api/keys", payload: { label: "ci" } })).json();
+    const keyId = made.record?.keyId ?? made.keyId;
+    const secret = made.key as string;
+    assert.ok(secret.startsWith("atd_"));
+    t.clock.advance(1000);
+    ok(await as("ada@acme.example", { method: "PATCH", url: `/portal/api/keys/${keyId}`, payload: { label: "ci-2" } }));
+    t.clock.advance(1000);
+    ok(await as("ada@acme.example", { method: "DELETE", url: `/portal/api/keys/${keyId}` }), 204);
+
+    const records = (await trail("ada@acme.example", `?target=api-key:${keyId}`)).reverse();
+    assert.deepEqual(records.map((r) => r.action), ["key.created", "key.updated", "key.revoked"]);
+    for (const r of records) {
+      assert.equal(r.tenantId, t.tenant.tenantId);
+      assert.equal(r.actor.kind, "user");
+      assert.equal((r.actor as { email: string }).email, "ada@acme.example");
+      assert.equal(r.from.kind, "http");
+      assert.equal((r.from as { remoteAddress: string }).remoteAddress, "127.0.0.1");
+      const text = JSON.stringify(r);
+      assert.ok(!text.includes(secret.split("_").pop()!), "the key's secret is nowhere");
+      assert.ok(!/secretHash/.test(text), "nor its hash");
+    }
+    assert.equal(records[0]!.before, null);
+    assert.equal((records[0]!.after as { label: string }).label, "ci");
+    assert.equal((records[1]!.before as { label: string }).label, "ci");
+    assert.equal((records[1]!.after as { label: string }).label, "ci-2");
+    assert.equal((records[2]!.before as { revokedAt: unknown }).revokedAt, null);
+    assert.notEqual((records[2]!.after as { revokedAt: unknown }).revokedAt, null);
+  });
+
+  it("an operator's tenant changes: made, suspended; a change to the same state records nothing", async () => {
+    const made = ok(await as("root@example.org", { method: "POST", url: "/portal/api/tenants", payload: { name: "initech" } })).json();
+    t.clock.advance(1000);
+    ok(await as("root@example.org", { method: "PATCH", url: "/portal/api/tenants/initech", payload: { state: "inactive" } }));
+    ok(await as("root@example.org", { method: "PATCH", url: "/portal/api/tenants/initech", payload: { state: "inactive" } }));
+    const records = (await trail("root@example.org", `?target=tenant:${made.tenantId}`)).reverse();
+    assert.deepEqual(records.map((r) => [r.action, (r.actor as { email: string }).email]), [
+      ["tenant.created", "root@example.org"],
+      ["tenant.suspended", "root@example.org"],
+    ]);
+    assert.equal((records[1]!.before as { state: string }).state, "active");
+    assert.equal((records[1]!.after as { state: string }).state, "inactive");
+  });
+
+  it("tenants see their own records only; operators see every tenant's, or one tenant's with ?tenant=", async () => {
+    ok(await as("gus@globex.example", { method: "POST", url: "/portal/api/keys", payload: { label: "globex-key" } }));
+    const globex = (await t.runtime.stores.durable.getTenantByName("globex"))!;
+    const gus = await trail("gus@globex.example");
+    assert.ok(gus.length >= 1);
+    assert.ok(gus.every((r) => r.tenantId === globex.tenantId), "globex's admin sees globex's records only");
+    const asking = await trail("gus@globex.example", "?tenant=acme");
+    assert.ok(asking.every((r) => r.tenantId === globex.tenantId), "?tenant= is ignored for a tenant user");
+    const ada = await trail("ada@acme.example");
+    assert.ok(ada.length >= 3 && ada.every((r) => r.tenantId === t.tenant.tenantId));
+    const all = await trail("root@example.org");
+    assert.ok(all.some((r) => r.tenantId === globex.tenantId) && all.some((r) => r.tenantId === t.tenant.tenantId));
+    const oneTenant = await trail("root@example.org", "?tenant=globex");
+    assert.deepEqual(new Set(oneTenant.map((r) => r.tenantId)), new Set([globex.tenantId]));
+  });
+
+  it("a viewer may not read the trail; a bad filter is refused", async () => {
+    const res = await as("vic@acme.example", { url: "/portal/api/audit" });
+    assert.equal(res.statusCode, 403);
+    assert.equal(refusalCode(res), catalog.PORTAL_FORBIDDEN.code);
+    const bad = await as("ada@acme.example", { url: "/portal/api/audit?action=DROP%20TABLE" });
+    assert.equal(bad.statusCode, 400);
+    assert.equal(refusalCode(bad), catalog.PORTAL_INVALID_REQUEST.code);
+  });
+
+  it("pages: `next` leads to the older records, none repeated", async () => {
+    const first = ok(await as("root@example.org", { url: "/portal/api/audit" })).json();
+    const all = await t.runtime.stores.durable.queryAudit({ limit: 1000 });
+    const seen: string[] = [];
+    let page = ok(await as("root@example.org", { url: "/portal/api/audit?action=key.*" })).json();
+    seen.push(...page.items.map((r: AuditRecord) => r.id));
+    assert.equal(first.items.length, Math.min(all.length, 100));
+    while (page.next) {
+      page = ok(await as("root@example.org", { url: `/portal/api/audit?action=key.*&after=${page.next}` })).json();
+      seen.push(...page.items.map((r: AuditRecord) => r.id));
+    }
+    assert.equal(new Set(seen).size, seen.length);
+    assert.equal(seen.length, all.filter((r) => r.action.startsWith("key.")).length);
+  });
+
+  it("the export is JSON lines: one record per line, the same records as the list", async () => {
+    const res = ok(await as("ada@acme.example", { url: "/portal/api/audit/export" }));
+    assert.match(String(res.headers["content-type"]), /^application\/x-ndjson/);
+    assert.ok(res.body.endsWith("\n"));
+    const lines = res.body.trimEnd().split("\n").map((l) => JSON.parse(l) as AuditRecord);
+    assert.deepEqual(lines, await t.runtime.stores.durable.queryAudit({ tenantId: t.tenant.tenantId, limit: 1000 }));
+  });
+
+  it("every record is also a line of --audit-file and an RFC 5424 datagram to --audit-syslog", async () => {
+    const stored = await t.runtime.stores.durable.queryAudit({ limit: 1000 });
+    // the sinks never hold up a change: wait for them here
+    for (let i = 0; i < 100 && (datagrams.length < stored.length || readFileSync(auditFile, "utf8").split("\n").length - 1 < stored.length); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const fileRecords = readFileSync(auditFile, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l) as AuditRecord);
+    assert.deepEqual(new Set(fileRecords.map((r) => r.id)), new Set(stored.map((r) => r.id)));
+    assert.equal(datagrams.length, stored.length);
+    for (const d of datagrams) {
+      const m = /^<109>1 (\S+) (\S+) attestd (\d+) (\S+) - (\{.*\})$/.exec(d);
+      assert.ok(m, d);
+      const r = JSON.parse(m[5]!) as AuditRecord;
+      assert.equal(m[1], r.time);
+      assert.equal(m[4], r.action);
+    }
+    assert.deepEqual(new Set(datagrams.map((d) => (JSON.parse(d.slice(d.indexOf("{"))) as AuditRecord).id)), new Set(stored.map((r) => r.id)));
+  });
+});
