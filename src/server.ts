@@ -8,6 +8,7 @@ import { checkState, type AppInstance, type ReadinessReport } from "./http/types
 import { ActivityRecorder } from "./services/activityRecorder.ts";
 import { AuditTrail } from "./services/auditTrail.ts";
 import { auditSinks } from "./services/auditSinks.ts";
+import { AuditReader } from "./services/auditReader.ts";
 import { ApiKeyAuthenticator } from "./services/apiKeyAuth.ts";
 import { createEnrollment, type Enrollment } from "./enrollment/enrollment.ts";
 import type { WorkerOptions } from "./enrollment/jobWorker.ts";
@@ -313,6 +314,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       trust: trustSources,
       api: { baseUrl: publicUrl, ...(opts.caFile ? { caFile: opts.caFile } : {}) },
       audit,
+      auditLog: new AuditReader(stores.durable),
     }),
     https: opts.https,
     tracing: tracing !== undefined,

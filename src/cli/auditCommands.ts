@@ -1,8 +1,7 @@
 import { Command, Option } from "commander";
 import { createWriteStream } from "node:fs";
 import { once } from "node:events";
-import { cryptoRng, systemClock } from "../clock.ts";
-import { AuditTrail, MAX_AUDIT_EXPORT, type AuditView } from "../services/auditTrail.ts";
+import { AuditReader, MAX_AUDIT_EXPORT, type AuditView } from "../services/auditReader.ts";
 import { addSettings, CliError, refusals, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
 
 /** `attestd audit list` and `attestd audit export` (docs/audit.md): the audit trail, every tenant's or one's. */
@@ -44,7 +43,7 @@ function defineAudit(audit: Command): void {
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CliError("--limit must be a whole number from 1 to 1000");
     await withStores(cmd, async (stores) => {
       const tenantId = o.tenant ? (await tenantNamed(stores, o.tenant)).tenantId : undefined;
-      const trail = new AuditTrail(stores.durable, systemClock, cryptoRng);
+      const trail = new AuditReader(stores.durable);
       const page = await refusals(() => trail.page(tenantId, viewOf(o), undefined, limit));
       process.stdout.write(JSON.stringify(page.items, null, 2) + "\n");
     });
@@ -59,7 +58,7 @@ function defineAudit(audit: Command): void {
   ).action(async (o: FilterOptions & { out?: string }, cmd: Command) => {
     await withStores(cmd, async (stores) => {
       const tenantId = o.tenant ? (await tenantNamed(stores, o.tenant)).tenantId : undefined;
-      const trail = new AuditTrail(stores.durable, systemClock, cryptoRng);
+      const trail = new AuditReader(stores.durable);
       const lines = trail.exportLines(tenantId, viewOf(o));
       // the filter is checked at the first page, before a file is made
       const first = await refusals(() => lines.next());

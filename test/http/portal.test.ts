@@ -173,6 +173,8 @@ describe("portal over HTTP", () => {
       "/portal/api/app-attest-keys",
       "/portal/api/app-attest-keys/{keyId}",
       "/portal/api/app-attest-keys/{keyId}/revoke",
+      "/portal/api/audit",
+      "/portal/api/audit/export",
       "/portal/api/clients",
       "/portal/api/clients/{clientId}",
       "/portal/api/devices",

@@ -1,5 +1,5 @@
 import type { AuditRecord } from "../../src/domain/audit.ts";
-import type { AuditView } from "../../src/services/auditTrail.ts";
+import type { AuditView } from "../../src/services/auditReader.ts";
 import { html, type Html } from "../html.ts";
 import { hiddenTenant, layout, table, withQuery, type PageContext } from "../layout.ts";
 import { when } from "../time.ts";

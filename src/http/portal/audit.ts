@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { Type } from "typebox";
 import { AUDIT_ACTOR_KINDS } from "../../domain/audit.ts";
-import type { AuditView } from "../../services/auditTrail.ts";
+import type { AuditView } from "../../services/auditReader.ts";
 import { auditPage } from "../../../web/pages/audit.ts";
 import { partBErrors } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
@@ -63,7 +63,7 @@ export function registerAuditRoutes(app: AppInstance, { deps, scope, ctxOf, html
   app.get("/portal/audit", { schema: { hide: true, querystring: AuditQuery }, config: { portal: "admin" } }, async (request, reply) => {
     const { tenantId } = await scope(request, true);
     const v = view(request.query);
-    return html(reply, auditPage(ctxOf(request), v, await deps.audit.page(tenantId, v, request.query.after)));
+    return html(reply, auditPage(ctxOf(request), v, await deps.auditLog.page(tenantId, v, request.query.after)));
   });
 
   app.get(
@@ -80,7 +80,7 @@ export function registerAuditRoutes(app: AppInstance, { deps, scope, ctxOf, html
     },
     async (request) => {
       const { tenantId } = await scope(request, true);
-      return deps.audit.page(tenantId, view(request.query), request.query.after);
+      return deps.auditLog.page(tenantId, view(request.query), request.query.after);
     },
   );
 
@@ -99,7 +99,7 @@ export function registerAuditRoutes(app: AppInstance, { deps, scope, ctxOf, html
     },
     async (request, reply) => {
       const { tenant, tenantId } = await scope(request, true);
-      const lines = deps.audit.exportLines(tenantId, view(request.query));
+      const lines = deps.auditLog.exportLines(tenantId, view(request.query));
       // the first page before the answer starts, so a bad filter is a 400
       const first = await lines.next();
       return reply

@@ -23,6 +23,7 @@ import type { TenantAdmin } from "../../services/tenantAdmin.ts";
 import type { TenantDirectory } from "../../services/tenantDirectory.ts";
 import type { TrustSources } from "../../services/trustSources.ts";
 import type { AuditTrail, ChangeActor } from "../../services/auditTrail.ts";
+import type { AuditReader } from "../../services/auditReader.ts";
 import type { AuditSource } from "../../domain/audit.ts";
 import type { PageContext } from "../../../web/layout.ts";
 import type { ApiAccess } from "../../../web/pages/quickStart.ts";
@@ -57,6 +58,7 @@ export interface PortalDeps {
   api: ApiAccess;
   /** the audit trail every change is recorded in (docs/audit.md), and read back by the Audit trail page */
   audit: AuditTrail;
+  auditLog: AuditReader;
 }
 
 declare module "fastify" {
