@@ -292,7 +292,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       keepAliveTimeoutMs: config.keepAliveTimeoutMs,
       maxConnectionsPerAddress: config.maxConnectionsPerAddress,
     },
-    partB: registerPartB({ enrollment, rateLimiter, maxDevices: config.maxDevices }),
+    partB: registerPartB({ enrollment, rateLimiter, maxDevices: config.maxDevices, audit }),
     portal: registerPortal({
       ...portal,
       history: new PortalHistory(stores.durable),

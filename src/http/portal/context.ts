@@ -24,7 +24,6 @@ import type { TenantDirectory } from "../../services/tenantDirectory.ts";
 import type { TrustSources } from "../../services/trustSources.ts";
 import type { AuditTrail, ChangeActor } from "../../services/auditTrail.ts";
 import type { AuditReader } from "../../services/auditReader.ts";
-import type { AuditSource } from "../../domain/audit.ts";
 import type { PageContext } from "../../../web/layout.ts";
 import type { ApiAccess } from "../../../web/pages/quickStart.ts";
 
@@ -93,12 +92,6 @@ export interface PortalRoutes {
   tags: string[];
   /** the signed-in person as the audit trail names them, and where the request came from: what a change is made by */
   by(request: FastifyRequest): ChangeActor;
-}
-
-/** Where an HTTP request came from, for the audit trail: its remote address (after --trusted-proxies) and user agent. */
-export function requestSource(request: FastifyRequest): AuditSource {
-  const ua = request.headers["user-agent"];
-  return { kind: "http", remoteAddress: request.ip, userAgent: typeof ua === "string" ? ua.slice(0, 512) : null };
 }
 
 /** The origin the browser says it is on (Origin, sent with every fetch that writes), else this host's. */
