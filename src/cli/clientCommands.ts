@@ -9,7 +9,7 @@ import { RateLimiter } from "../services/rateLimiter.ts";
 import type { Stores } from "../store/types.ts";
 import { publicBaseUrl, type Config } from "../config.ts";
 import { fileProblem, pathMessage } from "../errors/operatorError.ts";
-import { addSettings, CliError, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
+import { addSettings, CliError, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withOperator, withStores, type CommandDefinitions } from "./options.ts";
 import { openSecrets } from "../secrets/openSecrets.ts";
 
 function portalAccounts(stores: Stores, config: Config): PortalAccounts {
@@ -92,7 +92,7 @@ function defineClient(client: Command): void {
       }
       let written = false;
       try {
-        await withStores(cmd, async (stores) => {
+        await withOperator(cmd, async (stores, by) => {
           const tenant = await tenantNamed(stores, o.tenant);
           const made = await operatorErrors(() =>
             admin(stores).createClient(tenant, {
@@ -100,7 +100,7 @@ function defineClient(client: Command): void {
               readOnly: o.readOnly ?? false,
               ...(rps !== undefined ? { rps } : {}),
               ...(burst !== undefined ? { burst } : {}),
-            }),
+            }, by),
           );
           writeSync(fd, formatClientKeys(made.keys));
           written = true;
@@ -128,8 +128,8 @@ function defineClient(client: Command): void {
     client.command("revoke <clientId>").description("revoke a client: its access tokens stop working at once; it stays listed as revoked"),
     STORAGE_SETTINGS,
   ).action(async (clientId: string, _o: unknown, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
-      if (!(await admin(stores).revoke(undefined, clientId))) throw new CliError(`no active client "${clientId}"`);
+    await withOperator(cmd, async (stores, by) => {
+      if (!(await admin(stores).revoke(undefined, clientId, by))) throw new CliError(`no active client "${clientId}"`);
       process.stderr.write(`client ${clientId} revoked\n`);
     });
   });
@@ -141,8 +141,8 @@ function defineClient(client: Command): void {
       .option("--off", "let the client write again"),
     STORAGE_SETTINGS,
   ).action(async (clientId: string, o: { off?: boolean }, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
-      if (!(await admin(stores).setReadOnly(undefined, clientId, !o.off))) throw new CliError(`no active client "${clientId}"`);
+    await withOperator(cmd, async (stores, by) => {
+      if (!(await admin(stores).setReadOnly(undefined, clientId, !o.off, by))) throw new CliError(`no active client "${clientId}"`);
       process.stderr.write(`client ${clientId} is ${o.off ? "no longer read-only" : "read-only"}\n`);
     });
   });
@@ -188,8 +188,8 @@ function defineUser(user: Command): void {
     user.command("register <email>").description("register a user (again)").requiredOption("--tenant <name>", "tenant name"),
     STORAGE_SETTINGS,
   ).action(async (email: string, o: { tenant: string }, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
-      const u = await operatorErrors(async () => admin(stores).registerUser(await tenantNamed(stores, o.tenant), email));
+    await withOperator(cmd, async (stores, by) => {
+      const u = await operatorErrors(async () => admin(stores).registerUser(await tenantNamed(stores, o.tenant), email, by));
       process.stdout.write(JSON.stringify(u, null, 2) + "\n");
     });
   });
@@ -200,8 +200,8 @@ function defineUser(user: Command): void {
       .requiredOption("--tenant <name>", "tenant name"),
     STORAGE_SETTINGS,
   ).action(async (email: string, o: { tenant: string }, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
-      await operatorErrors(async () => admin(stores).deregisterUser(await tenantNamed(stores, o.tenant), email));
+    await withOperator(cmd, async (stores, by) => {
+      await operatorErrors(async () => admin(stores).deregisterUser(await tenantNamed(stores, o.tenant), email, by));
       process.stderr.write(`user ${email} deregistered\n`);
     });
   });

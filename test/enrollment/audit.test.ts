@@ -3,6 +3,7 @@ import { after, before, describe, it } from "node:test";
 import type { AuditRecord } from "../../src/domain/audit.ts";
 import { encryptForTenant } from "../../src/enrollment/tenantKeys.ts";
 import { Harness, imeiFrom14, type Session } from "./harness.ts";
+import { testActor } from "../helpers/audit.ts";
 
 const imei = (n: number) => imeiFrom14(String(35_200_000_000_000 + n));
 
@@ -47,7 +48,7 @@ describe("Part B changes in the audit trail", () => {
     const p1 = (await s.call("POST", "/svc/v1/enroll/profiles", { name: "P1" })).json().profileId as string;
     const p2 = (await s.call("POST", "/svc/v1/enroll/profiles", { name: "P2" })).json().profileId as string;
     const email = `pw@${s.tenant.name}.example`;
-    await h.enrollment.clients.registerUser(s.tenant, email);
+    await h.enrollment.clients.registerUser(s.tenant, email, testActor());
     const { publicKey } = (await s.call("GET", "/svc/v1/tenant/encryption-key")).json();
     const ciphertext = encryptForTenant(publicKey, "correct horse battery staple");
     const up = await s.call("POST", "/svc/v1/enroll/devices", { profileId: p1, devices: [{ deviceId: imei(1), userId: email, userPassword: ciphertext }, { deviceId: imei(2) }] });

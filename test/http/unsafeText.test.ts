@@ -35,7 +35,7 @@ describe("control and bidi characters in identifiers, labels and names", () => {
     const people = portalPeople(t);
     admin = await people.add("ada@acme.example", "admin", "acme");
     operator = await people.add("root@example.org", "operator");
-    ({ keys } = await t.runtime.enrollment.clients.createClient(t.tenant, { email: "ops@acme.example", readOnly: false, rps: 1000, burst: 1000 }));
+    ({ keys } = await t.runtime.enrollment.clients.createClient(t.tenant, { email: "ops@acme.example", readOnly: false, rps: 1000, burst: 1000 }, testActor()));
     const res = await t.runtime.app.inject({ method: "POST", url: "/svc/v1/auth/accesstoken", payload: await accessTokenRequest(keys, { nowMs: t.clock.nowMs(), validityMinutes: 30 }) });
     accessToken = res.json().accessToken;
     const profile = await partB("POST", "/svc/v1/enroll/profiles", { name: "Field tablets" });
@@ -120,7 +120,7 @@ describe("control and bidi characters in identifiers, labels and names", () => {
     }
     for (const { name, value } of spoiled("new@acme.example")) {
       await assert.rejects(t.runtime.portal.accounts.invite({ email: value, tenant: "acme", role: "viewer" }), (e) => isAppError(e) && e.entry.code === "4008000", `invite ${name}`);
-      await assert.rejects(t.runtime.enrollment.clients.createClient(t.tenant, { email: value, readOnly: false }), /control or bidirectional/, `client ${name}`);
+      await assert.rejects(t.runtime.enrollment.clients.createClient(t.tenant, { email: value, readOnly: false }, testActor()), /control or bidirectional/, `client ${name}`);
     }
   });
 
