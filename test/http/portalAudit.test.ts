@@ -106,7 +106,42 @@ describe("the audit trail over the admin API", () => {
     assert.deepEqual(new Set(oneTenant.map((r) => r.tenantId)), new Set([globex.tenantId]));
   });
 
+  it("people: a password set through the link, each sign-in, an operator's invitation and disable (the tenant's admin sees them), a sign-out; no password hash or token", async () => {
+    const ada = (await t.runtime.stores.durable.getPortalUserByEmail("ada@acme.example"))!;
+    const own = (await trail("ada@acme.example", `?target=portal-user:${ada.userId}`)).reverse();
+    // (made in the same millisecond of the test's clock: their order is not asserted)
+    assert.deepEqual(own.map((r) => [r.action, r.actor.id]).sort(), [
+      ["portal.session.signed-in", ada.userId],
+      ["portal.user.password-set", ada.userId],
+    ]);
+    assert.equal((own.find((r) => r.action === "portal.session.signed-in")!.after as { method: string }).method, "password");
+
+    t.clock.advance(1000);
+    const invited = ok(await as("root@example.org", { method: "POST", url: "/portal/api/users", payload: { email: "new@acme.example", tenant: "acme", role: "viewer" } })).json();
+    const newcomer = (await t.runtime.stores.durable.getPortalUserByEmail("new@acme.example"))!;
+    t.clock.advance(1000);
+    ok(await as("root@example.org", { method: "POST", url: `/portal/api/users/${newcomer.userId}/disable` }));
+    const theirs = (await trail("ada@acme.example", `?target=portal-user:${newcomer.userId}`)).reverse();
+    assert.deepEqual(theirs.map((r) => [r.action, (r.actor as { email: string }).email]), [
+      ["portal.user.invited", "root@example.org"],
+      ["portal.user.disabled", "root@example.org"],
+    ]);
+    const text = JSON.stringify(await t.runtime.stores.durable.queryAudit({ limit: 1000 }));
+    assert.ok(!/passwordHash|tokenHash|sessionHash|csrfToken/.test(text));
+    const link = JSON.stringify(invited);
+    const token = /#([A-Za-z0-9_-]{20,})/.exec(link)?.[1];
+    if (token) assert.ok(!text.includes(token), "the invitation's token is nowhere");
+
+    // sign-out, as the last thing this person does here
+    const vic = (await t.runtime.stores.durable.getPortalUserByEmail("vic@acme.example"))!;
+    ok(await as("vic@acme.example", { method: "DELETE", url: "/portal/api/session" }), 204);
+    const out = await t.runtime.stores.durable.queryAudit({ actorId: vic.userId, action: "portal.session.signed-out" });
+    assert.equal(out.length, 1);
+    assert.equal(out[0]!.tenantId, t.tenant.tenantId);
+  });
+
   it("a viewer may not read the trail; a bad filter is refused", async () => {
+    await people.add("vic@acme.example", "viewer", "acme");
     const res = await as("vic@acme.example", { url: "/portal/api/audit" });
     assert.equal(res.statusCode, 403);
     assert.equal(refusalCode(res), catalog.PORTAL_FORBIDDEN.code);

@@ -119,7 +119,7 @@ describe("control and bidi characters in identifiers, labels and names", () => {
       await assert.rejects(keyAdmin.create(t.tenant, { label: value }, testActor()), (e) => isAppError(e) && e.entry.code === "4008000" && /U\+(0000|0085|202E)/.test(e.reason), `label ${name}`);
     }
     for (const { name, value } of spoiled("new@acme.example")) {
-      await assert.rejects(t.runtime.portal.accounts.invite({ email: value, tenant: "acme", role: "viewer" }), (e) => isAppError(e) && e.entry.code === "4008000", `invite ${name}`);
+      await assert.rejects(t.runtime.portal.accounts.invite({ email: value, tenant: "acme", role: "viewer" }, testActor()), (e) => isAppError(e) && e.entry.code === "4008000", `invite ${name}`);
       await assert.rejects(t.runtime.enrollment.clients.createClient(t.tenant, { email: value, readOnly: false }, testActor()), /control or bidirectional/, `client ${name}`);
     }
   });

@@ -188,7 +188,7 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
       },
       html: (reply, body) => reply.type("text/html; charset=utf-8").send(body),
       async startSession(reply, user, method) {
-        const { sessionId } = await deps.sessions.open(user, method);
+        const { sessionId } = await deps.sessions.open(user, method, (actor) => deps.audit.as(actor, requestSource(reply.request)));
         // the cookie outlives no session: its Max-Age is the session's absolute lifetime
         reply.setCookie(SESSION_COOKIE, sessionId, {
           path: "/",
