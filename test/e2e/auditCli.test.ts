@@ -76,4 +76,14 @@ describe("attestd audit, and the records the CLI's changes leave", () => {
     const again = cli("audit", "export", "--out", file);
     assert.equal(again.status, 1, "an existing file is not overwritten");
   });
+
+  it("an EAR signing key rotation is an operator-wide record (no tenant), without the private key", () => {
+    const rotated = cli("keys", "rotate");
+    assert.equal(rotated.status, 0, rotated.stderr);
+    const kid = (JSON.parse(rotated.stdout) as { kid: string }).kid;
+    const [r] = list("--action", "signing-key.*");
+    assert.deepEqual([r!.action, r!.tenantId, r!.target], ["signing-key.rotated", null, { kind: "signing-key", id: kid }]);
+    assert.doesNotMatch(JSON.stringify(r), /PRIVATE KEY|privateKey/);
+    assert.deepEqual(list("--tenant", "acme").filter((x) => x.action.startsWith("signing-key")), [], "not in a tenant's view");
+  });
 });
