@@ -84,10 +84,8 @@ export class AuditSyslogSink implements AuditSink {
     }
     if (!this.stream || this.stream.destroyed) {
       const s = connect(this.target.path);
-      s.on("error", (err) => {
-        s.destroy();
-        onFailure(err);
-      });
+      // a write in flight when the socket fails gets the error in its own callback (counted there, once)
+      s.on("error", () => s.destroy());
       s.unref();
       this.stream = s;
     }

@@ -191,4 +191,38 @@ describe("the audit trail over the admin API", () => {
     }
     assert.deepEqual(new Set(datagrams.map((d) => (JSON.parse(d.slice(d.indexOf("{"))) as AuditRecord).id)), new Set(stored.map((r) => r.id)));
   });
+
+  it("the Audit trail page: in the navigation for admins, the records with who and from where, filter links", async () => {
+    const page = ok(await as("ada@acme.example", { url: "/portal/audit?action=key.*" }));
+    assert.match(page.body, /<a[^>]*href="\/portal\/audit"[^>]*>Audit trail<\/a>/);
+    assert.match(page.body, /<code>key\.revoked<\/code>/);
+    assert.match(page.body, /ada@acme\.example <small class="muted">portal user<\/small>/);
+    assert.doesNotMatch(page.body, /<code>tenant\.created<\/code>/, "filtered to key.*");
+    const viewer = await as("vic@acme.example", { url: "/portal/audit" });
+    assert.equal(viewer.statusCode, 403);
+    assert.doesNotMatch(ok(await as("vic@acme.example", { url: "/portal/verdicts" })).body, />Audit trail</, "not in a viewer's navigation");
+  });
+
+});
+
+describe("an audit stream that fails", () => {
+  it("never fails the change; the failure is counted in attestd_audit_stream_failures_total{sink}", async () => {
+    const t = await startTestRuntime({ auditFile: "/nonexistent-dir/audit.jsonl" });
+    try {
+      const people = portalPeople(t);
+      await people.add("ada@acme.example", "admin", "acme");
+      const made = await people.as("ada@acme.example", { method: "POST", url: "/portal/api/keys", payload: { label: "ci" } });
+      assert.equal(made.statusCode, 200, made.body);
+      assert.equal((await t.runtime.stores.durable.queryAudit({ action: "key.created" })).length, 1, "stored all the same");
+      let body = "";
+      for (let i = 0; i < 100 && !/attestd_audit_stream_failures_total\{sink="file"\} [1-9]/.test(body); i++) {
+        await new Promise((r) => setTimeout(r, 10));
+        body = (await t.runtime.app.inject({ method: "GET", url: "/metrics" })).body;
+      }
+      assert.match(body, /attestd_audit_stream_failures_total\{sink="file"\} [1-9]/);
+      assert.doesNotMatch(body, /attestd_audit_stream_failures_total\{sink="store"\}/);
+    } finally {
+      await t.close();
+    }
+  });
 });
