@@ -90,6 +90,27 @@ describe("the audit trail over the admin API", () => {
     assert.equal((records[1]!.after as { state: string }).state, "inactive");
   });
 
+  it("iOS apps and reference values: added and removed, each one record with before and after", async () => {
+    const app = ok(await as("ada@acme.example", { method: "POST", url: "/portal/api/ios-apps", payload: { appId: "ABCDE12345.com.example.app" } })).json();
+    t.clock.advance(1000);
+    ok(await as("ada@acme.example", { method: "DELETE", url: `/portal/api/ios-apps/${app.id}` }), 204);
+    const ios = (await trail("ada@acme.example", `?target=ios-app:${app.id}`)).reverse();
+    assert.deepEqual(ios.map((r) => r.action), ["ios-app.added", "ios-app.removed"]);
+    assert.equal((ios[0]!.after as { appId: string }).appId, "ABCDE12345.com.example.app");
+    assert.deepEqual([(ios[1]!.before as { appId: string }).appId, ios[1]!.after], ["ABCDE12345.com.example.app", null]);
+
+    const content = JSON.stringify([{ model: "M1", firmwareVersion: "1.0", measurements: ["aa".repeat(32)] }]);
+    ok(await as("ada@acme.example", { method: "POST", url: "/portal/api/reference-values", payload: { filename: "refs.json", content } }));
+    t.clock.advance(1000);
+    ok(await as("ada@acme.example", { method: "DELETE", url: "/portal/api/reference-values?model=M1&firmwareVersion=1.0" }), 204);
+    const refs = (await trail("ada@acme.example", "?action=reference-values.*")).reverse();
+    assert.deepEqual(refs.map((r) => [r.action, r.target.kind, r.tenantId]), [
+      ["reference-values.imported", "reference-values", t.tenant.tenantId],
+      ["reference-values.removed", "reference-set", t.tenant.tenantId],
+    ]);
+    assert.equal((refs[0]!.after as { count: number }).count, 1);
+  });
+
   it("tenants see their own records only; operators see every tenant's, or one tenant's with ?tenant=", async () => {
     ok(await as("gus@globex.example", { method: "POST", url: "/portal/api/keys", payload: { label: "globex-key" } }));
     const globex = (await t.runtime.stores.durable.getTenantByName("globex"))!;
