@@ -120,8 +120,3 @@ export function redactSecrets(value: unknown): unknown {
   };
   return walk(value);
 }
-
-/** The actor's id as the trail's filters name it (`?actor=`): a user's id, a client's or key's id, the OS user. */
-export function actorId(a: AuditActor): string {
-  return a.id;
-}

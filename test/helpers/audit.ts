@@ -1,5 +1,5 @@
 import { cryptoRng } from "../../src/clock.ts";
-import type { AuditActor, AuditRecord } from "../../src/domain/audit.ts";
+import type { AuditActor } from "../../src/domain/audit.ts";
 import { AuditTrail, type ChangeActor } from "../../src/services/auditTrail.ts";
 import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts";
 import type { AuditStore } from "../../src/store/types.ts";
@@ -14,9 +14,4 @@ export function testActor(store: AuditStore = new MemoryDurableStore(), actor: A
   // a millisecond per record, so records read back in the order they were made
   let ms = T0;
   return new AuditTrail(store, { nowMs: () => ++ms }, cryptoRng).as(actor, { kind: "cli", hostname: "test" });
-}
-
-/** Every audit record of the store, oldest first (one tenant's when given). */
-export async function auditRecords(store: AuditStore, tenantId?: string): Promise<AuditRecord[]> {
-  return (await store.queryAudit({ ...(tenantId !== undefined ? { tenantId } : {}), limit: 1000 })).reverse();
 }
