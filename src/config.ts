@@ -197,6 +197,9 @@ export const settings = {
   webhookRetryMaxMs: s("int", "longest pause between two attempts of a webhook delivery, in ms", { default: 3_600_000, min: 100, max: 86_400_000 }),
   webhookPollMs: s("int", "ms between looks at the webhook outbox when it had nothing due", { default: 1_000, min: 10, max: 60_000 }),
   webhookHistoryDays: s("int", "days a delivered or failed webhook delivery (and its attempts) stays listed before it is deleted", { default: 30, min: 1, max: 3650 }),
+  // the audit trail streamed for a SIEM (issue 26; docs/audit.md): serve and every command that changes state
+  auditFile: s("string", "file every audit record is also appended to, one JSON line each (made 0600); a write that fails never fails the change: it is counted in attestd_audit_stream_failures_total and logged"),
+  auditSyslog: s("string", "syslog receiver every audit record is also sent to as one RFC 5424 line (facility log audit): udp://HOST:PORT, or a unix stream socket path; never waited for, failures counted and logged as for --audit-file"),
 } as const satisfies Record<string, Setting>;
 
 export type SettingName = keyof typeof settings;

@@ -7,6 +7,9 @@ import { buildApp } from "./http/app.ts";
 import { Metrics } from "./http/metrics.ts";
 import { checkState, type AppInstance, type ReadinessReport } from "./http/types.ts";
 import { ActivityRecorder } from "./services/activityRecorder.ts";
+import { AuditTrail } from "./services/auditTrail.ts";
+import { auditSinks } from "./services/auditSinks.ts";
+import { AuditReader } from "./services/auditReader.ts";
 import { ApiKeyAuthenticator } from "./services/apiKeyAuth.ts";
 import { createEnrollment, type Enrollment } from "./enrollment/enrollment.ts";
 import type { WorkerOptions } from "./enrollment/jobWorker.ts";
@@ -78,6 +81,8 @@ export interface Runtime {
   portal: { accounts: PortalAccounts; sessions: PortalSessions; passkeys: PortalPasskeys; sso: PortalSso | undefined };
   /** OpenTelemetry traces, when --otlp-endpoint turned them on (src/tracing/, docs/traces.md) */
   tracing: Tracing | undefined;
+  /** the audit trail (docs/audit.md): `audit.as(actor, from)` is what a change made outside HTTP is recorded by */
+  audit: AuditTrail;
   /** stops accepting, lets in-flight requests finish, flushes the activity log, closes the stores */
   close(): Promise<void>;
 }
@@ -200,6 +205,12 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     onOutcome: (result) => metrics.appAttestReceiptRefreshes.inc({ result }),
   });
   const rateLimiter = new RateLimiter(stores.rateLimits, clock, { rps: config.rps, burst: config.burst });
+  // every change of state is recorded here (docs/audit.md), and streamed to --audit-file / --audit-syslog
+  const audit = new AuditTrail(stores.durable, clock, rng, {
+    sinks: auditSinks(config),
+    log,
+    onFailure: (sink) => metrics.auditStreamFailures.inc({ sink }),
+  });
   // a tenant's Play apps, one registry per process: the portal's changes drop its cache at once, and the attestation
   // service opens the tenant's Play Integrity tokens with appsForAppraisal (issue 23)
   const playApps = new PlayAppRegistry(stores.durable, clock, rng, secrets.box);
@@ -331,7 +342,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       keepAliveTimeoutMs: config.keepAliveTimeoutMs,
       maxConnectionsPerAddress: config.maxConnectionsPerAddress,
     },
-    partB: registerPartB({ enrollment, rateLimiter, maxDevices: config.maxDevices }),
+    partB: registerPartB({ enrollment, rateLimiter, maxDevices: config.maxDevices, audit }),
     portal: registerPortal({
       ...portal,
       history: new PortalHistory(stores.durable),
@@ -355,6 +366,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       trust: trustSources,
       api: { baseUrl: publicUrl, ...(opts.caFile ? { caFile: opts.caFile } : {}) },
       ssoMappings: new SsoMappings(stores.durable, clock),
+      audit,
+      auditLog: new AuditReader(stores.durable),
     }),
     https: opts.https,
     tracing: tracing !== undefined,
@@ -399,10 +412,11 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await auth.flushLastUsed().catch((err: unknown) => log.warn({ err }, "recording API keys' last use failed"));
       await enrollment.stop();
       await activity.close();
+      await audit.close();
       await stores.close();
       // last: the spans of the requests that just finished are exported (bounded wait)
       await tracing?.shutdown();
     })());
 
-  return { app, stores, log, enrollment, activity, playDecoder, receiptRefresher, receiptRefreshes, portal, tracing, close };
+  return { app, stores, log, enrollment, activity, playDecoder, receiptRefresher, receiptRefreshes, portal, tracing, audit, close };
 }

@@ -49,6 +49,7 @@ export const NAV: { label: string; links: NavLink[] }[] = [
       { href: "/portal/clients", label: "Enrollment clients" },
       { href: "/portal/enrollment", label: "Enrollment" },
       { href: "/portal/users", label: "Users", only: ["admin", "operator"] },
+      { href: "/portal/audit", label: "Audit trail", only: ["admin", "operator"] },
     ],
   },
   {

@@ -9,7 +9,7 @@ import { RateLimiter } from "../services/rateLimiter.ts";
 import type { Stores } from "../store/types.ts";
 import { publicBaseUrl, type Config } from "../config.ts";
 import { fileProblem, pathMessage } from "../errors/operatorError.ts";
-import { addSettings, CliError, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
+import { addSettings, CliError, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withOperator, withStores, type CommandDefinitions } from "./options.ts";
 import { openSecrets } from "../secrets/openSecrets.ts";
 
 function portalAccounts(stores: Stores, config: Config): PortalAccounts {
@@ -92,7 +92,7 @@ function defineClient(client: Command): void {
       }
       let written = false;
       try {
-        await withStores(cmd, async (stores) => {
+        await withOperator(cmd, async (stores, by) => {
           const tenant = await tenantNamed(stores, o.tenant);
           const made = await operatorErrors(() =>
             admin(stores).createClient(tenant, {
@@ -100,7 +100,7 @@ function defineClient(client: Command): void {
               readOnly: o.readOnly ?? false,
               ...(rps !== undefined ? { rps } : {}),
               ...(burst !== undefined ? { burst } : {}),
-            }),
+            }, by),
           );
           writeSync(fd, formatClientKeys(made.keys));
           written = true;
@@ -128,8 +128,8 @@ function defineClient(client: Command): void {
     client.command("revoke <clientId>").description("revoke a client: its access tokens stop working at once; it stays listed as revoked"),
     STORAGE_SETTINGS,
   ).action(async (clientId: string, _o: unknown, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
-      if (!(await admin(stores).revoke(undefined, clientId))) throw new CliError(`no active client "${clientId}"`);
+    await withOperator(cmd, async (stores, by) => {
+      if (!(await admin(stores).revoke(undefined, clientId, by))) throw new CliError(`no active client "${clientId}"`);
       process.stderr.write(`client ${clientId} revoked\n`);
     });
   });
@@ -141,8 +141,8 @@ function defineClient(client: Command): void {
       .option("--off", "let the client write again"),
     STORAGE_SETTINGS,
   ).action(async (clientId: string, o: { off?: boolean }, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
-      if (!(await admin(stores).setReadOnly(undefined, clientId, !o.off))) throw new CliError(`no active client "${clientId}"`);
+    await withOperator(cmd, async (stores, by) => {
+      if (!(await admin(stores).setReadOnly(undefined, clientId, !o.off, by))) throw new CliError(`no active client "${clientId}"`);
       process.stderr.write(`client ${clientId} is ${o.off ? "no longer read-only" : "read-only"}\n`);
     });
   });
@@ -188,8 +188,8 @@ function defineUser(user: Command): void {
     user.command("register <email>").description("register a user (again)").requiredOption("--tenant <name>", "tenant name"),
     STORAGE_SETTINGS,
   ).action(async (email: string, o: { tenant: string }, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
-      const u = await operatorErrors(async () => admin(stores).registerUser(await tenantNamed(stores, o.tenant), email));
+    await withOperator(cmd, async (stores, by) => {
+      const u = await operatorErrors(async () => admin(stores).registerUser(await tenantNamed(stores, o.tenant), email, by));
       process.stdout.write(JSON.stringify(u, null, 2) + "\n");
     });
   });
@@ -200,8 +200,8 @@ function defineUser(user: Command): void {
       .requiredOption("--tenant <name>", "tenant name"),
     STORAGE_SETTINGS,
   ).action(async (email: string, o: { tenant: string }, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
-      await operatorErrors(async () => admin(stores).deregisterUser(await tenantNamed(stores, o.tenant), email));
+    await withOperator(cmd, async (stores, by) => {
+      await operatorErrors(async () => admin(stores).deregisterUser(await tenantNamed(stores, o.tenant), email, by));
       process.stderr.write(`user ${email} deregistered\n`);
     });
   });
@@ -218,9 +218,9 @@ function defineUser(user: Command): void {
     [...STORAGE_SETTINGS, "host", "port", "publicUrl"],
   ).action(async (o: { email: string; tenant?: string; role: "admin" | "viewer"; operator?: boolean }, cmd: Command) => {
     if (Boolean(o.operator) === (o.tenant !== undefined)) throw new CliError("give --tenant NAME, or --operator (not both)");
-    await withStores(cmd, async (stores, config) => {
+    await withOperator(cmd, async (stores, by, config) => {
       const inv = await refusals(() =>
-        portalAccounts(stores, config).invite({ email: o.email, role: o.operator ? "operator" : o.role, ...(o.tenant !== undefined ? { tenant: o.tenant } : {}) }),
+        portalAccounts(stores, config).invite({ email: o.email, role: o.operator ? "operator" : o.role, ...(o.tenant !== undefined ? { tenant: o.tenant } : {}) }, by),
       );
       process.stdout.write(`${inv.link}\n`);
       process.stderr.write(`${inv.user.email} (${inv.user.role}) may set a password with that link until ${inv.expiresAt}; it works once\n`);
@@ -232,8 +232,8 @@ function defineUser(user: Command): void {
       .description("a one-time link (24 h) where a person sets a new password; prints it; their earlier links stop working, and using it ends every session of theirs"),
     [...STORAGE_SETTINGS, "host", "port", "publicUrl"],
   ).action(async (email: string, _o: unknown, cmd: Command) => {
-    await withStores(cmd, async (stores, config) => {
-      const link = await refusals(() => portalAccounts(stores, config).resetLink({ email }));
+    await withOperator(cmd, async (stores, by, config) => {
+      const link = await refusals(() => portalAccounts(stores, config).resetLink({ email }, by));
       process.stdout.write(`${link.link}\n`);
       process.stderr.write(`${link.user.email} may set a new password with that link until ${link.expiresAt}; it works once and signs them out everywhere\n`);
     });
@@ -242,8 +242,8 @@ function defineUser(user: Command): void {
     user.command("disable <email>").description("disable a person's portal account, void their sign-in links and end all of their sessions at once"),
     STORAGE_SETTINGS,
   ).action(async (email: string, _o: unknown, cmd: Command) => {
-    await withStores(cmd, async (stores, config) => {
-      const ended = await refusals(() => portalAccounts(stores, config).disable({ email }));
+    await withOperator(cmd, async (stores, by, config) => {
+      const ended = await refusals(() => portalAccounts(stores, config).disable({ email }, by));
       process.stderr.write(`${email} disabled; ${ended} session(s) ended\n`);
     });
   });
@@ -251,8 +251,8 @@ function defineUser(user: Command): void {
     user.command("enable <email>").description("let a disabled person sign in to the portal again (with the password and passkeys they had)"),
     STORAGE_SETTINGS,
   ).action(async (email: string, _o: unknown, cmd: Command) => {
-    await withStores(cmd, async (stores, config) => {
-      const user = await refusals(() => portalAccounts(stores, config).enable({ email }));
+    await withOperator(cmd, async (stores, by, config) => {
+      const user = await refusals(() => portalAccounts(stores, config).enable({ email }, by));
       process.stderr.write(`${user.email} is ${user.state}\n`);
     });
   });
@@ -263,8 +263,8 @@ function defineUser(user: Command): void {
       .addArgument(new Argument("<role>", "admin (everything of the tenant) or viewer (reads only)").choices(["admin", "viewer"])),
     STORAGE_SETTINGS,
   ).action(async (email: string, role: "admin" | "viewer", _o: unknown, cmd: Command) => {
-    await withStores(cmd, async (stores, config) => {
-      const user = await refusals(() => portalAccounts(stores, config).setRole({ email }, role));
+    await withOperator(cmd, async (stores, by, config) => {
+      const user = await refusals(() => portalAccounts(stores, config).setRole({ email }, role, by));
       process.stderr.write(`${user.email} is now ${user.role}\n`);
     });
   });

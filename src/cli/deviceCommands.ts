@@ -4,7 +4,8 @@ import { DEFAULT_RETRY_PERIOD_MS, WebhookPlanner } from "../services/webhooks.ts
 import { isAppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import { DeviceService } from "../services/deviceService.ts";
-import { addSettings, CliError, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
+import type { Stores } from "../store/types.ts";
+import { addSettings, CliError, STORAGE_SETTINGS, tenantNamed, withOperator, withStores, type CommandDefinitions } from "./options.ts";
 
 /** DeviceService's refusals, as one line naming the device and the tenant. */
 async function deviceErrors<T>(deviceId: string, tenant: string, fn: () => Promise<T>): Promise<T> {
@@ -17,11 +18,14 @@ async function deviceErrors<T>(deviceId: string, tenant: string, fn: () => Promi
   }
 }
 
+/** a reset's device.pin.changed is written with it, as the server writes it (docs/events.md) */
+const deviceService = (stores: Stores) =>
+  new DeviceService(stores.durable, systemClock, new WebhookPlanner(stores.durable, systemClock, cryptoRng, { retryPeriodMs: DEFAULT_RETRY_PERIOD_MS }));
+
 async function withDevices<T>(cmd: Command, tenant: string, fn: (devices: DeviceService, tenantId: string) => Promise<T>) {
   return withStores(cmd, async (stores) => {
     const t = await tenantNamed(stores, tenant);
-    // a reset's device.pin.changed is written with it, as the server writes it (docs/events.md)
-    return fn(new DeviceService(stores.durable, systemClock, new WebhookPlanner(stores.durable, systemClock, cryptoRng, { retryPeriodMs: DEFAULT_RETRY_PERIOD_MS })), t.tenantId);
+    return fn(deviceService(stores), t.tenantId);
   });
 }
 
@@ -46,13 +50,13 @@ function defineDevice(device: Command): void {
     device
       .command("reset <deviceId>")
       .description("clear a device's pin so that its next Yes pins it afresh; the reset is kept as an audit record (device show)")
-      .requiredOption("--tenant <name>", "tenant name")
-      .option("--by <name>", "who resets it, for the audit record", "cli"),
+      .requiredOption("--tenant <name>", "tenant name"),
     STORAGE_SETTINGS,
-  ).action(async (deviceId: string, o: { tenant: string; by: string }, cmd: Command) => {
-    if (!/^[\x20-\x7e]{1,128}$/.test(o.by)) throw new CliError("--by must be 1-128 printable ASCII characters");
-    await withDevices(cmd, o.tenant, async (devices, tenantId) => {
-      const reset = await deviceErrors(deviceId, o.tenant, () => devices.resetPin(tenantId, deviceId, o.by));
+  ).action(async (deviceId: string, o: { tenant: string }, cmd: Command) => {
+    await withOperator(cmd, async (stores, by) => {
+      const { tenantId } = await tenantNamed(stores, o.tenant);
+      const devices = deviceService(stores);
+      const reset = await deviceErrors(deviceId, o.tenant, () => devices.resetPin(tenantId, deviceId, by));
       process.stdout.write(JSON.stringify(reset, null, 2) + "\n");
       process.stderr.write(
         `pin of device ${deviceId} (tenant ${o.tenant}) reset${reset.previousPin ? "" : " (it had none)"}; its next Yes pins it afresh\n`,

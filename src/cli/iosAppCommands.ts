@@ -6,7 +6,8 @@ import { openSecrets } from "../secrets/openSecrets.ts";
 import { DEFAULT_IOS_ENVIRONMENT, IOS_APP_CACHE_MS, IOS_ENVIRONMENTS, IosAppRegistry, type DeveloperKeyInput } from "../services/iosApps.ts";
 import type { IosEnvironment } from "../attestation/types.ts";
 import type { Stores } from "../store/types.ts";
-import { addSettings, CliError, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
+import type { ChangeActor } from "../services/auditTrail.ts";
+import { addSettings, CliError, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withOperator, type CommandDefinitions } from "./options.ts";
 
 /**
  * `attestd ios-app add|list|remove|set-developer-key|clear-developer-key` (mobile-attestation.md, "Per-tenant
@@ -16,12 +17,12 @@ import { addSettings, CliError, readFileOrFail, refusals, STORAGE_SETTINGS, tena
  */
 export const commands: CommandDefinitions = { "ios-app": defineIosApp, "ios-key": defineIosKey };
 
-async function withTenant<T>(cmd: Command, tenantName: string, fn: (s: { apps: IosAppRegistry; keys: AppAttestKeys }, tenant: Tenant) => Promise<T>): Promise<T> {
-  return withStores(cmd, async (stores: Stores, config) => {
+async function withTenant<T>(cmd: Command, tenantName: string, fn: (s: { apps: IosAppRegistry; keys: AppAttestKeys }, tenant: Tenant, by: ChangeActor) => Promise<T>): Promise<T> {
+  return withOperator(cmd, async (stores: Stores, by, config) => {
     const tenant = await tenantNamed(stores, tenantName);
     const { box } = await openSecrets(stores.secrets, config);
     const apps = new IosAppRegistry(stores.durable, systemClock, cryptoRng, box);
-    return fn({ apps, keys: new AppAttestKeys(stores.durable, apps, systemClock) }, tenant);
+    return fn({ apps, keys: new AppAttestKeys(stores.durable, apps, systemClock) }, tenant, by);
   });
 }
 
@@ -58,8 +59,8 @@ function defineIosApp(iosApp: Command): void {
     STORAGE_SETTINGS,
   ).action(async (o: { tenant: string; appId: string; environment?: IosEnvironment; developerKeyId?: string; developerKeyFile?: string }, cmd: Command) => {
     const developerKey = developerKeyOf(o, false);
-    await withTenant(cmd, o.tenant, async ({ apps }, tenant) => {
-      const added = await refusals(() => apps.add(tenant, { appId: o.appId, ...(o.environment ? { environment: o.environment } : {}), ...(developerKey ? { developerKey } : {}) }));
+    await withTenant(cmd, o.tenant, async ({ apps }, tenant, by) => {
+      const added = await refusals(() => apps.add(tenant, { appId: o.appId, ...(o.environment ? { environment: o.environment } : {}), ...(developerKey ? { developerKey } : {}) }, by));
       json(added);
       process.stderr.write(`${added.appId} registered for tenant ${tenant.name} (${added.id}, ${added.environment})\n`);
     });
@@ -80,9 +81,9 @@ function defineIosApp(iosApp: Command): void {
       .option("--id <id>", "the registration's id (ios-app list)"),
     STORAGE_SETTINGS,
   ).action(async (o: { tenant: string; appId?: string; id?: string }, cmd: Command) => {
-    await withTenant(cmd, o.tenant, async ({ apps }, tenant) => {
+    await withTenant(cmd, o.tenant, async ({ apps }, tenant, by) => {
       const id = await appIdOf(apps, tenant, o);
-      if (!(await apps.remove(tenant, id))) throw new CliError(`tenant ${tenant.name} has no iOS app ${o.appId ?? o.id}`);
+      if (!(await apps.remove(tenant, id, by))) throw new CliError(`tenant ${tenant.name} has no iOS app ${o.appId ?? o.id}`);
       process.stderr.write(`iOS app ${o.appId ?? o.id} of tenant ${tenant.name} removed\n`);
     });
   });
@@ -99,9 +100,9 @@ function defineIosApp(iosApp: Command): void {
     STORAGE_SETTINGS,
   ).action(async (o: { tenant: string; appId?: string; id?: string; developerKeyId: string; developerKeyFile: string }, cmd: Command) => {
     const key = developerKeyOf(o, true)!;
-    await withTenant(cmd, o.tenant, async ({ apps }, tenant) => {
+    await withTenant(cmd, o.tenant, async ({ apps }, tenant, by) => {
       const id = await appIdOf(apps, tenant, o);
-      json(await refusals(() => apps.setDeveloperKey(tenant, id, key)));
+      json(await refusals(() => apps.setDeveloperKey(tenant, id, key, by)));
       process.stderr.write(`developer key ${key.keyId} set for iOS app ${o.appId ?? o.id} of tenant ${tenant.name}\n`);
     });
   });
@@ -115,9 +116,9 @@ function defineIosApp(iosApp: Command): void {
       .option("--id <id>", "the registration's id (ios-app list)"),
     STORAGE_SETTINGS,
   ).action(async (o: { tenant: string; appId?: string; id?: string }, cmd: Command) => {
-    await withTenant(cmd, o.tenant, async ({ apps }, tenant) => {
+    await withTenant(cmd, o.tenant, async ({ apps }, tenant, by) => {
       const id = await appIdOf(apps, tenant, o);
-      json(await refusals(() => apps.setDeveloperKey(tenant, id, null)));
+      json(await refusals(() => apps.setDeveloperKey(tenant, id, null, by)));
       process.stderr.write(`developer key of iOS app ${o.appId ?? o.id} of tenant ${tenant.name} removed\n`);
     });
   });
@@ -154,8 +155,8 @@ function defineIosKey(iosKey: Command): void {
       .requiredOption("--key-id <base64>", "the key id"),
     STORAGE_SETTINGS,
   ).action(async (o: { tenant: string; keyId: string }, cmd: Command) => {
-    await withTenant(cmd, o.tenant, async ({ keys }, tenant) => {
-      json(await refusals(() => keys.revoke(tenant.tenantId, o.keyId)));
+    await withTenant(cmd, o.tenant, async ({ keys }, tenant, by) => {
+      json(await refusals(() => keys.revoke(tenant.tenantId, o.keyId, by)));
       process.stderr.write(`App Attest key ${o.keyId} of tenant ${tenant.name} revoked\n`);
     });
   });

@@ -29,6 +29,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ commands
   webhook: { summary: "manage a tenant's signed webhooks: endpoints, their secrets, deliveries and resends", load: () => import("./webhookCommands.ts") },
   policy: { summary: "show, set, list or roll back a tenant's appraisal policy versions (docs/policy.md)", load: () => import("./policyCommands.ts") },
   sso: { summary: "map the identity provider's people to a tenant and role for the portal's single sign-on", load: () => import("./ssoCommands.ts") },
+  audit: { summary: "print or export the audit trail: every change of state, who made it and from where", load: () => import("./auditCommands.ts") },
 };
 
 /**

@@ -5,6 +5,10 @@ import type { Stores } from "../store/types.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import { isAppError } from "../errors/AppError.ts";
 import { fileProblem, OperatorError, pathMessage } from "../errors/operatorError.ts";
+import { hostname, userInfo } from "node:os";
+import { cryptoRng, systemClock } from "../clock.ts";
+import { AuditTrail, type ChangeActor } from "../services/auditTrail.ts";
+import { auditSinks } from "../services/auditSinks.ts";
 
 /**
  * What a command module gives main.ts: for each top-level command it owns (by name), the function that defines it
@@ -23,6 +27,8 @@ export const STORAGE_SETTINGS: SettingName[] = [
   "sqliteSynchronous",
   "allowNewStore",
   "logLevel",
+  "auditFile",
+  "auditSyslog",
 ];
 
 export const TRUST_SETTINGS: SettingName[] = [
@@ -72,6 +78,41 @@ export async function withStores<T>(cmd: Command, fn: (stores: Stores, config: C
   } finally {
     await stores.close();
   }
+}
+
+/**
+ * The operator at the CLI as the audit trail names them (docs/audit.md): the OS user that runs `attestd`, on this
+ * host, every record also streamed to --audit-file / --audit-syslog. Every command that changes state passes it to
+ * the service; `close()` once the command is done sends what the sinks still hold.
+ */
+export function operatorActor(stores: Stores, config: Config): ChangeActor & { close(): Promise<void> } {
+  const sinks = auditSinks(config);
+  const trail = new AuditTrail(stores.durable, systemClock, cryptoRng, {
+    sinks,
+    log: { error: (obj, msg) => process.stderr.write(`warning: ${msg}: ${String((obj as { err?: unknown }).err)}\n`) },
+  });
+  return { ...trail.as({ kind: "operator", id: osUser() }, { kind: "cli", hostname: hostname() }), close: () => trail.close() };
+}
+
+function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    // a uid with no passwd entry (a container's arbitrary uid)
+    return `uid:${process.getuid?.() ?? "unknown"}`;
+  }
+}
+
+/** Runs `fn` with the stores and the operator as the audit trail's actor, closing both afterwards. */
+export async function withOperator<T>(cmd: Command, fn: (stores: Stores, by: ChangeActor, config: Config) => Promise<T>): Promise<T> {
+  return withStores(cmd, async (stores, config) => {
+    const by = operatorActor(stores, config);
+    try {
+      return await fn(stores, by, config);
+    } finally {
+      await by.close();
+    }
+  });
 }
 
 /** A command failure the user can act on: printed as one line, exit 1, no stack. */

@@ -4,7 +4,8 @@ import type { Tenant } from "../domain/tenants.ts";
 import { openSecrets } from "../secrets/openSecrets.ts";
 import { DEVICE_FLOOR_NAMES, PLAY_APP_CACHE_MS, PlayAppRegistry, type PlayAppInput } from "../services/playApps.ts";
 import type { Stores } from "../store/types.ts";
-import { addSettings, CliError, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
+import type { ChangeActor } from "../services/auditTrail.ts";
+import { addSettings, CliError, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withOperator, type CommandDefinitions } from "./options.ts";
 
 /** `attestd play-app add|list|remove` (mobile-attestation.md, "Per-tenant configuration"): the same PlayAppRegistry as the portal. */
 export const commands: CommandDefinitions = { "play-app": definePlayApp };
@@ -13,11 +14,11 @@ export const commands: CommandDefinitions = { "play-app": definePlayApp };
  * Runs `fn` with the tenant's registry, over the secrets key `serve` uses (--secrets-key-file), as `attestd encrypt`
  * does: what `add` seals must open in the server.
  */
-async function withRegistry<T>(cmd: Command, tenantName: string, fn: (apps: PlayAppRegistry, tenant: Tenant) => Promise<T>): Promise<T> {
-  return withStores(cmd, async (stores: Stores, config) => {
+async function withRegistry<T>(cmd: Command, tenantName: string, fn: (apps: PlayAppRegistry, tenant: Tenant, by: ChangeActor) => Promise<T>): Promise<T> {
+  return withOperator(cmd, async (stores: Stores, by, config) => {
     const tenant = await tenantNamed(stores, tenantName);
     const { box } = await openSecrets(stores.secrets, config);
-    return fn(new PlayAppRegistry(stores.durable, systemClock, cryptoRng, box), tenant);
+    return fn(new PlayAppRegistry(stores.durable, systemClock, cryptoRng, box), tenant, by);
   });
 }
 
@@ -80,8 +81,8 @@ function definePlayApp(playApp: Command): void {
         ? { responseKeys: { decryptionKey: o.decryptionKey!, verificationKey: o.verificationKey! } }
         : { serviceAccount: readFileOrFail(o.serviceAccount!, "--service-account FILE", "the JSON key of a Google Cloud service account").toString("utf8") }),
     };
-    await withRegistry(cmd, o.tenant, async (apps, tenant) => {
-      const added = await refusals(() => apps.add(tenant, input));
+    await withRegistry(cmd, o.tenant, async (apps, tenant, by) => {
+      const added = await refusals(() => apps.add(tenant, input, by));
       process.stdout.write(JSON.stringify(added, null, 2) + "\n");
       process.stderr.write(`${added.policy.packageName} registered for tenant ${tenant.name} (${added.id}); its keys are sealed and will not be shown again\n`);
     });
@@ -106,9 +107,9 @@ function definePlayApp(playApp: Command): void {
     STORAGE_SETTINGS,
   ).action(async (o: { tenant: string; package?: string; id?: string }, cmd: Command) => {
     if ((o.package === undefined) === (o.id === undefined)) throw new CliError("name the app with --package NAME or --id ID (one of the two)");
-    await withRegistry(cmd, o.tenant, async (apps, tenant) => {
+    await withRegistry(cmd, o.tenant, async (apps, tenant, by) => {
       const id = o.id ?? (await apps.list(tenant)).find((a) => a.policy.packageName === o.package)?.id;
-      if (!id || !(await apps.remove(tenant, id))) throw new CliError(`tenant ${tenant.name} has no Play app ${o.package ?? o.id}`);
+      if (!id || !(await apps.remove(tenant, id, by))) throw new CliError(`tenant ${tenant.name} has no Play app ${o.package ?? o.id}`);
       process.stderr.write(`Play app ${o.package ?? o.id} of tenant ${tenant.name} removed\n`);
     });
   });

@@ -4,7 +4,7 @@ import type { ReferenceValue } from "../attestation/types.ts";
 import { systemClock } from "../clock.ts";
 import { ReferenceValueAdmin } from "../services/referenceValueAdmin.ts";
 import type { Stores } from "../store/types.ts";
-import { addSettings, CliError, configFrom, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
+import { addSettings, CliError, configFrom, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withOperator, withStores, type CommandDefinitions } from "./options.ts";
 
 /** `attestd refvals import|list|delete` (operator.md). */
 export const commands: CommandDefinitions = { refvals: defineRefvals };
@@ -21,9 +21,9 @@ function defineRefvals(refvals: Command): void {
     STORAGE_SETTINGS,
   ).action(async (file: string, opts: { tenant?: string }, cmd: Command) => {
     const text = readFileOrFail(file, "FILE", "reference values as JSON, like the reference-values.json attestd dev-ca writes").toString("utf8");
-    await withStores(cmd, async (stores) => {
+    await withOperator(cmd, async (stores, by) => {
       const tenant = await scoped(stores, opts.tenant);
-      const n = await refusals(() => refvalAdmin(stores).import(text, file, tenant));
+      const n = await refusals(() => refvalAdmin(stores).import(text, file, tenant, by));
       process.stdout.write(JSON.stringify({ imported: n }) + "\n");
       process.stderr.write(
         `${n} reference value set(s) imported${tenant ? ` for tenant ${tenant.name}` : ""}; running servers pick them up within 10 s\n`,
@@ -63,9 +63,9 @@ function defineRefvals(refvals: Command): void {
       .option("--tenant <name>", "one of the tenant's own sets (default: a global set)"),
     STORAGE_SETTINGS,
   ).action(async (opts: { model: string; firmware: string; tenant?: string }, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
+    await withOperator(cmd, async (stores, by) => {
       const tenant = await scoped(stores, opts.tenant);
-      if (!(await refvalAdmin(stores).remove(tenant, opts.model, opts.firmware))) {
+      if (!(await refvalAdmin(stores).remove(tenant, opts.model, opts.firmware, by))) {
         throw new CliError(`no ${tenant ? `set of tenant ${tenant.name}` : "global set"} for model ${JSON.stringify(opts.model)}, firmware ${JSON.stringify(opts.firmware)}`);
       }
       process.stderr.write(`deleted; running servers pick it up within 10 s\n`);

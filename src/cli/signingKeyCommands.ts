@@ -3,7 +3,7 @@ import { systemClock } from "../clock.ts";
 import type { EarAlgorithm } from "../domain/signingKeys.ts";
 import { rotateSigningKey } from "../results/signingKeys.ts";
 import { openSecrets } from "../secrets/openSecrets.ts";
-import { addSettings, STORAGE_SETTINGS, withStores, type CommandDefinitions } from "./options.ts";
+import { addSettings, STORAGE_SETTINGS, withOperator, withStores, type CommandDefinitions } from "./options.ts";
 
 /** `attestd keys ...`: the keys attestd signs its results (EARs) with (docs/results.md, "Keys and rotation"). */
 export const commands: CommandDefinitions = { keys: defineKeys };
@@ -18,13 +18,13 @@ function defineKeys(keys: Command): void {
       ),
     [...STORAGE_SETTINGS, "earAlg", "earKeyGrace"],
   ).action(async (_opts: unknown, cmd: Command) => {
-    await withStores(cmd, async (stores, config) => {
+    await withOperator(cmd, async (stores, by, config) => {
       // the new private key is sealed with the same secrets key the servers use (--secrets-key-file)
       const { box } = await openSecrets(stores.secrets, config);
       const rotated = await rotateSigningKey(stores.signingKeys, systemClock, box, {
         alg: config.earAlg as EarAlgorithm,
         graceSeconds: config.earKeyGrace,
-      });
+      }, by);
       process.stderr.write(
         rotated.retired
           ? `key ${rotated.kid} is current; ${rotated.retired} stays published until ${rotated.retiresAt}\n`

@@ -5,7 +5,7 @@ import { DEFAULT_RETRY_PERIOD_MS, WebhookPlanner } from "../services/webhooks.ts
 import { TENANT_STATES, TenantAdmin } from "../services/tenantAdmin.ts";
 import type { Stores } from "../store/types.ts";
 import type { TenantState } from "../domain/tenants.ts";
-import { addSettings, CliError, refusals, STORAGE_SETTINGS, withStores, type CommandDefinitions } from "./options.ts";
+import { addSettings, CliError, refusals, STORAGE_SETTINGS, withOperator, withStores, type CommandDefinitions } from "./options.ts";
 
 const tenants = (stores: Stores) => new TenantAdmin(stores.durable, systemClock, cryptoRng);
 // key.created / key.revoked are written with the key, as the server writes them (docs/events.md)
@@ -34,8 +34,8 @@ function defineTenant(tenant: Command): void {
       .option("--customer-id <digits>", "customer ID (digits); random when omitted"),
     STORAGE_SETTINGS,
   ).action(async (name: string, opts: { kind: "customer" | "reseller"; customerId?: string }, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
-      const t = await refusals(() => tenants(stores).create({ name, kind: opts.kind, ...(opts.customerId !== undefined ? { customerId: opts.customerId } : {}) }));
+    await withOperator(cmd, async (stores, by) => {
+      const t = await refusals(() => tenants(stores).create({ name, kind: opts.kind, ...(opts.customerId !== undefined ? { customerId: opts.customerId } : {}) }, by));
       process.stdout.write(JSON.stringify(t, null, 2) + "\n");
     });
   });
@@ -52,8 +52,8 @@ function defineTenant(tenant: Command): void {
       .description(`set a tenant's state (${TENANT_STATES.join(" | ")})`),
     STORAGE_SETTINGS,
   ).action(async (name: string, state: string, _opts: unknown, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
-      await refusals(() => tenants(stores).setState(name, state as TenantState));
+    await withOperator(cmd, async (stores, by) => {
+      await refusals(() => tenants(stores).setState(name, state as TenantState, by));
       process.stderr.write(`tenant ${name} is now ${state}\n`);
     });
   });
@@ -65,8 +65,8 @@ function defineTenant(tenant: Command): void {
       .option("--disable", "block it again"),
     STORAGE_SETTINGS,
   ).action(async (name: string, opts: { disable?: boolean }, cmd: Command) => {
-    await withStores(cmd, async (stores) => {
-      await refusals(() => tenants(stores).setEnrollment(name, !opts.disable));
+    await withOperator(cmd, async (stores, by) => {
+      await refusals(() => tenants(stores).setEnrollment(name, !opts.disable, by));
       process.stderr.write(`tenant ${name}: enrollment ${opts.disable ? "disabled" : "enabled"}\n`);
     });
   });
@@ -86,11 +86,11 @@ function defineKey(key: Command): void {
   ).action(async (opts: { tenant: string; rps?: string; burst?: string; label?: string }, cmd: Command) => {
     const rps = number(opts.rps, "--rps");
     const burst = number(opts.burst, "--burst");
-    await withStores(cmd, async (stores) => {
+    await withOperator(cmd, async (stores, by) => {
       const t = await stores.durable.getTenantByName(opts.tenant);
       if (!t) throw new CliError(`no tenant named "${opts.tenant}"`);
       const { key, record } = await refusals(() =>
-        keys(stores).create(t, { ...(rps !== undefined ? { rps } : {}), ...(burst !== undefined ? { burst } : {}), ...(opts.label ? { label: opts.label } : {}) }),
+        keys(stores).create(t, { ...(rps !== undefined ? { rps } : {}), ...(burst !== undefined ? { burst } : {}), ...(opts.label ? { label: opts.label } : {}) }, by),
       );
       process.stderr.write(`key id ${record.keyId} for tenant ${t.name}; store the key now, it is not shown again\n`);
       process.stdout.write(key + "\n");
@@ -99,8 +99,8 @@ function defineKey(key: Command): void {
 
   addSettings(key.command("revoke <keyId>").description("revoke an API key by its id"), STORAGE_SETTINGS).action(
     async (keyId: string, _opts: unknown, cmd: Command) => {
-      await withStores(cmd, async (stores) => {
-        if (!(await keys(stores).revoke(undefined, keyId))) {
+      await withOperator(cmd, async (stores, by) => {
+        if (!(await keys(stores).revoke(undefined, keyId, by))) {
           throw new CliError(`no active key with id "${keyId}"`);
         }
         process.stderr.write(`key ${keyId} revoked\n`);
@@ -140,8 +140,8 @@ function defineKey(key: Command): void {
     if (ips !== undefined) edit.ipAddresses = ips;
     if (referers !== undefined) edit.referers = referers;
     if (Object.keys(edit).length === 0) throw new CliError("give at least one of --rps, --burst, --label, --ip, --referer");
-    await withStores(cmd, async (stores) => {
-      const after = await refusals(() => keys(stores).update(undefined, keyId, edit));
+    await withOperator(cmd, async (stores, by) => {
+      const after = await refusals(() => keys(stores).update(undefined, keyId, edit, by));
       if (!after) throw new CliError(`no active key with id "${keyId}"`);
       process.stdout.write(JSON.stringify(after, null, 2) + "\n");
     });

@@ -1,3 +1,4 @@
+import type { ChangeActor } from "../services/auditTrail.ts";
 import { generateKeyPair } from "node:crypto";
 import { promisify } from "node:util";
 import type { Clock, Rng } from "../clock.ts";
@@ -56,24 +57,30 @@ export class ClientAdmin {
     return new Date(this.clock.nowMs()).toISOString();
   }
 
-  async registerUser(tenant: Tenant, email: string): Promise<EnrollmentUser> {
+  async registerUser(tenant: Tenant, email: string, by: ChangeActor): Promise<EnrollmentUser> {
     const unsafe = unsafeCharIn(email);
     if (unsafe) throw new ClientAdminError(unsafeTextReason("a user's email address", unsafe));
     if (!EMAIL_RE.test(email)) throw new ClientAdminError(`"${email}" is not an email address`);
-    return this.store.registerUser({ userId: randomId(this.rng, "us_"), tenantId: tenant.tenantId, email, at: this.now() });
+    const before = await this.store.getUserByEmail(tenant.tenantId, email);
+    const user = await this.store.registerUser({ userId: randomId(this.rng, "us_"), tenantId: tenant.tenantId, email, at: this.now() });
+    await by.record({ tenantId: tenant.tenantId, action: "enrollment-user.registered", target: { kind: "enrollment-user", id: user.userId }, before: before ?? null, after: user });
+    return user;
   }
 
-  async deregisterUser(tenant: Tenant, email: string): Promise<void> {
+  async deregisterUser(tenant: Tenant, email: string, by: ChangeActor): Promise<void> {
+    const before = await this.store.getUserByEmail(tenant.tenantId, email);
     if (!(await this.store.setUserState(tenant.tenantId, email, "deregistered", this.now()))) {
       throw new ClientAdminError(`tenant ${tenant.name} has no user ${email}`);
     }
+    const after = await this.store.getUserByEmail(tenant.tenantId, email);
+    await by.record({ tenantId: tenant.tenantId, action: "enrollment-user.deregistered", target: { kind: "enrollment-user", id: after?.userId ?? email }, before: before ?? null, after: after ?? null });
   }
 
   /**
    * Creates a client for the user (registering a new user; a deregistered one is refused, since its clients could
    * not authenticate). Returns keys.json's content, to be written once.
    */
-  async createClient(tenant: Tenant, o: NewClientOptions): Promise<{ client: ApiClient; keys: ClientKeys }> {
+  async createClient(tenant: Tenant, o: NewClientOptions, by: ChangeActor): Promise<{ client: ApiClient; keys: ClientKeys }> {
     const rps = o.rps ?? DEFAULT_CLIENT_RPS;
     const burst = o.burst ?? (o.rps === undefined ? DEFAULT_CLIENT_BURST : Math.max(1, Math.ceil(rps * 2)));
     if (!(rps > 0) || !Number.isFinite(rps)) throw new ClientAdminError("rps must be a positive number");
@@ -82,7 +89,7 @@ export class ClientAdmin {
     if (existing?.state === "deregistered") {
       throw new ClientAdminError(`user ${o.email} is deregistered; register it again first (attestd user register)`);
     }
-    const user = existing ?? (await this.registerUser(tenant, o.email));
+    const user = existing ?? (await this.registerUser(tenant, o.email, by));
 
     const { publicKey, privateKey } = await generateRsa("rsa", {
       modulusLength: 2048,
@@ -104,6 +111,7 @@ export class ClientAdmin {
       createdAt: this.now(),
     };
     await this.store.createClient(client);
+    await by.record({ tenantId: tenant.tenantId, action: "client.created", target: { kind: "api-client", id: client.clientId }, before: null, after: { ...summarise(client), email: o.email } });
     return {
       client,
       keys: { Public: client.publicKey, Private: privateKey.toString("base64"), Identifier: identifier.token },
@@ -130,15 +138,25 @@ export class ClientAdmin {
    * Revokes a client: its access tokens stop working at once and it can get no new ones; the record stays, marked.
    * False when the tenant has no active client of that id.
    */
-  async revoke(tenant: Tenant | undefined, clientId: string): Promise<boolean> {
-    if (!(await this.owned(tenant, clientId))) return false;
-    return this.store.revokeClient(clientId, this.now());
+  async revoke(tenant: Tenant | undefined, clientId: string, by: ChangeActor): Promise<boolean> {
+    const before = await this.owned(tenant, clientId);
+    if (!before) return false;
+    const revoked = await this.store.revokeClient(clientId, this.now());
+    if (revoked) {
+      const after = await this.store.getClient(clientId);
+      await by.record({ tenantId: before.tenantId, action: "client.revoked", target: { kind: "api-client", id: clientId }, before: summarise(before), after: after ? summarise(after) : null });
+    }
+    return revoked;
   }
 
   /** A read-only client may only read (GET); applies from its next request. False when the tenant has no such client. */
-  async setReadOnly(tenant: Tenant | undefined, clientId: string, readOnly: boolean): Promise<boolean> {
+  async setReadOnly(tenant: Tenant | undefined, clientId: string, readOnly: boolean, by: ChangeActor): Promise<boolean> {
     const c = await this.owned(tenant, clientId);
     if (!c || c.revokedAt !== null) return false;
-    return this.store.setClientReadOnly(clientId, readOnly);
+    const changed = await this.store.setClientReadOnly(clientId, readOnly);
+    if (changed && c.readOnly !== readOnly) {
+      await by.record({ tenantId: c.tenantId, action: readOnly ? "client.made-read-only" : "client.made-read-write", target: { kind: "api-client", id: clientId }, before: summarise(c), after: { ...summarise(c), readOnly } });
+    }
+    return changed;
   }
 }

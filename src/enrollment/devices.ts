@@ -1,3 +1,4 @@
+import type { ChangeActor } from "../services/auditTrail.ts";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Clock, Rng } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
@@ -65,7 +66,7 @@ export class DeviceService {
     }
   }
 
-  async upload(tenant: Tenant, req: DeviceUpload): Promise<{ transactionId: string }> {
+  async upload(tenant: Tenant, req: DeviceUpload, by: ChangeActor): Promise<{ transactionId: string }> {
     this.checkCount(req.devices.length);
     await checkCustomerId(this.tenants, tenant, req.customerId);
 
@@ -119,6 +120,14 @@ export class DeviceService {
       items,
     );
     if (outcome === "profile_not_found") throw profileNotFound(req.profileId);
+    // the device ids and the transaction, never a device's user password
+    await by.record({
+      tenantId: tenant.tenantId,
+      action: "enrollment.devices-uploaded",
+      target: { kind: "transaction", id: transactionId },
+      before: null,
+      after: { transactionId, profileId: req.profileId, count: items.length, deviceIds: items.map((i) => i.deviceId) },
+    });
     return { transactionId };
   }
 
@@ -133,20 +142,28 @@ export class DeviceService {
     return this.store.listDevices(tenantId, q.profileId, w.offset, w.limit);
   }
 
-  async assign(tenantId: string, profileId: string, deviceIds: readonly string[]): Promise<number> {
+  async assign(tenantId: string, profileId: string, deviceIds: readonly string[], by: ChangeActor): Promise<number> {
     this.checkCount(deviceIds.length);
     const at = new Date(this.clock.nowMs()).toISOString();
-    const r = await this.store.assignDevices(tenantId, profileId, [...new Set(deviceIds)], at);
-    if (r.ok) return r.count;
+    const ids = [...new Set(deviceIds)];
+    const r = await this.store.assignDevices(tenantId, profileId, ids, at);
+    if (r.ok) {
+      await by.record({ tenantId, action: "enrollment.devices-assigned", target: { kind: "profile", id: profileId }, before: null, after: { profileId, count: r.count, deviceIds: ids } });
+      return r.count;
+    }
     if (r.reason === "profile_not_found") throw profileNotFound(profileId);
     throw new AppError(catalog.BULK_ENROLL_CONFIGURATION_DEVICE_NOT_FOUND, `Not enrolled: ${listIds(r.missing)}`);
   }
 
-  async unassign(tenantId: string, deviceIds: readonly string[]): Promise<number> {
+  async unassign(tenantId: string, deviceIds: readonly string[], by: ChangeActor): Promise<number> {
     this.checkCount(deviceIds.length);
     const at = new Date(this.clock.nowMs()).toISOString();
-    const r = await this.store.unassignDevices(tenantId, [...new Set(deviceIds)], at);
-    if (r.ok) return r.count;
+    const ids = [...new Set(deviceIds)];
+    const r = await this.store.unassignDevices(tenantId, ids, at);
+    if (r.ok) {
+      await by.record({ tenantId, action: "enrollment.devices-unassigned", target: { kind: "devices", id: ids.length === 1 ? ids[0]! : `${ids.length} devices` }, before: null, after: { count: r.count, deviceIds: ids } });
+      return r.count;
+    }
     throw new AppError(catalog.DEVICE_NOT_FOUND, "Some/All devices don't exist");
   }
 }

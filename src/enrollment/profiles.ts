@@ -1,3 +1,4 @@
+import type { ChangeActor } from "../services/auditTrail.ts";
 import type { Clock, Rng } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
@@ -96,7 +97,7 @@ export class ProfileService {
     return { transactionId: randomId(this.rng, "tx_"), tenantId, at: new Date(this.clock.nowMs()).toISOString() };
   }
 
-  async create(tenantId: string, input: ProfileInput): Promise<{ transactionId: string; profileId: string }> {
+  async create(tenantId: string, input: ProfileInput, by: ChangeActor): Promise<{ transactionId: string; profileId: string }> {
     const fields = validateProfile(input);
     const tx = this.newTransaction(tenantId);
     const profileId = randomId(this.rng, "pr_");
@@ -104,23 +105,28 @@ export class ProfileService {
     if (outcome === "name_conflict") {
       throw new AppError(catalog.BULK_ENROLL_PROFILE_NAME_CONFLICT, `A profile named "${fields.name}" already exists`);
     }
+    await by.record({ tenantId, action: "profile.created", target: { kind: "profile", id: profileId }, before: null, after: { profileId, transactionId: tx.transactionId, ...fields } });
     return { transactionId: tx.transactionId, profileId };
   }
 
-  async update(tenantId: string, profileId: string, input: ProfileInput): Promise<{ transactionId: string; profileId: string }> {
+  async update(tenantId: string, profileId: string, input: ProfileInput, by: ChangeActor): Promise<{ transactionId: string; profileId: string }> {
     const fields = validateProfile(input);
     const tx = this.newTransaction(tenantId);
+    const before = await this.store.getProfile(tenantId, profileId);
     const outcome = await this.store.updateProfile(tenantId, profileId, fields, tx);
     if (outcome === "not_found") throw notFound(profileId);
     if (outcome === "name_conflict") {
       throw new AppError(catalog.BULK_ENROLL_PROFILE_NAME_CONFLICT, `A profile named "${fields.name}" already exists`);
     }
+    await by.record({ tenantId, action: "profile.updated", target: { kind: "profile", id: profileId }, before: before ?? null, after: { profileId, transactionId: tx.transactionId, ...fields } });
     return { transactionId: tx.transactionId, profileId };
   }
 
-  async remove(tenantId: string, profileId: string): Promise<{ transactionId: string; profileId: string }> {
+  async remove(tenantId: string, profileId: string, by: ChangeActor): Promise<{ transactionId: string; profileId: string }> {
     const tx = this.newTransaction(tenantId);
+    const before = await this.store.getProfile(tenantId, profileId);
     if ((await this.store.deleteProfile(tenantId, profileId, tx)) === "not_found") throw notFound(profileId);
+    await by.record({ tenantId, action: "profile.removed", target: { kind: "profile", id: profileId }, before: before ?? null, after: { transactionId: tx.transactionId } });
     return { transactionId: tx.transactionId, profileId };
   }
 

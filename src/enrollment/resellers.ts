@@ -1,3 +1,4 @@
+import type { ChangeActor } from "../services/auditTrail.ts";
 import type { Clock } from "../clock.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
@@ -21,14 +22,16 @@ export class ResellerService {
     private readonly clock: Clock,
   ) {}
 
-  async associate(tenant: Tenant, resellerId: string): Promise<ResellerView> {
+  async associate(tenant: Tenant, resellerId: string, by: ChangeActor): Promise<ResellerView> {
     const reseller = resellerId === tenant.tenantId ? undefined : await this.tenants.getTenant(resellerId);
     if (!reseller || reseller.kind !== "reseller") throw new AppError(catalog.RESELLER_NOT_FOUND, "No such reseller");
     const createdAt = new Date(this.clock.nowMs()).toISOString();
     if ((await this.store.associateReseller({ tenantId: tenant.tenantId, resellerId, createdAt })) === "exists") {
       throw new AppError(catalog.RESELLER_ASSOCIATION_ALREADY_EXISTS, "The reseller is already associated with this tenant");
     }
-    return { resellerId, name: reseller.name, associatedDate: createdAt };
+    const view = { resellerId, name: reseller.name, associatedDate: createdAt };
+    await by.record({ tenantId: tenant.tenantId, action: "reseller.associated", target: { kind: "reseller", id: resellerId }, before: null, after: view });
+    return view;
   }
 
   async list(tenantId: string): Promise<ResellerView[]> {

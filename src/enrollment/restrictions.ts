@@ -1,3 +1,4 @@
+import type { ChangeActor } from "../services/auditTrail.ts";
 import { parseRestrictions, type RestrictionInput } from "../auth/restrictions.ts";
 import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
@@ -35,17 +36,20 @@ export class RestrictionService {
     return { keyId, kind: found.kind, ipAddresses: found.restrictions?.ipAddresses ?? [], referers: found.restrictions?.referers ?? [] };
   }
 
-  async set(tenantId: string, keyId: string, input: RestrictionInput): Promise<RestrictionView> {
+  async set(tenantId: string, keyId: string, input: RestrictionInput, by: ChangeActor): Promise<RestrictionView> {
     const parsed = parseRestrictions(input);
     if (!parsed.ok) throw new AppError(catalog.API_KEY_RESTRICTION_INVALID, parsed.reason);
     const found = await this.find(tenantId, keyId);
     await this.write(found.kind, keyId, parsed.restrictions);
-    return { keyId, kind: found.kind, ...parsed.restrictions };
+    const after = { keyId, kind: found.kind, ...parsed.restrictions };
+    await by.record({ tenantId, action: "restrictions.set", target: { kind: found.kind === "apiKey" ? "api-key" : "api-client", id: keyId }, before: { restrictions: found.restrictions }, after });
+    return after;
   }
 
-  async clear(tenantId: string, keyId: string): Promise<RestrictionView> {
+  async clear(tenantId: string, keyId: string, by: ChangeActor): Promise<RestrictionView> {
     const found = await this.find(tenantId, keyId);
     await this.write(found.kind, keyId, null);
+    await by.record({ tenantId, action: "restrictions.cleared", target: { kind: found.kind === "apiKey" ? "api-key" : "api-client", id: keyId }, before: { restrictions: found.restrictions }, after: { restrictions: null } });
     return { keyId, kind: found.kind, ipAddresses: [], referers: [] };
   }
 

@@ -55,6 +55,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly auditStreamFailures = new Counter({
+    name: "attestd_audit_stream_failures_total",
+    help: "Audit records that could not be written, by where (store, file, syslog); the change itself was made, and each record is in the service log with the error",
+    labelNames: ["sink"] as const,
+    registers: [this.registry],
+  });
+
   constructor(defaultMetrics = true) {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: "attestd_" });
   }

@@ -1,3 +1,5 @@
+import type { AuditActor } from "../domain/audit.ts";
+import type { ChangeActor } from "../services/auditTrail.ts";
 import type { Clock, Rng } from "../clock.ts";
 import type { PortalRole, PortalUser, TenantRole } from "../domain/portal.ts";
 import { randomId } from "../enrollment/ids.ts";
@@ -75,7 +77,7 @@ export class PortalAccounts {
    * issues a fresh link (a lost email, a forgotten password), and every earlier link of theirs stops working: a
    * person has one live link at most, so a link sent to an old address or seen by someone else dies with the next.
    */
-  async invite(i: { email: string; tenant?: string; role: PortalRole }): Promise<Invitation> {
+  async invite(i: { email: string; tenant?: string; role: PortalRole }, by: ChangeActor): Promise<Invitation> {
     const unsafe = unsafeCharIn(i.email);
     if (unsafe) throw new AppError(catalog.PORTAL_INVALID_REQUEST, unsafeTextReason("an email address", unsafe));
     const email = i.email.trim().toLowerCase();
@@ -90,6 +92,7 @@ export class PortalAccounts {
       tenantId = tenant.tenantId;
     }
     let user = await this.store.getPortalUserByEmail(email);
+    const before = user ?? null;
     if (user) {
       if (user.tenantId !== tenantId) throw new AppError(catalog.PORTAL_EMAIL_TAKEN, `${email} is a portal user of another tenant`);
       if (user.state === "disabled") throw new AppError(catalog.PORTAL_INVALID_REQUEST, `${email} is disabled; enable it first`);
@@ -102,7 +105,9 @@ export class PortalAccounts {
       if (made.outcome === "email_taken") throw new AppError(catalog.PORTAL_EMAIL_TAKEN, `${email} is already a portal user`);
       user = made.user;
     }
-    return this.issueLink(user, "invite");
+    const invitation = await this.issueLink(user, "invite");
+    await by.record({ tenantId: user.tenantId, action: "portal.user.invited", target: { kind: "portal-user", id: user.userId }, before: before && personOf(before), after: personOf(user) });
+    return invitation;
   }
 
   /**
@@ -110,10 +115,12 @@ export class PortalAccounts {
    * operator for anyone, a tenant admin (`by`) for the people of their own tenant only (anyone else is not found).
    * Using it ends every session of the person; issuing it voids their earlier links but ends nothing yet.
    */
-  async resetLink(ref: PersonRef, by?: Actor): Promise<Invitation> {
+  async resetLink(ref: PersonRef, changedBy: ChangeActor, by?: Actor): Promise<Invitation> {
     const user = await this.find(ref);
     if (by && by.role !== "operator" && user.tenantId !== by.tenantId) throw new AppError(catalog.PORTAL_NOT_FOUND, `no portal user ${"email" in ref ? ref.email : ref.userId}`);
-    return this.issueLink(user, "reset");
+    const link = await this.issueLink(user, "reset");
+    await changedBy.record({ tenantId: user.tenantId, action: "portal.user.reset-link-issued", target: { kind: "portal-user", id: user.userId }, before: null, after: { ...personOf(user), linkExpiresAt: link.expiresAt } });
+    return link;
   }
 
   private async issueLink(user: PortalUser, page: "invite" | "reset"): Promise<Invitation> {
@@ -132,7 +139,7 @@ export class PortalAccounts {
    * only if the password is accepted. Every other link of the person dies with it, and every session of theirs ends
    * (whoever held one signs in afresh, with the new password).
    */
-  async acceptInvite(token: string, password: string): Promise<PortalUser> {
+  async acceptInvite(token: string, password: string, as: (actor: AuditActor) => ChangeActor): Promise<PortalUser> {
     const pending = await this.pendingInvitee(token);
     const problem = passwordProblem(password, pending.email);
     if (problem) throw new AppError(catalog.PORTAL_WEAK_PASSWORD, problem);
@@ -141,6 +148,13 @@ export class PortalAccounts {
     const user = await this.store.getPortalUser(used.userId);
     if (!user || user.state === "disabled") throw new AppError(catalog.PORTAL_INVITE_INVALID, "the account is disabled");
     await this.setPassword(user, password);
+    await as({ kind: "user", id: user.userId, email: user.email }).record({
+      tenantId: user.tenantId,
+      action: "portal.user.password-set",
+      target: { kind: "portal-user", id: user.userId },
+      before: personOf(user),
+      after: { ...personOf(user), state: "active" },
+    });
     return { ...user, state: "active" };
   }
 
@@ -149,7 +163,7 @@ export class PortalAccounts {
    * unlocked screen), under the sign-in rate limits. Every session of theirs ends, this one too: the route opens a
    * fresh one for the browser that asked. Returns how many ended.
    */
-  async changePassword(actor: Actor, current: string, next: string, remoteAddress: string): Promise<number> {
+  async changePassword(actor: Actor, current: string, next: string, remoteAddress: string, by: ChangeActor): Promise<number> {
     const limit = await this.limiter.forSignIn(sha256(actor.email), remoteAddress);
     if (!limit.allowed) throw new AppError(catalog.TOO_MANY_REQUESTS, "Too many password attempts; wait and try again", retryAfter(limit));
     const problem = passwordProblem(next, actor.email);
@@ -157,7 +171,9 @@ export class PortalAccounts {
     const user = await this.store.getPortalUser(actor.userId);
     const ok = user?.passwordHash ? await this.passwords.verify(current, user.passwordHash) : await this.passwords.verifyAgainstNothing(current);
     if (!ok || !user || user.state !== "active") throw new AppError(catalog.PORTAL_SIGNIN_FAILED, "the current password is incorrect");
-    return this.setPassword(user, next);
+    const ended = await this.setPassword(user, next);
+    await by.record({ tenantId: user.tenantId, action: "portal.user.password-changed", target: { kind: "portal-user", id: user.userId }, before: personOf(user), after: { ...personOf(user), sessionsEnded: ended } });
+    return ended;
   }
 
   /** The one way a password changes: hashed, stored, every outstanding link voided, every session ended. */
@@ -219,33 +235,39 @@ export class PortalAccounts {
    * sessions ended. `by`, when the portal asks, is the operator doing it: nobody disables themselves (another
    * operator, or the CLI, can).
    */
-  async disable(ref: PersonRef, by?: Actor): Promise<number> {
+  async disable(ref: PersonRef, changedBy: ChangeActor, by?: Actor): Promise<number> {
     const user = await this.find(ref);
     if (by && by.userId === user.userId) throw new AppError(catalog.PORTAL_INVALID_REQUEST, "you cannot disable your own account; another operator can");
     await this.store.updatePortalUser(user.userId, { state: "disabled" }, this.at());
     // after the state: a link being made concurrently either sees `disabled` (refused) or is voided here
     await this.store.voidInvites(user.userId, this.clock.nowMs());
-    return this.store.deleteUserSessions(user.userId);
+    const ended = await this.store.deleteUserSessions(user.userId);
+    await changedBy.record({ tenantId: user.tenantId, action: "portal.user.disabled", target: { kind: "portal-user", id: user.userId }, before: personOf(user), after: { ...personOf(user), state: "disabled", sessionsEnded: ended } });
+    return ended;
   }
 
   /**
    * Lets a disabled person sign in again: active with the password they had, or invited if they never set one. No
    * link issued before the disable works again: one who never set a password needs a new invitation.
    */
-  async enable(ref: PersonRef): Promise<PortalUser> {
+  async enable(ref: PersonRef, by: ChangeActor): Promise<PortalUser> {
     const user = await this.find(ref);
     if (user.state !== "disabled") return user;
     const state = user.passwordHash ? "active" : "invited";
     await this.store.updatePortalUser(user.userId, { state }, this.at());
+    await by.record({ tenantId: user.tenantId, action: "portal.user.enabled", target: { kind: "portal-user", id: user.userId }, before: personOf(user), after: { ...personOf(user), state } });
     return { ...user, state };
   }
 
   /** A tenant user's role, admin or viewer; it applies to their open sessions at their next request. */
-  async setRole(ref: PersonRef, role: TenantRole): Promise<PortalUser> {
+  async setRole(ref: PersonRef, role: TenantRole, by: ChangeActor): Promise<PortalUser> {
     if (role !== "admin" && role !== "viewer") throw new AppError(catalog.PORTAL_INVALID_REQUEST, "a role is admin or viewer");
     const user = await this.find(ref);
     if (user.role === "operator") throw new AppError(catalog.PORTAL_INVALID_REQUEST, `${user.email} is an operator, who belongs to no tenant; roles are for tenant users`);
-    if (user.role !== role) await this.store.updatePortalUser(user.userId, { role }, this.at());
+    if (user.role !== role) {
+      await this.store.updatePortalUser(user.userId, { role }, this.at());
+      await by.record({ tenantId: user.tenantId, action: "portal.user.role-changed", target: { kind: "portal-user", id: user.userId }, before: personOf(user), after: { ...personOf(user), role } });
+    }
     return { ...user, role };
   }
 
@@ -267,4 +289,10 @@ export class PortalAccounts {
 
 export function summarisePerson(u: PortalUser, tenant: string | null): PersonSummary {
   return { userId: u.userId, email: u.email, tenant, role: u.role, state: u.state, createdAt: u.createdAt, updatedAt: u.updatedAt };
+}
+
+/** A person as the audit trail keeps them: never the password hash. */
+function personOf(u: PortalUser): Omit<PortalUser, "passwordHash"> {
+  const { passwordHash: _hash, ...rest } = u;
+  return rest;
 }

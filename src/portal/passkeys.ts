@@ -1,3 +1,4 @@
+import type { ChangeActor } from "../services/auditTrail.ts";
 import type {
   AuthenticationResponseJSON,
   AuthenticatorTransportFuture,
@@ -116,7 +117,7 @@ export class PortalPasskeys {
   }
 
   /** Verifies the authenticator's answer and keeps the passkey; the signed-in user must be the one who began. */
-  async finishRegistration(actor: Actor, response: RegistrationResponseJSON, name: string | undefined): Promise<PortalPasskey> {
+  async finishRegistration(actor: Actor, response: RegistrationResponseJSON, name: string | undefined, by: ChangeActor): Promise<PortalPasskey> {
     const taken = await this.takeChallenge(response.response.clientDataJSON, "register");
     if (!taken || taken.ceremony.userId !== actor.userId) {
       throw new AppError(catalog.PORTAL_PASSKEY_REJECTED, "this passkey ceremony expired or was already used: start again");
@@ -151,6 +152,7 @@ export class PortalPasskeys {
     if ((await this.store.createPasskey(passkey)) === "exists") {
       throw new AppError(catalog.PORTAL_PASSKEY_EXISTS, "this passkey is registered already");
     }
+    await by.record({ tenantId: actor.tenantId, action: "portal.passkey.added", target: { kind: "passkey", id: passkey.credentialId }, before: null, after: { credentialId: passkey.credentialId, name: passkey.name, transports: passkey.transports, backedUp: passkey.backedUp, createdAt: passkey.createdAt } });
     return passkey;
   }
 
@@ -217,15 +219,17 @@ export class PortalPasskeys {
     return this.store.listPasskeys(userId);
   }
 
-  async rename(userId: string, credentialId: string, name: string): Promise<void> {
+  async rename(userId: string, credentialId: string, name: string, by: ChangeActor, tenantId: string | null): Promise<void> {
     const clean = passkeyName(name);
     if (!clean) throw new AppError(catalog.PORTAL_INVALID_REQUEST, `a passkey's name is 1 to ${PASSKEY_NAME_MAX} characters`);
     if (!(await this.store.renamePasskey(userId, credentialId, clean))) throw new AppError(catalog.PORTAL_NOT_FOUND, "you have no passkey of that id");
+    await by.record({ tenantId, action: "portal.passkey.renamed", target: { kind: "passkey", id: credentialId }, before: null, after: { credentialId, name: clean } });
   }
 
   /** Removes one passkey of the user; their sessions and other passkeys stay. */
-  async remove(userId: string, credentialId: string): Promise<void> {
+  async remove(userId: string, credentialId: string, by: ChangeActor, tenantId: string | null): Promise<void> {
     if (!(await this.store.deletePasskey(userId, credentialId))) throw new AppError(catalog.PORTAL_NOT_FOUND, "you have no passkey of that id");
+    await by.record({ tenantId, action: "portal.passkey.removed", target: { kind: "passkey", id: credentialId }, before: { credentialId }, after: null });
   }
 
   purge(): Promise<number> {

@@ -1,3 +1,5 @@
+import type { AuditActor } from "../domain/audit.ts";
+import type { ChangeActor } from "../services/auditTrail.ts";
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Clock, Rng } from "../clock.ts";
 import type { PortalRole, PortalSession, PortalUser } from "../domain/portal.ts";
@@ -54,7 +56,8 @@ export class PortalSessions {
     return Math.min(TOUCH_INTERVAL_MAX_MS, Math.floor(this.lifetimes.idleMs / 30));
   }
 
-  async open(user: PortalUser, method: PortalSession["method"]): Promise<{ sessionId: string; session: PortalSession }> {
+  /** Opens a session for a person who just proved who they are; `as` is the audit trail from where they signed in. */
+  async open(user: PortalUser, method: PortalSession["method"], as: (actor: AuditActor) => ChangeActor): Promise<{ sessionId: string; session: PortalSession }> {
     const now = this.clock.nowMs();
     const sessionId = this.rng.bytes(32).toString("base64url");
     const session: PortalSession = {
@@ -67,6 +70,13 @@ export class PortalSessions {
       method,
     };
     await this.store.createSession(session);
+    await as({ kind: "user", id: user.userId, email: user.email }).record({
+      tenantId: user.tenantId,
+      action: "portal.session.signed-in",
+      target: { kind: "portal-user", id: user.userId },
+      before: null,
+      after: { method, expiresAt: new Date(session.expiresAtMs).toISOString() },
+    });
     return { sessionId, session };
   }
 
@@ -86,8 +96,10 @@ export class PortalSessions {
     return { actor: actorOf(user), session };
   }
 
-  async end(sessionId: string): Promise<void> {
+  /** Signs out: the session ends on the server. `by` is the person signing out. */
+  async end(sessionId: string, by: ChangeActor, tenantId: string | null): Promise<void> {
     await this.store.deleteSession(sha256(sessionId));
+    await by.record({ tenantId, action: "portal.session.signed-out", target: { kind: "portal-user", id: by.actor.id }, before: null, after: null });
   }
 
   /** The token every state-changing request carries, compared in constant time. */

@@ -1,3 +1,4 @@
+import type { ChangeActor } from "../services/auditTrail.ts";
 import { createPrivateKey, generateKeyPair, type KeyObject } from "node:crypto";
 import { promisify } from "node:util";
 import { calculateJwkThumbprint, exportJWK, type JWK } from "jose";
@@ -65,12 +66,16 @@ export async function rotateSigningKey(
   clock: Clock,
   secrets: SecretBox,
   opts: { alg: EarAlgorithm; graceSeconds: number },
+  by: ChangeActor,
 ): Promise<{ kid: string; alg: EarAlgorithm; retired: string | null; retiresAt: string | null }> {
   const now = clock.nowMs();
   const key = await newSigningKey(opts.alg, new Date(now), secrets);
   const retiresAt = new Date(now + opts.graceSeconds * 1000).toISOString();
   const { retired } = await store.rotateSigningKey(key, retiresAt);
-  return { kid: key.kid, alg: key.alg, retired, retiresAt: retired ? retiresAt : null };
+  const answer = { kid: key.kid, alg: key.alg, retired, retiresAt: retired ? retiresAt : null };
+  // operator-wide (no tenant); the record names the kids and dates, never the private key
+  await by.record({ tenantId: null, action: "signing-key.rotated", target: { kind: "signing-key", id: key.kid }, before: retired ? { current: retired } : null, after: answer });
+  return answer;
 }
 
 export interface CurrentSigningKey {

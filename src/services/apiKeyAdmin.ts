@@ -3,6 +3,7 @@ import { generateApiKey } from "../auth/apiKeys.ts";
 import { parseRestrictions } from "../auth/restrictions.ts";
 import type { Clock, Rng } from "../clock.ts";
 import type { ApiKeyRecord, Tenant } from "../domain/tenants.ts";
+import type { ChangeActor } from "./auditTrail.ts";
 import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import { unsafeCharIn, unsafeTextReason } from "../domain/text.ts";
@@ -64,7 +65,7 @@ export class ApiKeyAdmin {
     private readonly webhooks?: KeyEvents,
   ) {}
 
-  async create(tenant: Tenant, o: { rps?: number; burst?: number; label?: string | null } = {}): Promise<{ key: string; record: ApiKeySummary }> {
+  async create(tenant: Tenant, o: { rps?: number; burst?: number; label?: string | null }, by: ChangeActor): Promise<{ key: string; record: ApiKeySummary }> {
     const { rps, burst } = limits(o.rps ?? 0, o.burst);
     const label = cleanLabel(o.label);
     const k = generateApiKey(this.rng);
@@ -73,7 +74,9 @@ export class ApiKeyAdmin {
     await this.store.createApiKey({ keyId: k.keyId, tenantId: tenant.tenantId, secretHash: k.secretHash, rps, burst, createdAt, label }, events);
     // in case the id was probed (and remembered as unknown) before it existed
     this.cache.forget(k.keyId);
-    return { key: k.key, record: { keyId: k.keyId, tenantId: tenant.tenantId, rps, burst, createdAt, revokedAt: null, restrictions: null, label, lastUsedAt: null } };
+    const record: ApiKeySummary = { keyId: k.keyId, tenantId: tenant.tenantId, rps, burst, createdAt, revokedAt: null, restrictions: null, label, lastUsedAt: null };
+    await by.record({ tenantId: tenant.tenantId, action: "key.created", target: { kind: "api-key", id: k.keyId }, before: null, after: record });
+    return { key: k.key, record };
   }
 
   async list(tenant: Tenant): Promise<ApiKeySummary[]> {
@@ -85,7 +88,7 @@ export class ApiKeyAdmin {
    * other instances within KEY_CACHE_MS). Restrictions are parsed by src/auth/restrictions.ts, as Part B's are; both lists
    * empty means none. Undefined when the tenant (any tenant: undefined, the CLI) has no active key of that id.
    */
-  async update(tenant: Tenant | undefined, keyId: string, e: KeyEdit): Promise<ApiKeySummary | undefined> {
+  async update(tenant: Tenant | undefined, keyId: string, e: KeyEdit, by: ChangeActor): Promise<ApiKeySummary | undefined> {
     const k = await this.store.getApiKey(keyId);
     if (!k || k.revokedAt !== null || (tenant && k.tenantId !== tenant.tenantId)) return undefined;
     const changes: ApiKeyChanges = {};
@@ -104,17 +107,24 @@ export class ApiKeyAdmin {
     if (!(await this.store.updateApiKey(keyId, changes))) return undefined;
     this.cache.forget(keyId);
     const { secretHash: _secret, ...after } = (await this.store.getApiKey(keyId))!;
+    const { secretHash: _hash, ...before } = k;
+    await by.record({ tenantId: k.tenantId, action: "key.updated", target: { kind: "api-key", id: keyId }, before, after });
     return after;
   }
 
   /** false when the tenant has no active key of that id (another tenant's key is not found either) */
-  async revoke(tenant: Tenant | undefined, keyId: string): Promise<boolean> {
+  async revoke(tenant: Tenant | undefined, keyId: string, by: ChangeActor): Promise<boolean> {
     const k = await this.store.getApiKey(keyId);
     if (!k || (tenant && k.tenantId !== tenant.tenantId)) return false;
     const at = new Date(this.clock.nowMs()).toISOString();
     const events = (await this.webhooks?.keyEvent(k.tenantId, "key.revoked", { keyId, label: k.label, at })) ?? [];
     const revoked = await this.store.revokeApiKey(keyId, at, events);
     this.cache.forget(keyId);
+    if (revoked) {
+      const { secretHash: _before, ...before } = k;
+      const { secretHash: _after, ...after } = (await this.store.getApiKey(keyId))!;
+      await by.record({ tenantId: k.tenantId, action: "key.revoked", target: { kind: "api-key", id: keyId }, before, after });
+    }
     return revoked;
   }
 }

@@ -2,6 +2,7 @@ import { looksLikeAppAttestAssertion, looksLikeAppAttestAttestation, readAppAtte
 import type { AppAttestEvidence, AppAttestReceiptCheck, AppraisalResult } from "../attestation/types.ts";
 import type { Clock } from "../clock.ts";
 import type { AppAttestKeyEffect, StoredAppAttestKey } from "../domain/iosApps.ts";
+import type { ChangeActor } from "./auditTrail.ts";
 import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import type { AppAttestStore } from "../store/types.ts";
@@ -118,11 +119,14 @@ export class AppAttestKeys {
   }
 
   /** Refuses the key's later assertions (rule revoked-key). A_NOT_FOUND for an unknown or already revoked key. */
-  async revoke(tenantId: string, keyId: string): Promise<AppAttestKeySummary> {
+  async revoke(tenantId: string, keyId: string, by: ChangeActor): Promise<AppAttestKeySummary> {
     checkKeyId(keyId);
+    const before = await this.store.getAppAttestKey(tenantId, keyId);
     if (!(await this.store.revokeAppAttestKey(tenantId, keyId, new Date(this.clock.nowMs()).toISOString()))) {
       throw new AppError(catalog.A_NOT_FOUND, "No App Attest key of the tenant has that key id, or it is revoked already");
     }
-    return this.get(tenantId, keyId);
+    const after = await this.get(tenantId, keyId);
+    await by.record({ tenantId, action: "app-attest-key.revoked", target: { kind: "app-attest-key", id: keyId }, before: before ? keySummary(before) : null, after });
+    return after;
   }
 }

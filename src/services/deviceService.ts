@@ -2,8 +2,10 @@ import type { Clock } from "../clock.ts";
 import { DEVICE_ID_RE, type DevicePinReset, type DeviceRecord } from "../domain/devices.ts";
 import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
-import type { DeviceStore } from "../store/types.ts";
+import type { AuditStore, DeviceStore } from "../store/types.ts";
+import type { AuditRecord } from "../domain/audit.ts";
 import type { NewWebhookDelivery } from "../domain/webhooks.ts";
+import type { ChangeActor } from "./auditTrail.ts";
 
 /** Refuses a relying party's device name that is not 1-128 of A-Z a-z 0-9 . _ : - (INVALID_REQUEST). */
 export function checkDeviceId(deviceId: string): void {
@@ -21,7 +23,7 @@ export function checkDeviceId(deviceId: string): void {
  */
 export class DeviceService {
   constructor(
-    private readonly store: DeviceStore,
+    private readonly store: DeviceStore & AuditStore,
     private readonly clock: Clock,
     /** signed webhooks (WebhookRegistry): device.pin.changed rows, written in the reset's transaction */
     private readonly webhooks?: { pinResetEvents(tenantId: string, data: { deviceId: string; at: string }): Promise<NewWebhookDelivery[]> },
@@ -45,22 +47,44 @@ export class DeviceService {
     return { items, next: items.length === q.limit ? items[items.length - 1]!.deviceId : null };
   }
 
-  /** The record with its reset audit trail, oldest first (what an operator looks at). */
+  /** The record with its pin resets as the audit trail keeps them, oldest first (the last 1 000: what an operator looks at). */
   async history(tenantId: string, deviceId: string): Promise<{ device: DeviceRecord; resets: DevicePinReset[] }> {
     const device = await this.get(tenantId, deviceId);
-    return { device, resets: await this.store.listDevicePinResets(tenantId, deviceId) };
+    const records = await this.store.queryAudit({ tenantId, action: PIN_RESET, targetKind: "device", targetId: deviceId, limit: 1000 });
+    return { device, resets: records.reverse().map(pinResetOf) };
   }
 
   /**
    * Clears the pin so that the device's next Yes pins it afresh (a repaired phone, a new OS the owner chose), and
-   * records who did it: the audit record keeps the pin it cleared. `by` names the actor (`cli`, a portal user id).
+   * records who did it: its audit record (`device.pin-reset`, written in the reset's own transaction) keeps the pin
+   * it cleared.
    */
-  async resetPin(tenantId: string, deviceId: string, by: string): Promise<DevicePinReset> {
+  async resetPin(tenantId: string, deviceId: string, by: ChangeActor): Promise<DevicePinReset> {
     checkDeviceId(deviceId);
     const at = new Date(this.clock.nowMs()).toISOString();
     const events = (await this.webhooks?.pinResetEvents(tenantId, { deviceId, at })) ?? [];
-    const reset = await this.store.resetDevicePin(tenantId, deviceId, { at, by }, events);
-    if (!reset) throw new AppError(catalog.A_NOT_FOUND, "No appraisal of a device by that deviceId");
-    return reset;
+    const record = await this.store.resetDevicePin(
+      tenantId,
+      deviceId,
+      (previousPin) => by.stamp({ tenantId, action: PIN_RESET, target: { kind: "device", id: deviceId }, before: { pin: previousPin }, after: { pin: null } }),
+      events,
+    );
+    if (!record) throw new AppError(catalog.A_NOT_FOUND, "No appraisal of a device by that deviceId");
+    by.committed(record);
+    return pinResetOf(record);
   }
+}
+
+const PIN_RESET = "device.pin-reset";
+
+/** A pin reset as the device's history shows it, from its audit record: `by` is the person's email, else the actor's id. */
+function pinResetOf(r: AuditRecord): DevicePinReset {
+  const before = r.before as { pin?: DevicePinReset["previousPin"] } | null;
+  return {
+    tenantId: r.tenantId!,
+    deviceId: r.target.id,
+    at: r.time,
+    by: r.actor.kind === "user" && r.actor.email ? r.actor.email : r.actor.id,
+    previousPin: before?.pin ?? null,
+  };
 }

@@ -5,6 +5,7 @@ import { createPrivateKey } from "node:crypto";
 import type { IosAppSummary, StoredIosApp } from "../domain/iosApps.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import { randomId } from "../enrollment/ids.ts";
+import type { ChangeActor } from "./auditTrail.ts";
 import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import { sealContext, type SecretBox } from "../secrets/secretBox.ts";
@@ -107,7 +108,7 @@ export class IosAppRegistry {
   }
 
   /** 400 PORTAL_INVALID_REQUEST for a bad field, 409 PORTAL_IOS_APP_EXISTS for an app id already registered. */
-  async add(tenant: Tenant, input: IosAppInput): Promise<IosAppSummary> {
+  async add(tenant: Tenant, input: IosAppInput, by: ChangeActor): Promise<IosAppSummary> {
     const id = randomId(this.rng, "ia_");
     const appId = checkIosAppId(input.appId);
     const environment = checkIosEnvironment(input.environment ?? DEFAULT_IOS_ENVIRONMENT);
@@ -125,7 +126,9 @@ export class IosAppRegistry {
       throw new AppError(catalog.PORTAL_IOS_APP_EXISTS, `the tenant has registered ${app.appId} already; remove it first to register it anew`);
     }
     this.forget(tenant.tenantId);
-    return iosAppSummary(app);
+    const summary = iosAppSummary(app);
+    await by.record({ tenantId: tenant.tenantId, action: "ios-app.added", target: { kind: "ios-app", id: app.id }, before: null, after: summary });
+    return summary;
   }
 
   async list(tenant: Tenant): Promise<IosAppSummary[]> {
@@ -136,14 +139,24 @@ export class IosAppRegistry {
    * Sets (replaces) the app's developer key, or with null removes it: its keys' receipts are refreshed from the
    * next sweep on, or no longer. 400 for a bad key; PORTAL_NOT_FOUND when the tenant has no app of that id.
    */
-  async setDeveloperKey(tenant: Tenant, id: string, key: DeveloperKeyInput | null): Promise<IosAppSummary> {
+  async setDeveloperKey(tenant: Tenant, id: string, key: DeveloperKeyInput | null, by: ChangeActor): Promise<IosAppSummary> {
     const sealed = key === null ? null : this.sealed(id, key);
+    const before = (await this.store.listIosApps(tenant.tenantId)).find((a) => a.id === id);
     if (!(await this.store.setIosAppDeveloperKey(tenant.tenantId, id, sealed))) {
       throw new AppError(catalog.PORTAL_NOT_FOUND, "no iOS app of that id for this tenant");
     }
     const app = (await this.store.listIosApps(tenant.tenantId)).find((a) => a.id === id);
     if (!app) throw new AppError(catalog.PORTAL_NOT_FOUND, "no iOS app of that id for this tenant");
-    return iosAppSummary(app);
+    const summary = iosAppSummary(app);
+    // the summaries name the key by its id only: the key itself is in no record
+    await by.record({
+      tenantId: tenant.tenantId,
+      action: key === null ? "ios-app.developer-key-cleared" : "ios-app.developer-key-set",
+      target: { kind: "ios-app", id },
+      before: before ? iosAppSummary(before) : null,
+      after: summary,
+    });
+    return summary;
   }
 
   /**
@@ -162,9 +175,12 @@ export class IosAppRegistry {
     return { keyId: k.keyId, sealed: this.secrets.seal(k.privateKeyPem, sealContext(IOS_APP_DEVELOPER_KEY_PURPOSE, id)) };
   }
 
-  async remove(tenant: Tenant, id: string): Promise<boolean> {
+  async remove(tenant: Tenant, id: string, by: ChangeActor): Promise<boolean> {
+    const found = (await this.store.listIosApps(tenant.tenantId)).find((a) => a.id === id);
+    const before = found ? iosAppSummary(found) : null;
     const removed = await this.store.removeIosApp(tenant.tenantId, id);
     this.forget(tenant.tenantId);
+    if (removed) await by.record({ tenantId: tenant.tenantId, action: "ios-app.removed", target: { kind: "ios-app", id }, before, after: null });
     return removed;
   }
 

@@ -6,6 +6,7 @@ import type { Clock, Rng } from "../clock.ts";
 import type { GoogleServiceAccount, PlayAppSummary, PlayResponseKeys, RegisteredPlayApp, StoredPlayApp } from "../domain/playApps.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import { randomId } from "../enrollment/ids.ts";
+import type { ChangeActor } from "./auditTrail.ts";
 import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import { sealContext, type SecretBox } from "../secrets/secretBox.ts";
@@ -169,7 +170,7 @@ export class PlayAppRegistry {
   }
 
   /** Registers an app; 400 PORTAL_INVALID_REQUEST for a bad field, 409 PORTAL_PLAY_APP_EXISTS for a package already registered. */
-  async add(tenant: Tenant, input: PlayAppInput): Promise<PlayAppSummary> {
+  async add(tenant: Tenant, input: PlayAppInput, by: ChangeActor): Promise<PlayAppSummary> {
     const policy = policyOf(input);
     if ((input.responseKeys === undefined) === (input.serviceAccount === undefined)) {
       throw invalid("give either the response keys (decryption and verification key) or a service account, not both and not neither");
@@ -200,7 +201,9 @@ export class PlayAppRegistry {
       throw new AppError(catalog.PORTAL_PLAY_APP_EXISTS, `the tenant has registered ${policy.packageName} already; remove it first to register it anew`);
     }
     this.forget(tenant.tenantId);
-    return summaryOf(stored);
+    const summary = summaryOf(stored);
+    await by.record({ tenantId: tenant.tenantId, action: "play-app.added", target: { kind: "play-app", id }, before: null, after: summary });
+    return summary;
   }
 
   /** The tenant's apps by package name, without any secret. */
@@ -209,9 +212,11 @@ export class PlayAppRegistry {
   }
 
   /** false when the tenant has no app of that id (another tenant's is not found either). */
-  async remove(tenant: Tenant, id: string): Promise<boolean> {
+  async remove(tenant: Tenant, id: string, by: ChangeActor): Promise<boolean> {
+    const before = await this.store.getPlayApp(tenant.tenantId, id);
     const removed = await this.store.removePlayApp(tenant.tenantId, id);
     this.forget(tenant.tenantId);
+    if (removed) await by.record({ tenantId: tenant.tenantId, action: "play-app.removed", target: { kind: "play-app", id }, before: before ? summaryOf(before) : null, after: null });
     return removed;
   }
 

@@ -3,6 +3,7 @@ import type { ReferenceValue } from "../attestation/types.ts";
 import type { Clock } from "../clock.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type { Tenant } from "../domain/tenants.ts";
+import type { ChangeActor } from "./auditTrail.ts";
 import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import { decodeCursor, encodeCursor, PAGE_SIZE } from "../portal/history.ts";
@@ -44,7 +45,7 @@ export class ReferenceValueAdmin {
    * Parses `text` (the JSON of `attestd refvals import`) and stores every set in the scope, or nothing: a refusal
    * is PORTAL_INVALID_REQUEST whose reason names `source`, the item's index and the field at fault.
    */
-  async import(text: string, source: string, tenant: Tenant | undefined): Promise<number> {
+  async import(text: string, source: string, tenant: Tenant | undefined, by: ChangeActor): Promise<number> {
     let values: ReferenceValue[];
     try {
       values = parseReferenceValues(text, source);
@@ -52,6 +53,13 @@ export class ReferenceValueAdmin {
       throw new AppError(catalog.PORTAL_INVALID_REQUEST, (e as Error).message);
     }
     const n = await this.store.upsertReferenceValues(values, new Date(this.clock.nowMs()).toISOString(), tenant?.tenantId ?? null);
+    await by.record({
+      tenantId: tenant?.tenantId ?? null,
+      action: "reference-values.imported",
+      target: { kind: "reference-values", id: tenant?.tenantId ?? "global" },
+      before: null,
+      after: { source, count: n, sets: values.map((v) => ({ model: v.model, firmwareVersion: v.firmwareVersion, measurements: v.measurements })) },
+    });
     await this.opts.changed?.();
     return n;
   }
@@ -77,9 +85,18 @@ export class ReferenceValueAdmin {
   }
 
   /** false when the scope has no set for the pair (another tenant's set is not found either) */
-  async remove(tenant: Tenant | undefined, model: string, firmwareVersion: string): Promise<boolean> {
+  async remove(tenant: Tenant | undefined, model: string, firmwareVersion: string, by: ChangeActor): Promise<boolean> {
     const removed = await this.store.deleteReferenceSet(tenant?.tenantId ?? null, model, firmwareVersion);
-    if (removed) await this.opts.changed?.();
+    if (removed) {
+      await by.record({
+        tenantId: tenant?.tenantId ?? null,
+        action: "reference-values.removed",
+        target: { kind: "reference-set", id: `${model}/${firmwareVersion}` },
+        before: { model, firmwareVersion },
+        after: null,
+      });
+      await this.opts.changed?.();
+    }
     return removed;
   }
 }

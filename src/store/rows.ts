@@ -16,7 +16,7 @@ import type { FailureCount, JobItem, RequestErrorCount, StatusCount, StoredActiv
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalSession, PortalUser } from "../domain/portal.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, Tenant } from "../domain/tenants.ts";
 import type { StoredVerdict } from "../domain/verdicts.ts";
-import type { DevicePinReset, DeviceRecord } from "../domain/devices.ts";
+import type { DeviceRecord } from "../domain/devices.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type { EarAlgorithm, SigningKeyRecord } from "../domain/signingKeys.ts";
 import type { StoredPlayApp } from "../domain/playApps.ts";
@@ -144,13 +144,6 @@ export function rowMappers(d: Dialect) {
       resets: num(r.resets),
     }),
 
-    devicePinReset: (r: Row): DevicePinReset => ({
-      tenantId: r.tenant_id as string,
-      deviceId: r.device_id as string,
-      at: r.reset_at as string,
-      by: r.reset_by as string,
-      previousPin: d.json(r.previous_pin),
-    }),
 
     // ---- the overview's counts (SUM over BIGINT arrives as a string from PostgreSQL) ----
     verdictCount: (r: Row): VerdictCount => ({ bucket: r.bucket as string, verdict: r.verdict as VerdictCount["verdict"], n: num(r.n) }),

@@ -1,5 +1,6 @@
 import type { ReferenceValue } from "../attestation/types.ts";
 import type { ActivityEntry } from "../domain/activity.ts";
+import type { AuditActor, AuditRecord } from "../domain/audit.ts";
 import type { StoredReferenceSet } from "../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../domain/playApps.ts";
 import type { TenantPolicyVersion } from "../domain/tenantPolicy.ts";
@@ -24,7 +25,7 @@ import type {
 } from "../domain/enrollment.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../domain/tenants.ts";
 import type { StoredVerdict, VerdictValue } from "../domain/verdicts.ts";
-import type { DevicePinReset, DeviceRecord } from "../domain/devices.ts";
+import type { DevicePin, DeviceRecord } from "../domain/devices.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState, SsoMapping } from "../domain/portal.ts";
 import type { SigningKeyRecord } from "../domain/signingKeys.ts";
 import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../domain/webhooks.ts";
@@ -233,11 +234,16 @@ export interface DeviceStore {
   saveDeviceVerdict(tenantId: string, deviceId: string, decide: DeviceVerdictDecision, webhooks?: WebhookPlan): Promise<StoredVerdict>;
   /**
    * Clears the device's pin (its history stays; the next Yes pins afresh), counts the reset and writes its audit
-   * record, atomically. Undefined, changing nothing, when the tenant has no such device.
+   * record (`audit(previousPin)`, into the audit trail: AuditStore), atomically. Undefined, changing nothing, when
+   * the tenant has no such device. Its resets are read back from the audit trail (action `device.pin-reset`).
    */
-  resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }, webhooks?: readonly NewWebhookDelivery[]): Promise<DevicePinReset | undefined>;
-  /** the device's reset audit records, oldest first */
-  listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]>;
+  resetDevicePin(
+    tenantId: string,
+    deviceId: string,
+    audit: (previousPin: DevicePin | null) => AuditRecord,
+    /** the reset's webhook deliveries (device.pin.changed), written in its transaction */
+    webhooks?: readonly NewWebhookDelivery[],
+  ): Promise<AuditRecord | undefined>;
 }
 
 export interface ActivityFilter {
@@ -738,8 +744,36 @@ export interface SsoStore {
   linkSsoIdentity(issuer: string, subject: string, userId: string, at: string): Promise<"ok" | "taken">;
 }
 
+/** Which audit records a query reads (docs/audit.md); newest first, keyset paging on (time, id). */
+export interface AuditFilter {
+  /** one tenant's records (a tenant user's view); absent: every record, operator-wide ones included */
+  tenantId?: string;
+  /** time >= since */
+  since?: string;
+  /** time < until */
+  until?: string;
+  actorKind?: AuditActor["kind"];
+  /** the actor's id: a portal user's id, an API client's, the operator's OS user */
+  actorId?: string;
+  /** an action (`key.revoked`), or a family of them (`key.*`) */
+  action?: string;
+  targetKind?: string;
+  targetId?: string;
+  /** keyset cursor: records strictly before this one in newest-first order */
+  before?: { time: string; id: string };
+  /** at most this many (1..1000, default 100) */
+  limit?: number;
+}
+
+/** The audit trail (src/services/auditTrail.ts writes it; issue 26). Records are never changed or deleted here. */
+export interface AuditStore {
+  /** Writes one record; durable when it returns. */
+  appendAudit(r: AuditRecord): Promise<void>;
+  queryAudit(f: AuditFilter): Promise<AuditRecord[]>;
+}
+
 /** Everything durable, as one backend provides it. */
-export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore, PlayAppStore, AppAttestStore, WebhookStore, TenantPolicyStore, SsoStore {
+export interface DurableStore extends TenantStore, VerdictStore, DeviceStore, ActivityStore, StatsStore, ReferenceValueStore, PortalStore, PlayAppStore, AppAttestStore, WebhookStore, TenantPolicyStore, SsoStore, AuditStore {
   readonly kind: string;
   /** cheap round trip for /readyz */
   ping(): Promise<void>;

@@ -12,6 +12,7 @@ import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts
 import { DEMO_APP_ID, makeAppAttestAssertion, makeAppAttestAttestation } from "../../src/attestation/sim/appAttest.ts";
 import { T0 } from "../helpers/clock.ts";
 import { NONCE, NOW, appraiseAttestation, demoCa } from "./fixtures.ts";
+import { testActor } from "../helpers/audit.ts";
 
 /**
  * IosAppRegistry and AppAttestKeys (src/services/): what they refuse, the registry's cache, what they look up before
@@ -41,30 +42,30 @@ describe("IosAppRegistry and AppAttestKeys", () => {
 
   it("checks the app id and the environment; production by default; one per tenant and app id", async () => {
     for (const appId of ["com.example.app", "abcde12345.com.example", "ABCDE1234.com.x", "ABCDE12345.", "ABCDE12345.a b", `ABCDE12345.${"a".repeat(250)}`]) {
-      await assert.rejects(apps.add(acme, { appId }), refusedWith(catalog.PORTAL_INVALID_REQUEST), appId);
+      await assert.rejects(apps.add(acme, { appId }, testActor()), refusedWith(catalog.PORTAL_INVALID_REQUEST), appId);
     }
-    await assert.rejects(apps.add(acme, { appId: DEMO_APP_ID, environment: "staging" as never }), refusedWith(catalog.PORTAL_INVALID_REQUEST));
-    const added = await apps.add(acme, { appId: DEMO_APP_ID });
+    await assert.rejects(apps.add(acme, { appId: DEMO_APP_ID, environment: "staging" as never }, testActor()), refusedWith(catalog.PORTAL_INVALID_REQUEST));
+    const added = await apps.add(acme, { appId: DEMO_APP_ID }, testActor());
     assert.equal(added.environment, "production");
     assert.match(added.id, /^ia_/);
-    await assert.rejects(apps.add(acme, { appId: DEMO_APP_ID, environment: "both" }), refusedWith(catalog.PORTAL_IOS_APP_EXISTS));
-    assert.equal((await apps.add(other, { appId: DEMO_APP_ID, environment: "development" })).environment, "development");
-    assert.equal(await apps.remove(other, added.id), false, "another tenant's id is not found");
+    await assert.rejects(apps.add(acme, { appId: DEMO_APP_ID, environment: "both" }, testActor()), refusedWith(catalog.PORTAL_IOS_APP_EXISTS));
+    assert.equal((await apps.add(other, { appId: DEMO_APP_ID, environment: "development" }, testActor())).environment, "development");
+    assert.equal(await apps.remove(other, added.id, testActor()), false, "another tenant's id is not found");
   });
 
   it("appsForAppraisal: cached per tenant; a change through the registry holds at once, one elsewhere within the cache time", async () => {
     assert.deepEqual(await apps.appsForAppraisal(acme.tenantId), []);
-    const a = await apps.add(acme, { appId: DEMO_APP_ID, environment: "both" });
+    const a = await apps.add(acme, { appId: DEMO_APP_ID, environment: "both" }, testActor());
     assert.deepEqual(await apps.appsForAppraisal(acme.tenantId), [{ appId: DEMO_APP_ID, environment: "both" }]);
     const elsewhere = new IosAppRegistry(store, clock, cryptoRng, box);
-    await elsewhere.remove(acme, a.id);
+    await elsewhere.remove(acme, a.id, testActor());
     assert.equal((await apps.appsForAppraisal(acme.tenantId)).length, 1, "cached");
     now += IOS_APP_CACHE_MS;
     assert.deepEqual(await apps.appsForAppraisal(acme.tenantId), []);
   });
 
   it("evidence: the apps for an attestation, the tenant's key for an assertion, nothing for another body", async () => {
-    await apps.add(acme, { appId: DEMO_APP_ID, environment: "both" });
+    await apps.add(acme, { appId: DEMO_APP_ID, environment: "both" }, testActor());
     const { blob, key } = await makeAppAttestAttestation(await demoCa(), { nonce: NONCE, now: NOW });
     assert.deepEqual(await keys.evidence(acme.tenantId, blob), { apps: [{ appId: DEMO_APP_ID, environment: "both" }] });
     assert.equal(await keys.evidence(acme.tenantId, new Uint8Array([0x30, 0x82])), undefined);
@@ -91,7 +92,7 @@ describe("IosAppRegistry and AppAttestKeys", () => {
   });
 
   it("keys: list, show and revoke within the tenant; a bad key id is INVALID_REQUEST, an unknown one A_NOT_FOUND", async () => {
-    await apps.add(acme, { appId: DEMO_APP_ID, environment: "both" });
+    await apps.add(acme, { appId: DEMO_APP_ID, environment: "both" }, testActor());
     const { blob, key } = await makeAppAttestAttestation(await demoCa(), { nonce: NONCE, now: NOW });
     await store.applyAppAttestEffect(keys.effectOf(acme.tenantId, await appraiseAttestation(blob))!);
     const shown = await keys.get(acme.tenantId, key.keyId);
@@ -101,14 +102,15 @@ describe("IosAppRegistry and AppAttestKeys", () => {
     assert.equal((await keys.list(acme.tenantId, { limit: 1 })).next, key.keyId);
     await assert.rejects(keys.get(other.tenantId, key.keyId), refusedWith(catalog.A_NOT_FOUND));
     await assert.rejects(keys.get(acme.tenantId, "not a key id"), refusedWith(catalog.INVALID_REQUEST));
-    await assert.rejects(keys.revoke(other.tenantId, key.keyId), refusedWith(catalog.A_NOT_FOUND));
-    assert.notEqual((await keys.revoke(acme.tenantId, key.keyId)).revokedAt, null);
-    await assert.rejects(keys.revoke(acme.tenantId, key.keyId), refusedWith(catalog.A_NOT_FOUND), "revoked already");
+    await assert.rejects(keys.revoke(other.tenantId, key.keyId, testActor()), refusedWith(catalog.A_NOT_FOUND));
+    assert.notEqual((await keys.revoke(acme.tenantId, key.keyId, testActor())).revokedAt, null);
+    await assert.rejects(keys.revoke(acme.tenantId, key.keyId, testActor()), refusedWith(catalog.A_NOT_FOUND), "revoked already");
   });
 
   it("developer key: checked, sealed bound to the registration, shown only as set and its key id; per app, within the tenant", async () => {
     const pem = p8();
-    const a = await apps.add(acme, { appId: DEMO_APP_ID, environment: "both", developerKey: { keyId: "KEY1234567", privateKey: pem } });
+    const by = testActor(store);
+    const a = await apps.add(acme, { appId: DEMO_APP_ID, environment: "both", developerKey: { keyId: "KEY1234567", privateKey: pem } }, by);
     assert.deepEqual(a.developerKey, { keyId: "KEY1234567" });
     assert.equal(JSON.stringify(a).includes("PRIVATE KEY"), false);
     assert.deepEqual((await apps.list(acme)).map((x) => x.developerKey), [{ keyId: "KEY1234567" }]);
@@ -123,7 +125,7 @@ describe("IosAppRegistry and AppAttestKeys", () => {
     assert.match(opened!.privateKeyPem, /BEGIN PRIVATE KEY/);
     assert.equal(await apps.developerKeyFor(other.tenantId, DEMO_APP_ID), undefined, "another tenant's app: none");
     // a sealed value copied to another registration does not open there
-    const b = await apps.add(other, { appId: DEMO_APP_ID });
+    const b = await apps.add(other, { appId: DEMO_APP_ID }, by);
     await store.setIosAppDeveloperKey(other.tenantId, b.id, { keyId: "KEY1234567", sealed: stored.sealedDeveloperKey });
     assert.throws(() => box.open(stored.sealedDeveloperKey!, `ios-app-developer-key:${b.id}`));
     // refused: a bad key id, a key that is not P-256, not PEM; an unknown app
@@ -134,15 +136,20 @@ describe("IosAppRegistry and AppAttestKeys", () => {
       { keyId: "KEY1234567", privateKey: generateKeyPairSync("ec", { namedCurve: "P-384" }).privateKey.export({ type: "pkcs8", format: "pem" }).toString() },
       { keyId: "KEY1234567", privateKey: generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString() },
     ]) {
-      await assert.rejects(apps.setDeveloperKey(acme, a.id, bad), refusedWith(catalog.PORTAL_INVALID_REQUEST), bad.keyId);
+      await assert.rejects(apps.setDeveloperKey(acme, a.id, bad, by), refusedWith(catalog.PORTAL_INVALID_REQUEST), bad.keyId);
     }
-    await assert.rejects(apps.setDeveloperKey(other, a.id, { keyId: "KEY7654321", privateKey: p8() }), refusedWith(catalog.PORTAL_NOT_FOUND), "another tenant's app");
+    await assert.rejects(apps.setDeveloperKey(other, a.id, { keyId: "KEY7654321", privateKey: p8() }, by), refusedWith(catalog.PORTAL_NOT_FOUND), "another tenant's app");
     // replaced, then removed
-    assert.deepEqual((await apps.setDeveloperKey(acme, a.id, { keyId: "KEY7654321", privateKey: p8() })).developerKey, { keyId: "KEY7654321" });
+    assert.deepEqual((await apps.setDeveloperKey(acme, a.id, { keyId: "KEY7654321", privateKey: p8() }, by)).developerKey, { keyId: "KEY7654321" });
     assert.equal((await apps.developerKeyFor(acme.tenantId, DEMO_APP_ID))?.keyId, "KEY7654321");
-    assert.equal((await apps.setDeveloperKey(acme, a.id, null)).developerKey, null);
+    assert.equal((await apps.setDeveloperKey(acme, a.id, null, by)).developerKey, null);
     assert.equal(await apps.developerKeyFor(acme.tenantId, DEMO_APP_ID), undefined);
     const cleared = (await store.listIosApps(acme.tenantId))[0]!;
     assert.equal(cleared.sealedDeveloperKey, null);
+    // the audit trail names the key by its id, never the key itself (docs/audit.md)
+    const trail = await store.queryAudit({ tenantId: acme.tenantId, targetKind: "ios-app", targetId: a.id, limit: 10 });
+    assert.deepEqual(trail.map((r) => r.action).sort(), ["ios-app.added", "ios-app.developer-key-cleared", "ios-app.developer-key-set"]);
+    assert.equal(JSON.stringify(trail).includes("PRIVATE KEY"), false);
+    assert.deepEqual((trail.find((r) => r.action === "ios-app.developer-key-set")!.after as { developerKey: unknown }).developerKey, { keyId: "KEY7654321" });
   });
 });

@@ -260,14 +260,14 @@ describe("the portal's enrollment pages in a real browser", { timeout: 300_000 }
     await confirmInPage(page);
     await page.locator("#notice").getByText("Pin of till-7 reset.").waitFor();
     await page.getByText("Not pinned: the device's next Yes pins it.").waitFor();
-    await page.locator("tbody tr", { hasText: "portal:ada@acme.example" }).waitFor();
+    await page.locator("tbody tr", { hasText: "ada@acme.example" }).waitFor();
     await visit(page, "16-device-reset");
 
     assert.equal(await attestTill(tills[1]!, "till-7"), "Yes", "pinned afresh to the new key");
     const cli = attestdCli(["device", "show", "till-7", "--tenant", "acme", ...data]);
     assert.equal(cli.status, 0, cli.stderr);
     const shown = JSON.parse(cli.stdout) as { device: { count: number; pin: { objectId: string } | null; resets: number }; resets: { by: string }[] };
-    assert.deepEqual([shown.device.count, shown.device.resets, shown.resets.map((r) => r.by)], [4, 1, ["portal:ada@acme.example"]]);
+    assert.deepEqual([shown.device.count, shown.device.resets, shown.resets.map((r) => r.by)], [4, 1, ["ada@acme.example"]]);
     assert.ok(shown.device.pin, "the CLI sees the new pin");
   });
 

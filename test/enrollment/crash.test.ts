@@ -12,6 +12,7 @@ import { openDatabase, pluck } from "../../src/store/sqlite/database.ts";
 import { SqliteEnrollmentStore } from "../../src/store/sqlite/sqliteEnrollmentStore.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
 import { startServer, type ServerProcess } from "../helpers/serverProcess.ts";
+import { testActor } from "../helpers/audit.ts";
 
 const DEVICES = 40;
 const KILL_AFTER = 12;
@@ -42,7 +43,7 @@ describe("device job queue across a crash", () => {
         createdAt: new Date().toISOString(),
       });
       const admin = new ClientAdmin(new SqliteEnrollmentStore(sqlite.db), systemClock, cryptoRng);
-      return (await admin.createClient(tenant, { email: "ops@crash.example", rps: 1000, burst: 1000 })).keys;
+      return (await admin.createClient(tenant, { email: "ops@crash.example", rps: 1000, burst: 1000 }, testActor())).keys;
     } finally {
       await sqlite.close();
     }

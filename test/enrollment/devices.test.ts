@@ -7,6 +7,7 @@ import { encryptForTenant } from "../../src/enrollment/tenantKeys.ts";
 import { catalog } from "../../src/errors/catalog.ts";
 import { pluck } from "../../src/store/sqlite/database.ts";
 import { assertPartBError, Harness, imeiFrom14, type Session } from "./harness.ts";
+import { testActor } from "../helpers/audit.ts";
 
 const imei = (n: number) => imeiFrom14(String(35_100_000_000_000 + n));
 const log = pino({ level: "silent" });
@@ -98,7 +99,7 @@ describe("Part B devices and the job queue", () => {
   it("records failures per device when the profile or user goes away before processing", async () => {
     const p = await profile("Doomed");
     const email = `worker@${s.tenant.name}.example`;
-    await h.enrollment.clients.registerUser(s.tenant, email);
+    await h.enrollment.clients.registerUser(s.tenant, email, testActor());
     const tx1 = await upload(p, [{ deviceId: imei(10) }, { deviceId: imei(11) }]);
     assert.equal((await s.call("DELETE", `/svc/v1/enroll/profiles/${p}`)).statusCode, 200);
     await h.enrollment.worker.drain();
@@ -108,7 +109,7 @@ describe("Part B devices and the job queue", () => {
 
     const q = await profile("Users");
     const tx2 = await upload(q, [{ deviceId: imei(12), userId: email }, { deviceId: imei(13) }]);
-    await h.enrollment.clients.deregisterUser(s.tenant, email);
+    await h.enrollment.clients.deregisterUser(s.tenant, email, testActor());
     await h.enrollment.worker.drain();
     const r2 = await list(`?transactionId=${tx2}`);
     assert.deepEqual(
@@ -188,7 +189,7 @@ describe("Part B devices and the job queue", () => {
   it("takes userPassword encrypted to the tenant key and never stores the plaintext", async () => {
     const p = await profile("Passwords");
     const email = `pw@${s.tenant.name}.example`;
-    await h.enrollment.clients.registerUser(s.tenant, email);
+    await h.enrollment.clients.registerUser(s.tenant, email, testActor());
     const keyRes = await s.call("GET", "/svc/v1/tenant/encryption-key");
     assert.equal(keyRes.statusCode, 200);
     const { algorithm, publicKey } = keyRes.json();

@@ -7,6 +7,7 @@ import { encryptForTenant } from "../../src/enrollment/tenantKeys.ts";
 import { fromPgError } from "../../src/store/errors.ts";
 import type { Tenant } from "../../src/domain/tenants.ts";
 import { assertPartBError, Harness, imeiFrom14, type Session } from "./harness.ts";
+import { testActor } from "../helpers/audit.ts";
 
 /**
  * Every Part B error over HTTP, with its exact status, code and message, an errorId in the body, and that errorId
@@ -106,7 +107,7 @@ const cases: Case[] = [
     what: "a deregistered user",
     run: async ({ h }) => {
       const t = await h.session({ email: "leaver@example.com" });
-      await h.enrollment.clients.deregisterUser(t.tenant, "leaver@example.com");
+      await h.enrollment.clients.deregisterUser(t.tenant, "leaver@example.com", testActor());
       return t.call("GET", "/svc/v1/resellers");
     },
   },

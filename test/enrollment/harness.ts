@@ -12,6 +12,7 @@ import type { ActivityEntry } from "../../src/domain/activity.ts";
 import type { Tenant, TenantKind } from "../../src/domain/tenants.ts";
 import { T0 } from "../helpers/clock.ts";
 import { createApiKeyFor, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
+import { testActor } from "../helpers/audit.ts";
 
 export interface Session {
   tenant: Tenant;
@@ -86,7 +87,7 @@ export class Harness {
       readOnly: o.readOnly ?? false,
       rps: o.rps ?? 1000,
       burst: o.burst ?? 1000,
-    });
+    }, testActor());
   }
 
   requestToken(body: unknown, extra: Partial<InjectOptions> = {}): Promise<LightMyRequestResponse> {

@@ -9,6 +9,7 @@ import { accessTokenRequest } from "../../src/enrollment/clientJwt.ts";
 import { catalog } from "../../src/errors/catalog.ts";
 import { startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 import { assertPartBError } from "./harness.ts";
+import { testActor } from "../helpers/audit.ts";
 
 /** What Samsung's knox-token-library-js exports (it ships no types): each reads a keys.json file by name. */
 interface KnoxTokenLibrary {
@@ -32,7 +33,7 @@ describe("Knox token library clients (--token-audience)", () => {
   const start = async (settings: Record<string, unknown>) => {
     const t = await startTestRuntime(settings, { clock: new ManualClock(Date.now()), enrollment: { startWorker: false, tenantKeyBits: 2048 } });
     runtimes.push(t);
-    const { keys } = await t.runtime.enrollment.clients.createClient(t.tenant, { email: "ops@acme.example", readOnly: false, rps: 1000, burst: 1000 });
+    const { keys } = await t.runtime.enrollment.clients.createClient(t.tenant, { email: "ops@acme.example", readOnly: false, rps: 1000, burst: 1000 }, testActor());
     const keysFile = path.join(t.dir, "keys.json");
     writeFileSync(keysFile, JSON.stringify(keys), { mode: 0o600 });
     const requestToken = () =>
@@ -77,7 +78,7 @@ describe("Knox token library clients (--token-audience)", () => {
 
   it("still admits VendorWSM clients when both audiences are listed", async () => {
     const { t } = knoxReady;
-    const { keys } = await t.runtime.enrollment.clients.createClient(t.tenant, { email: "vendor@acme.example", readOnly: false, rps: 1000, burst: 1000 });
+    const { keys } = await t.runtime.enrollment.clients.createClient(t.tenant, { email: "vendor@acme.example", readOnly: false, rps: 1000, burst: 1000 }, testActor());
     const res = await t.runtime.app.inject({
       method: "POST",
       url: "/svc/v1/auth/accesstoken",

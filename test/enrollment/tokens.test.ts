@@ -7,6 +7,7 @@ import { catalog } from "../../src/errors/catalog.ts";
 import { pluck } from "../../src/store/sqlite/database.ts";
 import { attestdCli } from "../helpers/serverProcess.ts";
 import { assertPartBError, Harness } from "./harness.ts";
+import { testActor } from "../helpers/audit.ts";
 
 const BAD = catalog.ACCESS_TOKEN_BAD_REQUEST;
 
@@ -229,9 +230,9 @@ describe("Part B token flow", () => {
     assertPartBError(await h.requestToken(await accessTokenRequest(keys, { nowMs: h.clock.nowMs() })), catalog.RESELLER_BLOCKED);
     await h.sqlite.setEnrollmentEnabled(reseller.name, true);
     const token = await h.accessToken(keys);
-    await h.enrollment.clients.deregisterUser(reseller, "r@example.com");
+    await h.enrollment.clients.deregisterUser(reseller, "r@example.com", testActor());
     assertPartBError(await h.callWith(keys, token, "GET", "/svc/v1/resellers"), catalog.USER_AUTHENTICATION_FAIL);
-    await h.enrollment.clients.registerUser(reseller, "r@example.com");
+    await h.enrollment.clients.registerUser(reseller, "r@example.com", testActor());
     assert.equal((await h.callWith(keys, token, "GET", "/svc/v1/resellers")).statusCode, 200);
   });
 });

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import type { LightMyRequestResponse } from "fastify";
 import { SESSION_COOKIE } from "../../src/portal/sessions.ts";
 import type { TestRuntime } from "./runtime.ts";
+import { testActor } from "../helpers/audit.ts";
 
 export const PORTAL_PASSWORD = "a long and unusual passphrase";
 
@@ -22,7 +23,7 @@ export function portalPeople(t: TestRuntime) {
   const people = new Map<string, { cookie: string; csrf: string }>();
   return {
     async add(email: string, role: "admin" | "viewer" | "operator", tenant?: string): Promise<{ cookie: string; csrf: string }> {
-      const inv = await t.runtime.portal.accounts.invite({ email, role, ...(tenant ? { tenant } : {}) });
+      const inv = await t.runtime.portal.accounts.invite({ email, role, ...(tenant ? { tenant } : {}) }, testActor());
       const set = await t.runtime.app.inject({ method: "POST", url: "/portal/api/invite", headers: { origin }, payload: { token: inv.token, password: PORTAL_PASSWORD } });
       assert.equal(set.statusCode, 200, set.body);
       const res = await t.runtime.app.inject({ method: "POST", url: "/portal/api/session", headers: { origin }, payload: { email, password: PORTAL_PASSWORD } });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash, createPublicKey } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { tmpdir, userInfo } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ANDROID_DEV_CA_FILES, createAndroidDevCa, readAndroidDevCa, writeAndroidDevCa, type AndroidDevCa } from "../../src/attestation/sim/androidCa.ts";
@@ -18,6 +18,7 @@ import { DeviceService } from "../../src/services/deviceService.ts";
 import { T0 } from "../helpers/clock.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 import { attestdCli } from "../helpers/serverProcess.ts";
+import { testActor } from "../helpers/audit.ts";
 
 /**
  * Per-device memory (trust on first use) over HTTP, on the default SQLite runtime, with the demo Android PKI and
@@ -291,7 +292,7 @@ describe("per-device memory over HTTP", () => {
     const changedPhone = await factoryPhone();
     assert.equal((await attestPhone(changedPhone, id)).device.pin, "changed");
     const devices = new DeviceService(t.runtime.stores.durable, t.clock);
-    const reset = await devices.resetPin(t.tenant.tenantId, id, "test");
+    const reset = await devices.resetPin(t.tenant.tenantId, id, testActor(t.runtime.stores.durable));
     assert.equal(reset.by, "test");
     assert.ok(reset.previousPin);
     const h = (await history(id)).json();
@@ -299,7 +300,7 @@ describe("per-device memory over HTTP", () => {
     assert.equal(h.resets, 1);
     assert.equal((await attestPhone(changedPhone, id)).device.pin, "first");
     assert.equal((await attestPhone(phone, id)).device.pin, "changed", "the old phone is now the stranger");
-    await assert.rejects(devices.resetPin(t.tenant.tenantId, newDeviceId("never-seen"), "test"), (e: { entry?: { code: string } }) => e.entry?.code === "4040000");
+    await assert.rejects(devices.resetPin(t.tenant.tenantId, newDeviceId("never-seen"), testActor()), (e: { entry?: { code: string } }) => e.entry?.code === "4040000");
   });
 
   it("`attestd device show` and `attestd device reset` work on the running server's store; the reset is in the audit trail", async () => {
@@ -320,7 +321,7 @@ describe("per-device memory over HTTP", () => {
     const after = JSON.parse(attestdCli(["device", "show", ...common]).stdout);
     assert.equal(after.device.pin, null);
     assert.equal(after.resets.length, 1);
-    assert.equal(after.resets[0].by, "cli");
+    assert.equal(after.resets[0].by, userInfo().username, "the operator: the OS user that ran attestd");
     assert.deepEqual(after.resets[0].previousPin, before.device.pin);
     assert.equal((await history(id)).json().pin, null, "the server reads the reset at once");
 

@@ -6,6 +6,7 @@ import { accessTokenRequest, apiToken, type ClientKeys } from "../../src/enrollm
 import { SESSION_COOKIE } from "../../src/portal/sessions.ts";
 import { portalPeople, refusalCode } from "../helpers/portalPeople.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
+import { testActor } from "../helpers/audit.ts";
 
 /**
  * A number too large for a double (1e309, 400 digits) reads as ±Infinity, in a query string (coerced by the
@@ -86,7 +87,7 @@ describe("non-finite numbers in every numeric parameter", () => {
     t = await startTestRuntime({}, { enrollment: { startWorker: false, tenantKeyBits: 2048 } });
     // a tenant's admin: every numeric parameter is on a tenant's route, which an operator would have to name
     admin = await portalPeople(t).add("ada@acme.example", "admin", "acme");
-    ({ keys } = await t.runtime.enrollment.clients.createClient(t.tenant, { email: "ops@acme.example", readOnly: false, rps: 1000, burst: 1000 }));
+    ({ keys } = await t.runtime.enrollment.clients.createClient(t.tenant, { email: "ops@acme.example", readOnly: false, rps: 1000, burst: 1000 }, testActor()));
     const res = await t.runtime.app.inject({ method: "POST", url: "/svc/v1/auth/accesstoken", payload: await accessTokenRequest(keys, { nowMs: t.clock.nowMs(), validityMinutes: 30 }) });
     assert.equal(res.statusCode, 200, res.body);
     accessToken = res.json().accessToken;

@@ -4,6 +4,7 @@ import { parseApiKey } from "../../src/auth/apiKeys.ts";
 import { SESSION_COOKIE } from "../../src/portal/sessions.ts";
 import { PORTAL_PASSWORD as PASSWORD, portalPeople, type PortalRequest } from "../helpers/portalPeople.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
+import { testActor } from "../helpers/audit.ts";
 
 
 /**
@@ -160,7 +161,7 @@ describe("portal over HTTP", () => {
     assert.equal((await t.runtime.app.inject({ method: "GET", url: "/portal/api/me", cookies: { [SESSION_COOKIE]: vic.cookie } })).statusCode, 401);
 
     assert.equal((await as("gus@globex.example", { url: "/portal/api/me" })).statusCode, 200);
-    assert.ok((await t.runtime.portal.accounts.disable({ email: "gus@globex.example" })) >= 1);
+    assert.ok((await t.runtime.portal.accounts.disable({ email: "gus@globex.example" }, testActor())) >= 1);
     assert.equal((await as("gus@globex.example", { url: "/portal/api/me" })).statusCode, 401);
   });
 
@@ -173,6 +174,8 @@ describe("portal over HTTP", () => {
       "/portal/api/app-attest-keys",
       "/portal/api/app-attest-keys/{keyId}",
       "/portal/api/app-attest-keys/{keyId}/revoke",
+      "/portal/api/audit",
+      "/portal/api/audit/export",
       "/portal/api/clients",
       "/portal/api/clients/{clientId}",
       "/portal/api/devices",

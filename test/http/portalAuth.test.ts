@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from "../../src/config.ts";
 import { SESSION_COOKIE, sha256 } from "../../src/portal/sessions.ts";
 import { startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
 import { SoftAuthenticator } from "../helpers/softAuthenticator.ts";
+import { testActor } from "../helpers/audit.ts";
 
 const PASSWORD = "a long and unusual passphrase";
 // The configured public URL. Under inject the request's protocol is http, so the sign-in Origin check and the
@@ -52,8 +53,8 @@ function portalHelpers(get: () => TestRuntime) {
   /** an active person with a password, signed in */
   async function person(email: string, role: "admin" | "viewer" | "operator", tenant?: string): Promise<Who> {
     const { accounts } = get().runtime.portal;
-    const inv = await accounts.invite({ email, role, ...(tenant ? { tenant } : {}) });
-    await accounts.acceptInvite(inv.token, PASSWORD);
+    const inv = await accounts.invite({ email, role, ...(tenant ? { tenant } : {}) }, testActor());
+    await accounts.acceptInvite(inv.token, PASSWORD, (a) => testActor(undefined, a));
     return signIn(email);
   }
 
@@ -225,12 +226,12 @@ describe("portal passkeys over HTTP", () => {
     const gil = await h.person("gil@acme.example", "viewer", "acme");
     const device = new SoftAuthenticator();
     assert.equal((await h.registerPasskey(gil, device)).statusCode, 200);
-    await t.runtime.portal.accounts.disable({ email: "gil@acme.example" });
+    await t.runtime.portal.accounts.disable({ email: "gil@acme.example" }, testActor());
     const { res } = await h.passkeySignIn(device);
     assert.equal(res.statusCode, 401);
     assert.equal(res.json().code, "4018002");
     assert.equal(res.cookies.length, 0);
-    await t.runtime.portal.accounts.enable({ email: "gil@acme.example" });
+    await t.runtime.portal.accounts.enable({ email: "gil@acme.example" }, testActor());
     assert.equal((await h.passkeySignIn(device)).res.statusCode, 200);
   });
 
@@ -313,9 +314,9 @@ describe("portal sign-in over HTTP: rate limits, one answer for every failure, s
 
   it("an unknown email, a wrong password, an invited and a disabled account get byte-identical answers but for errorId", async () => {
     await h.person("lou@acme.example", "admin", "acme");
-    await t.runtime.portal.accounts.invite({ email: "max@acme.example", tenant: "acme", role: "viewer" });
+    await t.runtime.portal.accounts.invite({ email: "max@acme.example", tenant: "acme", role: "viewer" }, testActor());
     await h.person("ned@acme.example", "admin", "acme");
-    await t.runtime.portal.accounts.disable({ email: "ned@acme.example" });
+    await t.runtime.portal.accounts.disable({ email: "ned@acme.example" }, testActor());
     const answers = [
       await attempt("nobody@acme.example", PASSWORD),
       await attempt("lou@acme.example", "not the right one at all"),

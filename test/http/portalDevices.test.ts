@@ -155,7 +155,7 @@ describe("portal devices over HTTP", () => {
     const d = await t.runtime.stores.durable.getDevice(acme.tenantId, "tablet.7");
     assert.ok(d?.pin);
     assert.equal(d.resets, 0);
-    assert.deepEqual(await t.runtime.stores.durable.listDevicePinResets(acme.tenantId, "tablet.7"), []);
+    assert.deepEqual(await t.runtime.stores.durable.queryAudit({ tenantId: acme.tenantId, targetId: "tablet.7" }), []);
   });
 
   it("a tenant admin resets a pin: recorded with who did it, the history kept, the next Yes pins afresh", async () => {
@@ -163,19 +163,25 @@ describe("portal devices over HTTP", () => {
     const res = await as("ada@acme.example", { method: "POST", url: "/portal/api/devices/tablet.7/reset" });
     assert.equal(res.statusCode, 200, res.body);
     const reset = res.json();
-    assert.deepEqual(reset, { deviceId: "tablet.7", at: new Date(T0).toISOString(), by: "portal:ada@acme.example", previousPin: before!.pin });
+    assert.deepEqual(reset, { deviceId: "tablet.7", at: new Date(T0).toISOString(), by: "ada@acme.example", previousPin: before!.pin });
 
     const after = await t.runtime.stores.durable.getDevice(acme.tenantId, "tablet.7");
     assert.equal(after!.pin, null);
     assert.equal(after!.resets, 1);
     assert.equal(after!.count, before!.count, "the history stays");
-    const audit = await t.runtime.stores.durable.listDevicePinResets(acme.tenantId, "tablet.7");
-    assert.deepEqual(audit.map((r) => [r.by, r.previousPin?.objectId]), [["portal:ada@acme.example", before!.pin!.objectId]]);
+    // one home: the reset is the audit trail's record, with the person, where from, and the pin it cleared
+    const audit = await t.runtime.stores.durable.queryAudit({ tenantId: acme.tenantId, targetKind: "device", targetId: "tablet.7" });
+    assert.equal(audit.length, 1);
+    assert.equal(audit[0]!.action, "device.pin-reset");
+    assert.deepEqual(audit[0]!.actor, { kind: "user", id: audit[0]!.actor.id, email: "ada@acme.example" });
+    assert.equal(audit[0]!.from.kind, "http");
+    assert.deepEqual(audit[0]!.before, { pin: before!.pin });
+    assert.deepEqual(audit[0]!.after, { pin: null });
 
     const shown = (await as("vic@acme.example", { url: "/portal/api/devices/tablet.7" })).json();
     assert.deepEqual(shown.resets, [reset]);
     const page = await as("vic@acme.example", { url: "/portal/devices/tablet.7" });
-    assert.match(page.body, /<td[^>]* data-label="By"[^>]*>portal:ada@acme.example<\/td>/);
+    assert.match(page.body, /<td[^>]* data-label="By"[^>]*>ada@acme.example<\/td>/);
     assert.match(page.body, /Not pinned: the device's next <code>Yes<\/code> pins it\./);
     const adminPage = await as("ada@acme.example", { url: "/portal/devices/tablet.7" });
     assert.doesNotMatch(adminPage.body, /data-api="\/portal\/api\/devices\/tablet\.7\/reset"/, "nothing left to reset");
@@ -197,7 +203,7 @@ describe("portal devices over HTTP", () => {
 
     const res = await as("root@example.org", { method: "POST", url: "/portal/api/devices/globex-only:1/reset?tenant=globex" });
     assert.equal(res.statusCode, 200, res.body);
-    assert.equal(res.json().by, "portal:root@example.org");
+    assert.equal(res.json().by, "root@example.org");
     assert.equal((await t.runtime.stores.durable.getDevice(globex.tenantId, "globex-only:1"))!.pin, null);
   });
 

@@ -13,6 +13,7 @@ import type { Tenant } from "../../src/domain/tenants.ts";
 import { T0 } from "../helpers/clock.ts";
 import { portalPeople, refusalCode, type PortalRequest } from "../helpers/portalPeople.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
+import { testActor } from "../helpers/audit.ts";
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 
@@ -283,11 +284,11 @@ describe("portal enrollment pages over HTTP", () => {
       const e = t.runtime.enrollment;
       const acme = (await t.runtime.stores.durable.getTenantByName("acme"))!;
       t.clock.advance(1000); // after the profile the read-only test made, so "newest first" has one answer
-      profileId = (await e.profiles.create("t_acme", { name: "Field tablets", mdmUrl: "https://mdm.acme.example/enroll", settings: { wifi: true } })).profileId;
+      profileId = (await e.profiles.create("t_acme", { name: "Field tablets", mdmUrl: "https://mdm.acme.example/enroll", settings: { wifi: true } }, testActor())).profileId;
       t.clock.advance(1000);
-      await e.profiles.create("t_acme", { name: "Kiosks" });
-      transactionId = (await e.devices.upload(acme, { profileId, devices: imeis.map((deviceId) => ({ deviceId })) })).transactionId;
-      await e.profiles.create("t_globex", { name: "Globex phones" });
+      await e.profiles.create("t_acme", { name: "Kiosks" }, testActor());
+      transactionId = (await e.devices.upload(acme, { profileId, devices: imeis.map((deviceId) => ({ deviceId })) }, testActor())).transactionId;
+      await e.profiles.create("t_globex", { name: "Globex phones" }, testActor());
     });
 
     it("profiles, transactions with their state and each device's status, as Part B serves them, paged on the server", async () => {

@@ -9,6 +9,7 @@ import { catalog } from "../../src/errors/catalog.ts";
 import { startOidcProvider, throughProvider, type TestAccount, type TestOidcProvider } from "../helpers/oidcProvider.ts";
 import { PORTAL_PASSWORD, portalPeople } from "../helpers/portalPeople.ts";
 import { startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
+import { testActor } from "../helpers/audit.ts";
 
 // The configured public URL; the redirect URL registered at the provider is derived from it.
 const PUBLIC = "http://portal.test:8443";
@@ -277,7 +278,7 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
     assert.equal((await t.runtime.stores.durable.getPortalUserByEmail("boss@ops.example"))!.role, "operator");
 
     // disabled: refused, and the sessions it had are gone
-    await t.runtime.portal.accounts.disable({ email: "carol@acme.example" });
+    await t.runtime.portal.accounts.disable({ email: "carol@acme.example" }, testActor());
     const disabled = await signIn({ sub: "idp-carol", email: "carol@acme.example", email_verified: true });
     refusedWith(disabled, 403, "PORTAL_SSO_REFUSED");
     assert.match(disabled.body, /disabled/);

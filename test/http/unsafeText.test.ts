@@ -10,6 +10,7 @@ import { ApiKeyAdmin } from "../../src/services/apiKeyAdmin.ts";
 import { attestdCli } from "../helpers/serverProcess.ts";
 import { PORTAL_PASSWORD, portalPeople } from "../helpers/portalPeople.ts";
 import { KEY_HEADER, startTestRuntime, type TestRuntime } from "../helpers/runtime.ts";
+import { testActor } from "../helpers/audit.ts";
 
 /**
  * Identifiers, labels and names refuse control characters (C0 such as NUL, C1 such as U+0085) and bidi formatting
@@ -34,7 +35,7 @@ describe("control and bidi characters in identifiers, labels and names", () => {
     const people = portalPeople(t);
     admin = await people.add("ada@acme.example", "admin", "acme");
     operator = await people.add("root@example.org", "operator");
-    ({ keys } = await t.runtime.enrollment.clients.createClient(t.tenant, { email: "ops@acme.example", readOnly: false, rps: 1000, burst: 1000 }));
+    ({ keys } = await t.runtime.enrollment.clients.createClient(t.tenant, { email: "ops@acme.example", readOnly: false, rps: 1000, burst: 1000 }, testActor()));
     const res = await t.runtime.app.inject({ method: "POST", url: "/svc/v1/auth/accesstoken", payload: await accessTokenRequest(keys, { nowMs: t.clock.nowMs(), validityMinutes: 30 }) });
     accessToken = res.json().accessToken;
     const profile = await partB("POST", "/svc/v1/enroll/profiles", { name: "Field tablets" });
@@ -115,11 +116,11 @@ describe("control and bidi characters in identifiers, labels and names", () => {
   it("the services the CLI shares refuse them too, with the reason naming the character", async () => {
     const keyAdmin = new ApiKeyAdmin(t.runtime.stores.durable, t.clock, cryptoRng);
     for (const { name, value } of spoiled("deploy key")) {
-      await assert.rejects(keyAdmin.create(t.tenant, { label: value }), (e) => isAppError(e) && e.entry.code === "4008000" && /U\+(0000|0085|202E)/.test(e.reason), `label ${name}`);
+      await assert.rejects(keyAdmin.create(t.tenant, { label: value }, testActor()), (e) => isAppError(e) && e.entry.code === "4008000" && /U\+(0000|0085|202E)/.test(e.reason), `label ${name}`);
     }
     for (const { name, value } of spoiled("new@acme.example")) {
-      await assert.rejects(t.runtime.portal.accounts.invite({ email: value, tenant: "acme", role: "viewer" }), (e) => isAppError(e) && e.entry.code === "4008000", `invite ${name}`);
-      await assert.rejects(t.runtime.enrollment.clients.createClient(t.tenant, { email: value, readOnly: false }), /control or bidirectional/, `client ${name}`);
+      await assert.rejects(t.runtime.portal.accounts.invite({ email: value, tenant: "acme", role: "viewer" }, testActor()), (e) => isAppError(e) && e.entry.code === "4008000", `invite ${name}`);
+      await assert.rejects(t.runtime.enrollment.clients.createClient(t.tenant, { email: value, readOnly: false }, testActor()), /control or bidirectional/, `client ${name}`);
     }
   });
 

@@ -10,6 +10,7 @@ import { RateLimiter } from "../../src/services/rateLimiter.ts";
 import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts";
 import { MemoryRateLimitStore } from "../../src/store/memory/memoryRateLimitStore.ts";
 import { T0 } from "../helpers/clock.ts";
+import { testActor } from "../helpers/audit.ts";
 
 const GOOD = "a long and unusual passphrase";
 // the defaults of --portal-idle-timeout and --portal-session-lifetime
@@ -90,32 +91,32 @@ describe("portal passwords", () => {
 describe("portal accounts and sessions", () => {
   it("invite → set a password through the link → sign in; the link works once", async () => {
     const { accounts, store } = await setUp();
-    const inv = await accounts.invite({ email: "Ana@Acme.Example", tenant: "acme", role: "admin" });
+    const inv = await accounts.invite({ email: "Ana@Acme.Example", tenant: "acme", role: "admin" }, testActor());
     assert.equal(inv.user.email, "ana@acme.example");
     assert.equal(inv.user.state, "invited");
     assert.equal(inv.expiresAt, new Date(T0 + 24 * 3600_000).toISOString());
     await refused(accounts.signIn("ana@acme.example", GOOD, "10.0.0.1"), catalog.PORTAL_SIGNIN_FAILED);
-    await refused(accounts.acceptInvite(inv.token, "Password1234"), catalog.PORTAL_WEAK_PASSWORD);
+    await refused(accounts.acceptInvite(inv.token, "Password1234", (a) => testActor(undefined, a)), catalog.PORTAL_WEAK_PASSWORD);
     // a refused password leaves the link usable
-    const user = await accounts.acceptInvite(inv.token, GOOD);
+    const user = await accounts.acceptInvite(inv.token, GOOD, (a) => testActor(undefined, a));
     assert.equal(user.state, "active");
     assert.ok((await store.getPortalUser(user.userId))!.passwordHash!.startsWith("scrypt$"));
-    await refused(accounts.acceptInvite(inv.token, GOOD), catalog.PORTAL_INVITE_INVALID);
+    await refused(accounts.acceptInvite(inv.token, GOOD, (a) => testActor(undefined, a)), catalog.PORTAL_INVITE_INVALID);
     assert.equal((await accounts.signIn(" ANA@acme.example ", GOOD, "10.0.0.1")).userId, user.userId);
   });
 
   it("a link expires after 24 h; an unknown link says the same", async () => {
     const { accounts, clock } = await setUp();
-    const inv = await accounts.invite({ email: "bo@acme.example", tenant: "acme", role: "viewer" });
+    const inv = await accounts.invite({ email: "bo@acme.example", tenant: "acme", role: "viewer" }, testActor());
     clock.advance(24 * 3600_000);
-    await refused(accounts.acceptInvite(inv.token, GOOD), catalog.PORTAL_INVITE_INVALID);
-    await refused(accounts.acceptInvite("nope", GOOD), catalog.PORTAL_INVITE_INVALID);
+    await refused(accounts.acceptInvite(inv.token, GOOD, (a) => testActor(undefined, a)), catalog.PORTAL_INVITE_INVALID);
+    await refused(accounts.acceptInvite("nope", GOOD, (a) => testActor(undefined, a)), catalog.PORTAL_INVITE_INVALID);
   });
 
   it("an unknown email and a wrong password get the same error; attempts are rate-limited per account", async () => {
     const { accounts } = await setUp();
-    const inv = await accounts.invite({ email: "cy@acme.example", tenant: "acme", role: "admin" });
-    await accounts.acceptInvite(inv.token, GOOD);
+    const inv = await accounts.invite({ email: "cy@acme.example", tenant: "acme", role: "admin" }, testActor());
+    await accounts.acceptInvite(inv.token, GOOD, (a) => testActor(undefined, a));
     const a = await refused(accounts.signIn("nobody@acme.example", GOOD, "10.0.0.2"), catalog.PORTAL_SIGNIN_FAILED);
     const b = await refused(accounts.signIn("cy@acme.example", "wrong password!", "10.0.0.3"), catalog.PORTAL_SIGNIN_FAILED);
     assert.equal(a.message, b.message);
@@ -126,21 +127,21 @@ describe("portal accounts and sessions", () => {
 
   it("emails are one person: another tenant cannot invite the same address; operators have no tenant", async () => {
     const { accounts } = await setUp();
-    await accounts.invite({ email: "dee@acme.example", tenant: "acme", role: "admin" });
-    await refused(accounts.invite({ email: "DEE@acme.example", tenant: "other", role: "viewer" }), catalog.PORTAL_EMAIL_TAKEN);
-    await refused(accounts.invite({ email: "ops@example.org", tenant: "acme", role: "operator" }), catalog.PORTAL_INVALID_REQUEST);
-    await refused(accounts.invite({ email: "ops@example.org", role: "admin" }), catalog.PORTAL_INVALID_REQUEST);
-    await refused(accounts.invite({ email: "not an email", tenant: "acme", role: "admin" }), catalog.PORTAL_INVALID_REQUEST);
-    await refused(accounts.invite({ email: "x@acme.example", tenant: "nope", role: "admin" }), catalog.PORTAL_NOT_FOUND);
-    const op = await accounts.invite({ email: "ops@example.org", role: "operator" });
+    await accounts.invite({ email: "dee@acme.example", tenant: "acme", role: "admin" }, testActor());
+    await refused(accounts.invite({ email: "DEE@acme.example", tenant: "other", role: "viewer" }, testActor()), catalog.PORTAL_EMAIL_TAKEN);
+    await refused(accounts.invite({ email: "ops@example.org", tenant: "acme", role: "operator" }, testActor()), catalog.PORTAL_INVALID_REQUEST);
+    await refused(accounts.invite({ email: "ops@example.org", role: "admin" }, testActor()), catalog.PORTAL_INVALID_REQUEST);
+    await refused(accounts.invite({ email: "not an email", tenant: "acme", role: "admin" }, testActor()), catalog.PORTAL_INVALID_REQUEST);
+    await refused(accounts.invite({ email: "x@acme.example", tenant: "nope", role: "admin" }, testActor()), catalog.PORTAL_NOT_FOUND);
+    const op = await accounts.invite({ email: "ops@example.org", role: "operator" }, testActor());
     assert.equal(op.user.tenantId, null);
   });
 
   it("sessions: idle 30 min and absolute 12 h expiry; disabling a user ends every session at once", async () => {
     const { accounts, sessions, clock } = await setUp();
-    const inv = await accounts.invite({ email: "eve@acme.example", tenant: "acme", role: "admin" });
-    const user = await accounts.acceptInvite(inv.token, GOOD);
-    const { sessionId, session } = await sessions.open(user, "password");
+    const inv = await accounts.invite({ email: "eve@acme.example", tenant: "acme", role: "admin" }, testActor());
+    const user = await accounts.acceptInvite(inv.token, GOOD, (a) => testActor(undefined, a));
+    const { sessionId, session } = await sessions.open(user, "password", (a) => testActor(undefined, a));
     assert.equal((await sessions.resolve(sessionId))?.actor.tenantId, "t_acme");
     assert.equal(sessions.csrfValid(session, session.csrfToken), true);
     assert.equal(sessions.csrfValid(session, session.csrfToken.slice(1)), false);
@@ -153,13 +154,13 @@ describe("portal accounts and sessions", () => {
     clock.set(T0 + ABSOLUTE_MS);
     assert.equal(await sessions.resolve(sessionId), undefined, "12 h after it began");
 
-    const idle = await sessions.open(user, "password");
+    const idle = await sessions.open(user, "password", (a) => testActor(undefined, a));
     clock.advance(IDLE_MS);
     assert.equal(await sessions.resolve(idle.sessionId), undefined, "30 min without a request");
 
-    const a = await sessions.open(user, "password");
-    const b = await sessions.open(user, "password");
-    assert.equal(await accounts.disable({ email: "eve@acme.example" }), 2);
+    const a = await sessions.open(user, "password", (a) => testActor(undefined, a));
+    const b = await sessions.open(user, "password", (a) => testActor(undefined, a));
+    assert.equal(await accounts.disable({ email: "eve@acme.example" }, testActor()), 2);
     assert.equal(await sessions.resolve(a.sessionId), undefined);
     assert.equal(await sessions.resolve(b.sessionId), undefined);
     await refused(accounts.signIn("eve@acme.example", GOOD, "10.9.9.9"), catalog.PORTAL_SIGNIN_FAILED);
@@ -168,9 +169,9 @@ describe("portal accounts and sessions", () => {
 
   it("a page view writes the session's last-seen time only when it is a minute old; idle expiry ends no later for it", async () => {
     const { accounts, sessions, clock, store } = await setUp();
-    const inv = await accounts.invite({ email: "tom@acme.example", tenant: "acme", role: "admin" });
-    const user = await accounts.acceptInvite(inv.token, GOOD);
-    const { sessionId, session } = await sessions.open(user, "password");
+    const inv = await accounts.invite({ email: "tom@acme.example", tenant: "acme", role: "admin" }, testActor());
+    const user = await accounts.acceptInvite(inv.token, GOOD, (a) => testActor(undefined, a));
+    const { sessionId, session } = await sessions.open(user, "password", (a) => testActor(undefined, a));
     const lastSeen = async () => (await store.getSession(session.sessionHash))?.lastSeenAtMs;
     assert.equal(sessions.touchIntervalMs, 60_000);
     clock.advance(59_999);
@@ -191,81 +192,81 @@ describe("portal accounts and sessions", () => {
 
   it("a person has one live link: a newer link, a password set or a disable voids the older ones (enable brings none back)", async () => {
     const { accounts, store } = await setUp();
-    const first = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" });
-    const second = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" });
-    await refused(accounts.acceptInvite(first.token, GOOD), catalog.PORTAL_INVITE_INVALID);
-    const user = await accounts.acceptInvite(second.token, GOOD);
+    const first = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" }, testActor());
+    const second = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" }, testActor());
+    await refused(accounts.acceptInvite(first.token, GOOD, (a) => testActor(undefined, a)), catalog.PORTAL_INVITE_INVALID);
+    const user = await accounts.acceptInvite(second.token, GOOD, (a) => testActor(undefined, a));
 
     // a link out when the password is set by another (here: a newer link) is dead afterwards
-    const older = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" });
-    const newer = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" });
-    await accounts.acceptInvite(newer.token, "another long passphrase");
-    await refused(accounts.acceptInvite(older.token, "an attacker's passphrase"), catalog.PORTAL_INVITE_INVALID);
-    const afterChange = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" });
-    await accounts.changePassword({ userId: user.userId, email: user.email, role: "admin", tenantId: "t_acme" }, "another long passphrase", GOOD, "10.3.0.1");
-    await refused(accounts.acceptInvite(afterChange.token, "an attacker's passphrase"), catalog.PORTAL_INVITE_INVALID);
+    const older = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" }, testActor());
+    const newer = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" }, testActor());
+    await accounts.acceptInvite(newer.token, "another long passphrase", (a) => testActor(undefined, a));
+    await refused(accounts.acceptInvite(older.token, "an attacker's passphrase", (a) => testActor(undefined, a)), catalog.PORTAL_INVITE_INVALID);
+    const afterChange = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" }, testActor());
+    await accounts.changePassword({ userId: user.userId, email: user.email, role: "admin", tenantId: "t_acme" }, "another long passphrase", GOOD, "10.3.0.1", testActor());
+    await refused(accounts.acceptInvite(afterChange.token, "an attacker's passphrase", (a) => testActor(undefined, a)), catalog.PORTAL_INVITE_INVALID);
 
     // issued before a disable: dead after the enable too
-    const beforeDisable = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" });
-    await accounts.disable({ email: "lin@acme.example" });
-    await accounts.enable({ email: "lin@acme.example" });
-    await refused(accounts.acceptInvite(beforeDisable.token, "an attacker's passphrase"), catalog.PORTAL_INVITE_INVALID);
+    const beforeDisable = await accounts.invite({ email: "lin@acme.example", tenant: "acme", role: "admin" }, testActor());
+    await accounts.disable({ email: "lin@acme.example" }, testActor());
+    await accounts.enable({ email: "lin@acme.example" }, testActor());
+    await refused(accounts.acceptInvite(beforeDisable.token, "an attacker's passphrase", (a) => testActor(undefined, a)), catalog.PORTAL_INVITE_INVALID);
     assert.equal((await accounts.signIn("lin@acme.example", GOOD, "10.3.0.2")).userId, user.userId, "the password set last stands");
 
     // one who never set a password: enabled back to invited, needing a new link
-    const pending = await accounts.invite({ email: "pat@acme.example", tenant: "acme", role: "viewer" });
-    await accounts.disable({ email: "pat@acme.example" });
-    await refused(accounts.resetLink({ email: "pat@acme.example" }), catalog.PORTAL_INVALID_REQUEST);
-    assert.equal((await accounts.enable({ email: "pat@acme.example" })).state, "invited");
-    await refused(accounts.acceptInvite(pending.token, GOOD), catalog.PORTAL_INVITE_INVALID);
-    const fresh = await accounts.resetLink({ email: "pat@acme.example" });
+    const pending = await accounts.invite({ email: "pat@acme.example", tenant: "acme", role: "viewer" }, testActor());
+    await accounts.disable({ email: "pat@acme.example" }, testActor());
+    await refused(accounts.resetLink({ email: "pat@acme.example" }, testActor()), catalog.PORTAL_INVALID_REQUEST);
+    assert.equal((await accounts.enable({ email: "pat@acme.example" }, testActor())).state, "invited");
+    await refused(accounts.acceptInvite(pending.token, GOOD, (a) => testActor(undefined, a)), catalog.PORTAL_INVITE_INVALID);
+    const fresh = await accounts.resetLink({ email: "pat@acme.example" }, testActor());
     assert.match(fresh.link, /^https:\/\/attest\.example\/portal\/reset#[A-Za-z0-9_-]{43}$/);
-    assert.equal((await accounts.acceptInvite(fresh.token, GOOD)).state, "active");
+    assert.equal((await accounts.acceptInvite(fresh.token, GOOD, (a) => testActor(undefined, a))).state, "active");
     assert.equal((await store.getPortalUserByEmail("pat@acme.example"))!.state, "active");
   });
 
   it("a password change ends every session of the person; it needs the current password, under the sign-in limits", async () => {
     const { accounts, sessions } = await setUp();
-    const inv = await accounts.invite({ email: "kim@acme.example", tenant: "acme", role: "viewer" });
-    const user = await accounts.acceptInvite(inv.token, GOOD);
-    const a = await sessions.open(user, "password");
-    const b = await sessions.open(user, "passkey");
+    const inv = await accounts.invite({ email: "kim@acme.example", tenant: "acme", role: "viewer" }, testActor());
+    const user = await accounts.acceptInvite(inv.token, GOOD, (a) => testActor(undefined, a));
+    const a = await sessions.open(user, "password", (a) => testActor(undefined, a));
+    const b = await sessions.open(user, "passkey", (a) => testActor(undefined, a));
     const actor = (await sessions.resolve(a.sessionId))!.actor;
-    await refused(accounts.changePassword(actor, "not my password", "a brand new passphrase", "10.4.0.1"), catalog.PORTAL_SIGNIN_FAILED);
-    await refused(accounts.changePassword(actor, GOOD, " ".repeat(16), "10.4.0.2"), catalog.PORTAL_WEAK_PASSWORD);
+    await refused(accounts.changePassword(actor, "not my password", "a brand new passphrase", "10.4.0.1", testActor()), catalog.PORTAL_SIGNIN_FAILED);
+    await refused(accounts.changePassword(actor, GOOD, " ".repeat(16), "10.4.0.2", testActor()), catalog.PORTAL_WEAK_PASSWORD);
     assert.ok(await sessions.resolve(b.sessionId), "refusals end nothing");
-    assert.equal(await accounts.changePassword(actor, GOOD, "a brand new passphrase", "10.4.0.3"), 2);
+    assert.equal(await accounts.changePassword(actor, GOOD, "a brand new passphrase", "10.4.0.3", testActor()), 2);
     assert.equal(await sessions.resolve(a.sessionId), undefined);
     assert.equal(await sessions.resolve(b.sessionId), undefined);
     await refused(accounts.signIn("kim@acme.example", GOOD, "10.4.0.4"), catalog.PORTAL_SIGNIN_FAILED);
     assert.equal((await accounts.signIn("kim@acme.example", "a brand new passphrase", "10.4.0.5")).userId, user.userId);
-    for (let i = 0; i < 10; i++) await accounts.changePassword(actor, "wrong guess " + i, "a brand new passphrase", `10.4.1.${i}`).catch(() => undefined);
-    await refused(accounts.changePassword(actor, "a brand new passphrase", "yet another passphrase", "10.4.2.1"), catalog.TOO_MANY_REQUESTS);
+    for (let i = 0; i < 10; i++) await accounts.changePassword(actor, "wrong guess " + i, "a brand new passphrase", `10.4.1.${i}`, testActor()).catch(() => undefined);
+    await refused(accounts.changePassword(actor, "a brand new passphrase", "yet another passphrase", "10.4.2.1", testActor()), catalog.TOO_MANY_REQUESTS);
   });
 
   it("a reset link: operators for anyone, an admin for their own tenant only, nobody for a disabled person; using it ends every session", async () => {
     const { accounts, sessions } = await setUp();
-    const admin = await accounts.acceptInvite((await accounts.invite({ email: "adm@acme.example", tenant: "acme", role: "admin" })).token, GOOD);
-    const viewer = await accounts.acceptInvite((await accounts.invite({ email: "vi@acme.example", tenant: "acme", role: "viewer" })).token, GOOD);
-    const outsider = await accounts.acceptInvite((await accounts.invite({ email: "out@other.example", tenant: "other", role: "viewer" })).token, GOOD);
-    const op = await accounts.acceptInvite((await accounts.invite({ email: "op@example.org", role: "operator" })).token, GOOD);
+    const admin = await accounts.acceptInvite((await accounts.invite({ email: "adm@acme.example", tenant: "acme", role: "admin" }, testActor())).token, GOOD, (a) => testActor(undefined, a));
+    const viewer = await accounts.acceptInvite((await accounts.invite({ email: "vi@acme.example", tenant: "acme", role: "viewer" }, testActor())).token, GOOD, (a) => testActor(undefined, a));
+    const outsider = await accounts.acceptInvite((await accounts.invite({ email: "out@other.example", tenant: "other", role: "viewer" }, testActor())).token, GOOD, (a) => testActor(undefined, a));
+    const op = await accounts.acceptInvite((await accounts.invite({ email: "op@example.org", role: "operator" }, testActor())).token, GOOD, (a) => testActor(undefined, a));
     const as = (u: typeof admin) => ({ userId: u.userId, email: u.email, role: u.role, tenantId: u.tenantId });
 
-    await refused(accounts.resetLink({ userId: outsider.userId }, as(admin)), catalog.PORTAL_NOT_FOUND);
-    await refused(accounts.resetLink({ userId: op.userId }, as(admin)), catalog.PORTAL_NOT_FOUND);
-    const s1 = await sessions.open(viewer, "password");
-    const s2 = await sessions.open(viewer, "passkey");
-    const link = await accounts.resetLink({ userId: viewer.userId }, as(admin));
+    await refused(accounts.resetLink({ userId: outsider.userId }, testActor(), as(admin)), catalog.PORTAL_NOT_FOUND);
+    await refused(accounts.resetLink({ userId: op.userId }, testActor(), as(admin)), catalog.PORTAL_NOT_FOUND);
+    const s1 = await sessions.open(viewer, "password", (a) => testActor(undefined, a));
+    const s2 = await sessions.open(viewer, "passkey", (a) => testActor(undefined, a));
+    const link = await accounts.resetLink({ userId: viewer.userId }, testActor(), as(admin));
     assert.equal(link.expiresAt, new Date(T0 + 24 * 3600_000).toISOString());
     assert.ok(await sessions.resolve(s1.sessionId), "issuing a link ends nothing yet");
-    await accounts.acceptInvite(link.token, "the viewer's new passphrase");
+    await accounts.acceptInvite(link.token, "the viewer's new passphrase", (a) => testActor(undefined, a));
     assert.deepEqual([await sessions.resolve(s1.sessionId), await sessions.resolve(s2.sessionId)], [undefined, undefined]);
-    await refused(accounts.acceptInvite(link.token, "a second use of it"), catalog.PORTAL_INVITE_INVALID);
+    await refused(accounts.acceptInvite(link.token, "a second use of it", (a) => testActor(undefined, a)), catalog.PORTAL_INVITE_INVALID);
     assert.equal((await accounts.signIn("vi@acme.example", "the viewer's new passphrase", "10.5.0.1")).userId, viewer.userId);
 
-    assert.match((await accounts.resetLink({ userId: outsider.userId }, as(op))).link, /\/portal\/reset#/);
-    await accounts.disable({ userId: outsider.userId });
-    await refused(accounts.resetLink({ userId: outsider.userId }, as(op)), catalog.PORTAL_INVALID_REQUEST);
+    assert.match((await accounts.resetLink({ userId: outsider.userId }, testActor(), as(op))).link, /\/portal\/reset#/);
+    await accounts.disable({ userId: outsider.userId }, testActor());
+    await refused(accounts.resetLink({ userId: outsider.userId }, testActor(), as(op)), catalog.PORTAL_INVALID_REQUEST);
   });
 
   it("an old N=2^15 hash is replaced by an N=2^17 one at the next sign-in, and the password still works", async () => {

@@ -8,6 +8,7 @@ import { catalog } from "../../src/errors/catalog.ts";
 import { PORTAL_PASSWORD } from "../helpers/portalPeople.ts";
 import { startTestRuntime } from "../helpers/runtime.ts";
 import { attestdCli } from "../helpers/serverProcess.ts";
+import { testActor } from "../helpers/audit.ts";
 
 /**
  * `attestd user ...` for portal accounts, as an operator runs it: the same PortalAccounts operations as the
@@ -66,8 +67,8 @@ describe("attestd user: portal accounts from the command line", () => {
     const t = await startTestRuntime({}, { dir });
     try {
       const { accounts } = t.runtime.portal;
-      await assert.rejects(accounts.acceptInvite(invitation.split("#")[1]!, PORTAL_PASSWORD), (e: unknown) => isAppError(e) && e.entry === catalog.PORTAL_INVITE_INVALID);
-      assert.equal((await accounts.acceptInvite(reset.stdout.trim().split("#")[1]!, PORTAL_PASSWORD)).state, "active");
+      await assert.rejects(accounts.acceptInvite(invitation.split("#")[1]!, PORTAL_PASSWORD, (a) => testActor(undefined, a)), (e: unknown) => isAppError(e) && e.entry === catalog.PORTAL_INVITE_INVALID);
+      assert.equal((await accounts.acceptInvite(reset.stdout.trim().split("#")[1]!, PORTAL_PASSWORD, (a) => testActor(undefined, a))).state, "active");
     } finally {
       await t.close();
     }

@@ -14,6 +14,7 @@ import { ApiKeyAuthenticator, KEY_CACHE_MS, type Principal } from "../../src/ser
 import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts";
 import type { TenantStore } from "../../src/store/types.ts";
 import { T0 } from "../helpers/clock.ts";
+import { testActor } from "../helpers/audit.ts";
 
 const caller = { ip: "192.0.2.1", referer: undefined };
 const BASE32 = "abcdefghijklmnopqrstuvwxyz234567";
@@ -61,10 +62,10 @@ describe("API key revocation reaches the key cache", () => {
     const { store, clock, tenant } = await setup();
     const auth = new ApiKeyAuthenticator(store, clock);
     const admin = new ApiKeyAdmin(store, clock, cryptoRng, auth);
-    const { key, record } = await admin.create(tenant);
+    const { key, record } = await admin.create(tenant, {}, testActor());
     assert.equal((await attempt(auth, key)).code, undefined);
     assert.deepEqual(await attempt(auth, key), { path: "sync", code: undefined }, "the key is cached");
-    assert.equal(await admin.revoke(tenant, record.keyId), true);
+    assert.equal(await admin.revoke(tenant, record.keyId, testActor()), true);
     assert.equal((await attempt(auth, key)).code, REFUSED);
   });
 
@@ -72,9 +73,9 @@ describe("API key revocation reaches the key cache", () => {
     const { store, clock, tenant } = await setup();
     const auth = new ApiKeyAuthenticator(store, clock);
     const admin = new ApiKeyAdmin(store, clock, cryptoRng, auth);
-    const { key, record } = await admin.create(tenant);
+    const { key, record } = await admin.create(tenant, {}, testActor());
     assert.equal(((await auth.authenticate(key, caller)) as Principal).key.rps, 0);
-    await admin.update(tenant, record.keyId, { rps: 7 });
+    await admin.update(tenant, record.keyId, { rps: 7 }, testActor());
     assert.equal((await auth.authenticate(key, caller)).key.rps, 7);
   });
 
@@ -91,11 +92,11 @@ describe("API key revocation reaches the key cache", () => {
     };
     const auth = new ApiKeyAuthenticator(slow, clock);
     const admin = new ApiKeyAdmin(store, clock, cryptoRng, auth);
-    const { key, record } = await admin.create(tenant);
+    const { key, record } = await admin.create(tenant, {}, testActor());
     gated = true;
     // started before the revocation: it read the key as active and may be admitted
     const inFlight = auth.authenticate(key, caller);
-    await admin.revoke(tenant, record.keyId);
+    await admin.revoke(tenant, record.keyId, testActor());
     gated = false;
     release();
     assert.equal((await inFlight).key.keyId, record.keyId);
@@ -109,12 +110,12 @@ describe("API key revocation reaches the key cache", () => {
     const there = new ApiKeyAuthenticator(store, clock);
     // the CLI's admin: another process, no cache of this one to reach
     const cli = new ApiKeyAdmin(store, clock, cryptoRng);
-    const { key, record } = await new ApiKeyAdmin(store, clock, cryptoRng, here).create(tenant);
+    const { key, record } = await new ApiKeyAdmin(store, clock, cryptoRng, here).create(tenant, {}, testActor());
     assert.equal((await attempt(there, key)).code, undefined);
     assert.equal(KEY_CACHE_MS <= 500, true, "the bound the docs and the portal state");
     clock.advance(KEY_CACHE_MS - 1);
     assert.equal((await attempt(there, key)).code, undefined, "still within its cache lifetime");
-    await cli.revoke(undefined, record.keyId);
+    await cli.revoke(undefined, record.keyId, testActor());
     clock.advance(1);
     assert.equal((await attempt(there, key)).code, REFUSED);
     assert.equal((await attempt(here, key)).code, REFUSED);
@@ -124,7 +125,7 @@ describe("API key revocation reaches the key cache", () => {
 describe("an unknown key id is answered as a known id with a wrong secret", () => {
   it("takes the same store lookups, the same cache and the same answer, first probe and repeated", async () => {
     const { store: inner, clock, tenant } = await setup();
-    const { key } = await new ApiKeyAdmin(inner, clock, cryptoRng).create(tenant);
+    const { key } = await new ApiKeyAdmin(inner, clock, cryptoRng).create(tenant, {}, testActor());
     const probes = { known: () => withSecret(key), unknown: unknownKey() };
     const seen: Record<string, unknown[]> = {};
     for (const [kind, makeKey] of [["known", probes.known], ["unknown", () => probes.unknown]] as const) {

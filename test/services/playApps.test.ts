@@ -10,6 +10,7 @@ import { PLAY_APP_CACHE_MS, PlayAppRegistry, type PlayAppInput } from "../../src
 import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts";
 import { T0 } from "../helpers/clock.ts";
 import { responseKeys, serviceAccountFile } from "../helpers/playAppKeys.ts";
+import { testActor } from "../helpers/audit.ts";
 
 /**
  * PlayAppRegistry (src/services/playApps.ts): what a registration accepts and refuses (by catalog code), the
@@ -43,7 +44,7 @@ describe("PlayAppRegistry", () => {
 
   it("registers with the defaults: device floor MEETS_DEVICE_INTEGRITY, 300 s, no optional signal deciding", async () => {
     const keys = responseKeys();
-    const s = await registry.add(acme, { packageName: "com.example.app", responseKeys: keys });
+    const s = await registry.add(acme, { packageName: "com.example.app", responseKeys: keys }, testActor());
     assert.match(s.id, /^pa_[a-z2-7]{16}$/);
     assert.deepEqual(
       { ...s, id: "x" },
@@ -74,7 +75,7 @@ describe("PlayAppRegistry", () => {
       maxAgeSeconds: 60,
       require: { licensed: true, appAccessRisk: true },
       responseKeys: responseKeys(),
-    });
+    }, testActor());
     assert.deepEqual(s.policy, {
       packageName: "com.example.app",
       certDigests: [DIGEST, "ab".repeat(32)],
@@ -116,15 +117,15 @@ describe("PlayAppRegistry", () => {
       ["an account key not PEM", { packageName: "com.example.app", serviceAccount: JSON.stringify({ ...JSON.parse(sa), private_key: "MIIE..." }) }],
     ];
     for (const [why, input] of bad) {
-      await refusedWith(catalog.PORTAL_INVALID_REQUEST, () => registry.add(acme, input)).catch((e: unknown) => assert.fail(`${why}: ${String(e)}`));
+      await refusedWith(catalog.PORTAL_INVALID_REQUEST, () => registry.add(acme, input, testActor())).catch((e: unknown) => assert.fail(`${why}: ${String(e)}`));
     }
     assert.deepEqual(await store.listPlayApps(acme.tenantId), []);
   });
 
   it("one registration per package and tenant: the second is PORTAL_PLAY_APP_EXISTS; another tenant may register it", async () => {
-    await registry.add(acme, { packageName: "com.example.app", responseKeys: responseKeys() });
-    await refusedWith(catalog.PORTAL_PLAY_APP_EXISTS, () => registry.add(acme, { packageName: "com.example.app", serviceAccount: serviceAccountFile().text }));
-    await registry.add(other, { packageName: "com.example.app", responseKeys: responseKeys() });
+    await registry.add(acme, { packageName: "com.example.app", responseKeys: responseKeys() }, testActor());
+    await refusedWith(catalog.PORTAL_PLAY_APP_EXISTS, () => registry.add(acme, { packageName: "com.example.app", serviceAccount: serviceAccountFile().text }, testActor()));
+    await registry.add(other, { packageName: "com.example.app", responseKeys: responseKeys() }, testActor());
     assert.equal((await registry.list(acme)).length, 1);
     assert.equal((await registry.list(other)).length, 1);
   });
@@ -132,8 +133,8 @@ describe("PlayAppRegistry", () => {
   it("seals the secret bound to the registration: the store holds no key text, and appsForAppraisal opens it", async () => {
     const keys = responseKeys();
     const account = serviceAccountFile();
-    const a = await registry.add(acme, { packageName: "com.example.keys", responseKeys: keys });
-    const b = await registry.add(acme, { packageName: "com.example.account", serviceAccount: account.text });
+    const a = await registry.add(acme, { packageName: "com.example.keys", responseKeys: keys }, testActor());
+    const b = await registry.add(acme, { packageName: "com.example.account", serviceAccount: account.text }, testActor());
     assert.equal(b.opensWith, "service-account");
     assert.equal(b.serviceAccountEmail, "attest@demo-project.iam.gserviceaccount.com");
 
@@ -168,14 +169,14 @@ describe("PlayAppRegistry", () => {
   });
 
   it("remove: the tenant's own app only; appsForAppraisal forgets it at once here, within PLAY_APP_CACHE_MS elsewhere", async () => {
-    const a = await registry.add(acme, { packageName: "com.example.app", responseKeys: responseKeys() });
+    const a = await registry.add(acme, { packageName: "com.example.app", responseKeys: responseKeys() }, testActor());
     const elsewhere = new PlayAppRegistry(store, clock, cryptoRng, box);
     assert.equal((await elsewhere.appsForAppraisal(acme.tenantId)).length, 1);
     assert.equal((await registry.appsForAppraisal(acme.tenantId)).length, 1);
 
-    assert.equal(await registry.remove(other, a.id), false, "another tenant's id is not found");
-    assert.equal(await registry.remove(acme, a.id), true);
-    assert.equal(await registry.remove(acme, a.id), false);
+    assert.equal(await registry.remove(other, a.id, testActor()), false, "another tenant's id is not found");
+    assert.equal(await registry.remove(acme, a.id, testActor()), true);
+    assert.equal(await registry.remove(acme, a.id, testActor()), false);
     assert.deepEqual(await registry.appsForAppraisal(acme.tenantId), [], "this instance: at once");
     assert.equal((await elsewhere.appsForAppraisal(acme.tenantId)).length, 1, "another: still cached");
     now += PLAY_APP_CACHE_MS;

@@ -17,6 +17,7 @@ import type { TrustSourcesView } from "../../src/services/trustSources.ts";
 import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts";
 import { T0 } from "../helpers/clock.ts";
 import { verifyStandardWebhook, WebhookReceiver } from "../helpers/webhookReceiver.ts";
+import { testActor } from "../helpers/audit.ts";
 
 /**
  * Signed webhooks at the service level (src/services/webhooks.ts, webhookDelivery.ts, src/net/webhookTarget.ts) on
@@ -183,9 +184,10 @@ describe("webhooks", () => {
     const { secret } = await registry.add(acme, { url: receiver.url, events: ["key.created", "key.revoked"] });
     receiver.secrets = [secret];
     const keys = new ApiKeyAdmin(store, clock, cryptoRng, undefined, registry);
-    const { record } = await keys.create(acme, { label: "ci" });
-    assert.equal(await keys.revoke(acme, record.keyId), true);
-    assert.equal(await keys.revoke(acme, record.keyId), false); // already revoked: no second event
+    const by = testActor(store);
+    const { record } = await keys.create(acme, { label: "ci" }, by);
+    assert.equal(await keys.revoke(acme, record.keyId, by), true);
+    assert.equal(await keys.revoke(acme, record.keyId, by), false); // already revoked: no second event
     assert.equal(await deliverer.runOnce(), 2);
     assert.deepEqual(receiver.received.map((r) => [r.json.type, r.json.data.keyId, r.verified]).sort(), [
       ["key.created", record.keyId, true],
@@ -333,8 +335,8 @@ describe("webhooks", () => {
         last: { objectId: "o", at: new Date(now).toISOString(), verdict: "Yes", status: "Success", pin: "none" }, latestFacts: null, pin: null, resets: 0,
       },
     }));
-    await devices.resetPin(acme.tenantId, "d1", "cli");
-    await assert.rejects(devices.resetPin(acme.tenantId, "nope", "cli"));
+    await devices.resetPin(acme.tenantId, "d1", testActor(store));
+    await assert.rejects(devices.resetPin(acme.tenantId, "nope", testActor(store)));
     const rows = await registry.deliveries(acme, { limit: 10 });
     assert.deepEqual(rows.map((r) => [r.eventType, JSON.parse(r.payload).data.change]), [["device.pin.changed", "reset"]]);
   });

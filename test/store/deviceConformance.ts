@@ -2,11 +2,12 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { DeviceFacts } from "../../src/attestation/types.ts";
-import type { DeviceRecord } from "../../src/domain/devices.ts";
+import type { DevicePin, DeviceRecord } from "../../src/domain/devices.ts";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
 import { applyDevicePin } from "../../src/services/devicePinning.ts";
 import type { DeviceVerdictDecision, DurableStore } from "../../src/store/types.ts";
 import { T0 } from "../helpers/clock.ts";
+import type { AuditRecord } from "../../src/domain/audit.ts";
 
 /**
  * Per-device memory (DeviceStore), asserted the same on every durable backend: a device's record and its verdict
@@ -149,7 +150,7 @@ export function deviceConformance(name: string, peers: boolean, factory: () => P
       assert.equal((other.detail.device as { pin: string }).pin, "first", "t1's pin is not t2's");
       assert.equal((await b.durable.getDevice(t1, deviceId))!.pin!.identity.verifiedBootKey, "0b".repeat(32));
       assert.equal((await b.durable.getDevice(t2, deviceId))!.pin!.identity.verifiedBootKey, "cc".repeat(32));
-      assert.equal(await b.durable.resetDevicePin(t2, uid("nobody-"), { at: iso(T0), by: "test" }), undefined);
+      assert.equal(await b.durable.resetDevicePin(t2, uid("nobody-"), (pin) => resetRecord(t2, "nobody", pin, T0, "test")), undefined);
     });
 
     it("a decision that throws writes nothing: no device, no verdict", async () => {
@@ -178,14 +179,15 @@ export function deviceConformance(name: string, peers: boolean, factory: () => P
       const deviceId = uid("dev_");
       await b.durable.saveDeviceVerdict(tenantId, deviceId, decision(deviceId, appraisedVerdict(tenantId), androidFacts()));
       const pinned = (await b.durable.getDevice(tenantId, deviceId))!;
-      const r1 = await b.durable.resetDevicePin(tenantId, deviceId, { at: iso(T0 + 1000), by: "cli" });
-      assert.deepEqual(r1, { tenantId, deviceId, at: iso(T0 + 1000), by: "cli", previousPin: pinned.pin });
+      const r1 = await b.durable.resetDevicePin(tenantId, deviceId, (pin) => resetRecord(tenantId, deviceId, pin, T0 + 1000, "cli"));
+      assert.deepEqual(r1, resetRecord(tenantId, deviceId, pinned.pin, T0 + 1000, "cli"));
       const after1 = (await b.durable.getDevice(tenantId, deviceId))!;
       assert.deepEqual(after1, { ...pinned, pin: null, resets: 1 });
-      const r2 = await b.durable.resetDevicePin(tenantId, deviceId, { at: iso(T0 + 2000), by: "u_admin" });
-      assert.deepEqual(r2, { tenantId, deviceId, at: iso(T0 + 2000), by: "u_admin", previousPin: null });
-      assert.deepEqual(await b.durable.listDevicePinResets(tenantId, deviceId), [r1, r2]);
-      assert.deepEqual(await b.durable.listDevicePinResets(uid("t_"), deviceId), []);
+      const r2 = await b.durable.resetDevicePin(tenantId, deviceId, (pin) => resetRecord(tenantId, deviceId, pin, T0 + 2000, "u_admin"));
+      assert.deepEqual(r2, resetRecord(tenantId, deviceId, null, T0 + 2000, "u_admin"));
+      // the reset's audit record was written in its transaction, into the one audit trail
+      assert.deepEqual(await b.durable.queryAudit({ tenantId, targetKind: "device", targetId: deviceId }), [r2, r1]);
+      assert.deepEqual(await b.durable.queryAudit({ tenantId: uid("t_"), targetId: deviceId }), []);
       // the next Yes pins afresh, with other facts
       const again = await b.durable.saveDeviceVerdict(
         tenantId,
@@ -242,4 +244,19 @@ export function deviceConformance(name: string, peers: boolean, factory: () => P
       }
     });
   });
+}
+
+/** The audit record a pin reset writes in its own transaction (DeviceService.resetPin stamps one like it). */
+function resetRecord(tenantId: string, deviceId: string, previousPin: DevicePin | null, atMs: number, by: string): AuditRecord {
+  return {
+    id: `au_${deviceId}_${atMs}`,
+    time: new Date(atMs).toISOString(),
+    actor: { kind: "operator", id: by },
+    tenantId,
+    action: "device.pin-reset",
+    target: { kind: "device", id: deviceId },
+    before: { pin: previousPin },
+    after: { pin: null },
+    from: { kind: "cli", hostname: "test" },
+  };
 }

@@ -11,6 +11,7 @@ import { statsConformance } from "./statsConformance.ts";
 import { playAppConformance } from "./playAppConformance.ts";
 import { webhookConformance } from "./webhookConformance.ts";
 import { tenantPolicyConformance } from "./tenantPolicyConformance.ts";
+import { auditConformance } from "./auditConformance.ts";
 import { appAttestConformance } from "./appAttestConformance.ts";
 
 storeConformance("memory", ["durable", "nonces", "rateLimits", "jti"], async () => {
@@ -60,6 +61,11 @@ webhookConformance("memory", async () => {
 });
 
 tenantPolicyConformance("memory", async () => {
+  const durable = new MemoryDurableStore();
+  return { durable, close: () => durable.close() };
+});
+
+auditConformance("memory", async () => {
   const durable = new MemoryDurableStore();
   return { durable, close: () => durable.close() };
 });

@@ -10,6 +10,7 @@ import { PLAY_APP_SECRET_PURPOSE } from "../../src/store/sealedColumns.ts";
 import type { DurableStore, SecretsStore } from "../../src/store/types.ts";
 import { T0 } from "../helpers/clock.ts";
 import { responseKeys, serviceAccountFile } from "../helpers/playAppKeys.ts";
+import { testActor } from "../helpers/audit.ts";
 
 /**
  * A tenant's registered Play apps (PlayAppStore), asserted the same on memory, SQLite and PostgreSQL: a record
@@ -118,8 +119,8 @@ export function playAppConformance(name: string, factory: () => Promise<PlayAppB
       const registry = new PlayAppRegistry(b.durable, { nowMs: () => T0 }, cryptoRng, box);
       const keys = responseKeys();
       const account = serviceAccountFile();
-      const k = await registry.add(t, { packageName: "com.example.keys", responseKeys: keys });
-      const s = await registry.add(t, { packageName: "com.example.account", serviceAccount: account.text });
+      const k = await registry.add(t, { packageName: "com.example.keys", responseKeys: keys }, testActor());
+      const s = await registry.add(t, { packageName: "com.example.account", serviceAccount: account.text }, testActor());
       for (const [id, plain] of [
         [k.id, [keys.decryptionKey, keys.verificationKey]],
         [s.id, [account.privateKeyPem.split("\n")[1]!, JSON.parse(account.text).private_key_id as string]],
@@ -145,7 +146,7 @@ export function playAppConformance(name: string, factory: () => Promise<PlayAppB
         });
       assert.equal((await seal(oldBox)).outcome, "sealed");
       const keys = responseKeys();
-      const a = await new PlayAppRegistry(b.durable, { nowMs: () => T0 }, cryptoRng, oldBox).add(t, { packageName: "com.example.app", responseKeys: keys });
+      const a = await new PlayAppRegistry(b.durable, { nowMs: () => T0 }, cryptoRng, oldBox).add(t, { packageName: "com.example.app", responseKeys: keys }, testActor());
 
       assert.equal((await seal(new SecretBox([newKey, oldKey]))).outcome, "sealed");
       const newOnly = new SecretBox([newKey]);

@@ -11,6 +11,7 @@ import { PgSigningKeyStore } from "../../src/store/postgres/pgSigningKeyStore.ts
 import { playAppConformance } from "./playAppConformance.ts";
 import { webhookConformance } from "./webhookConformance.ts";
 import { tenantPolicyConformance } from "./tenantPolicyConformance.ts";
+import { auditConformance } from "./auditConformance.ts";
 import { appAttestConformance } from "./appAttestConformance.ts";
 import { PgSecretsStore } from "../../src/store/postgres/pgSecretsStore.ts";
 
@@ -149,6 +150,18 @@ webhookConformance("postgres", async () => {
 
 tenantPolicyConformance("postgres", async () => {
   const db = await createTestDatabase("policy");
+  const store = await PgStore.open({ url: db.url, poolMax: 4 });
+  return {
+    durable: store,
+    close: async () => {
+      await store.close();
+      await db.drop();
+    },
+  };
+});
+
+auditConformance("postgres", async () => {
+  const db = await createTestDatabase("audit");
   const store = await PgStore.open({ url: db.url, poolMax: 4 });
   return {
     durable: store,

@@ -13,6 +13,7 @@ import { SqliteSigningKeyStore } from "../../src/store/sqlite/sqliteSigningKeySt
 import { playAppConformance } from "./playAppConformance.ts";
 import { webhookConformance } from "./webhookConformance.ts";
 import { tenantPolicyConformance } from "./tenantPolicyConformance.ts";
+import { auditConformance } from "./auditConformance.ts";
 import { appAttestConformance } from "./appAttestConformance.ts";
 import { SqliteSecretsStore } from "../../src/store/sqlite/sqliteSecretsStore.ts";
 
@@ -150,6 +151,18 @@ webhookConformance("sqlite", async () => {
 
 tenantPolicyConformance("sqlite", async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "attestd-policy-"));
+  const store = new SqliteStore({ file: path.join(dir, "attestd.sqlite") });
+  return {
+    durable: store,
+    close: async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+auditConformance("sqlite", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "attestd-audit-"));
   const store = new SqliteStore({ file: path.join(dir, "attestd.sqlite") });
   return {
     durable: store,

@@ -1,3 +1,4 @@
+import { requestSource } from "../auditSource.ts";
 import { Type } from "typebox";
 import { SESSION_COOKIE } from "../../portal/sessions.ts";
 import { invitePage, signInPage } from "../../../web/pages/account.ts";
@@ -14,7 +15,7 @@ export function safeNext(next: string | undefined): string {
 }
 
 /** Signing in and out, setting a password through an invitation or a reset link, and changing it. */
-export function registerAccountRoutes(app: AppInstance, { deps, html, tags, startSession }: PortalRoutes): void {
+export function registerAccountRoutes(app: AppInstance, { deps, by, html, tags, startSession }: PortalRoutes): void {
   const SignInQuery = Type.Object({ next: Type.Optional(Type.String({ maxLength: 500 })), ended: Type.Optional(Type.String({ maxLength: 8 })) });
   app.get("/portal/signin", { schema: { hide: true, querystring: SignInQuery }, config: { portal: "public" } }, (request, reply) =>
     html(reply, signInPage(safeNext(request.query.next), request.query.ended !== undefined, deps.sso?.name)),
@@ -44,7 +45,7 @@ export function registerAccountRoutes(app: AppInstance, { deps, html, tags, star
     "/portal/api/session",
     { schema: { tags, operationId: "portalSignOut", summary: "Sign out: ends the session on the server", response: { 204: Type.Null(), ...partBErrors(401, 403) } }, config: { portal: "viewer" } },
     async (request, reply) => {
-      await deps.sessions.end(request.cookies[SESSION_COOKIE]!);
+      await deps.sessions.end(request.cookies[SESSION_COOKIE]!, by(request), request.actor!.tenantId);
       reply.clearCookie(SESSION_COOKIE, { path: "/", secure: true, httpOnly: true, sameSite: "strict" });
       return reply.code(204).send(null);
     },
@@ -74,7 +75,7 @@ export function registerAccountRoutes(app: AppInstance, { deps, html, tags, star
       },
       config: { portal: "public" },
     },
-    async (request) => ({ email: (await deps.accounts.acceptInvite(request.body.token, request.body.password)).email }),
+    async (request) => ({ email: (await deps.accounts.acceptInvite(request.body.token, request.body.password, (actor) => deps.audit.as(actor, requestSource(request)))).email }),
   );
   app.post(
     "/portal/api/account/password",
@@ -94,7 +95,7 @@ export function registerAccountRoutes(app: AppInstance, { deps, html, tags, star
     },
     async (request, reply) => {
       const actor = request.actor!;
-      const sessionsEnded = await deps.accounts.changePassword(actor, request.body.currentPassword, request.body.newPassword, request.ip);
+      const sessionsEnded = await deps.accounts.changePassword(actor, request.body.currentPassword, request.body.newPassword, request.ip, by(request));
       // the cookie this request came with names a session that just ended: the person goes on in a fresh one
       await startSession(reply, await deps.accounts.find({ userId: actor.userId }), "password");
       return { email: actor.email, sessionsEnded };

@@ -60,7 +60,7 @@ async function adminRefusals<T>(fn: () => Promise<T>): Promise<T> {
  * A new client's keys.json is in the creating answer only (the browser saves it as a file); attestd keeps the
  * public key and the identifier's hash.
  */
-export function registerClientRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
+export function registerClientRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags, by }: PortalRoutes): void {
   app.get("/portal/clients", { schema: { hide: true, querystring: Type.Object(TenantQuery) }, config: { portal: "viewer" } }, async (request, reply) => {
     const tenant = (await scope(request, false)).tenant!;
     return html(reply, clientsPage(ctxOf(request), tenant, await deps.clients.list(tenant), tenantRefusal(tenant), allowed(request.actor!, "admin")));
@@ -99,7 +99,7 @@ export function registerClientRoutes(app: AppInstance, { deps, scope, ctxOf, htm
     },
     async (request) => {
       const tenant = (await scope(request, false)).tenant!;
-      const made = await adminRefusals(() => deps.clients.createClient(tenant, request.body));
+      const made = await adminRefusals(() => deps.clients.createClient(tenant, request.body, by(request)));
       const client: ClientView = { ...summarise(made.client), email: request.body.email, state: "active" };
       return { client, keysJson: formatClientKeys(made.keys) };
     },
@@ -120,7 +120,7 @@ export function registerClientRoutes(app: AppInstance, { deps, scope, ctxOf, htm
     },
     async (request, reply) => {
       const tenant = (await scope(request, false)).tenant!;
-      if (!(await deps.clients.revoke(tenant, request.params.clientId))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no active client of that id for this tenant");
+      if (!(await deps.clients.revoke(tenant, request.params.clientId, by(request)))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no active client of that id for this tenant");
       return reply.code(204).send(null);
     },
   );
@@ -141,7 +141,7 @@ export function registerClientRoutes(app: AppInstance, { deps, scope, ctxOf, htm
     },
     async (request, reply) => {
       const tenant = (await scope(request, false)).tenant!;
-      if (!(await deps.clients.setReadOnly(tenant, request.params.clientId, request.body.readOnly))) {
+      if (!(await deps.clients.setReadOnly(tenant, request.params.clientId, request.body.readOnly, by(request)))) {
         throw new AppError(catalog.PORTAL_NOT_FOUND, "no active client of that id for this tenant");
       }
       return reply.code(204).send(null);

@@ -26,6 +26,8 @@ import type { PortalOverview } from "../../portal/overview.ts";
 import type { TenantAdmin } from "../../services/tenantAdmin.ts";
 import type { TenantDirectory } from "../../services/tenantDirectory.ts";
 import type { TrustSources } from "../../services/trustSources.ts";
+import type { AuditTrail, ChangeActor } from "../../services/auditTrail.ts";
+import type { AuditReader } from "../../services/auditReader.ts";
 import type { PageContext } from "../../../web/layout.ts";
 import type { ApiAccess } from "../../../web/pages/quickStart.ts";
 
@@ -65,6 +67,9 @@ export interface PortalDeps {
   sso?: PortalSso | undefined;
   /** operators' SSO mappings (the same service as `attestd sso ...`) */
   ssoMappings: SsoMappings;
+  /** the audit trail every change is recorded in (docs/audit.md), and read back by the Audit trail page */
+  audit: AuditTrail;
+  auditLog: AuditReader;
 }
 
 declare module "fastify" {
@@ -97,6 +102,8 @@ export interface PortalRoutes {
   startSession(reply: FastifyReply, user: PortalUser, method: PortalSession["method"]): Promise<void>;
   /** the portal's tag in /openapi.json */
   tags: string[];
+  /** the signed-in person as the audit trail names them, and where the request came from: what a change is made by */
+  by(request: FastifyRequest): ChangeActor;
 }
 
 /** The origin the browser says it is on (Origin, sent with every fetch that writes), else this host's. */

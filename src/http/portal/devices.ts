@@ -45,7 +45,7 @@ const resetBody = ({ tenantId: _tenant, ...rest }: DevicePinReset) => rest;
  * show|reset` and `GET /api/v1/devices/{deviceId}`; always within the request's tenant (scope), so another
  * tenant's device is not found whatever the URL names.
  */
-export function registerPinnedDeviceRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
+export function registerPinnedDeviceRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags, by }: PortalRoutes): void {
   const devices = deps.pinnedDevices;
 
   app.get("/portal/devices", { schema: { hide: true, querystring: PageQuery }, config: { portal: "viewer" } }, async (request, reply) => {
@@ -129,10 +129,8 @@ export function registerPinnedDeviceRoutes(app: AppInstance, { deps, scope, ctxO
     },
     async (request) => {
       const { tenantId, tenant } = await scope(request, false);
-      const actor = request.actor!;
-      const by = `portal:${actor.email}`.slice(0, 128);
-      const reset = await portalNotFound(() => devices.resetPin(tenantId!, request.params.deviceId, by));
-      request.log.info({ tenant: tenant?.name, deviceId: reset.deviceId, by, hadPin: reset.previousPin !== null }, "device pin reset from the portal");
+      const reset = await portalNotFound(() => devices.resetPin(tenantId!, request.params.deviceId, by(request)));
+      request.log.info({ tenant: tenant?.name, deviceId: reset.deviceId, by: reset.by, hadPin: reset.previousPin !== null }, "device pin reset from the portal");
       return resetBody(reset);
     },
   );

@@ -13,9 +13,11 @@ import { originForm, routeOf } from "../requestTarget.ts";
 import type { AppInstance } from "../types.ts";
 import { registerAccountRoutes } from "./account.ts";
 import { allowed, type PortalDeps, type PortalRoutes } from "./context.ts";
+import { requestSource } from "../auditSource.ts";
 import { registerHistoryRoutes } from "./history.ts";
 import { registerKeyRoutes } from "./keys.ts";
 import { registerClientRoutes } from "./clients.ts";
+import { registerAuditRoutes } from "./audit.ts";
 import { registerEnrollmentRoutes } from "./enrollment.ts";
 import { registerReferenceValueRoutes } from "./referenceValues.ts";
 import { registerPasskeyRoutes } from "./passkeys.ts";
@@ -163,6 +165,10 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     const routes: PortalRoutes = {
       deps,
       tags: ["portal"],
+      by(request) {
+        const actor = request.actor!;
+        return deps.audit.as({ kind: "user", id: actor.userId, email: actor.email }, requestSource(request));
+      },
       async scope(request, all) {
         const actor = request.actor!;
         if (actor.tenantId) {
@@ -185,7 +191,7 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
       },
       html: (reply, body) => reply.type("text/html; charset=utf-8").send(body),
       async startSession(reply, user, method) {
-        const { sessionId } = await deps.sessions.open(user, method);
+        const { sessionId } = await deps.sessions.open(user, method, (actor) => deps.audit.as(actor, requestSource(reply.request)));
         // the cookie outlives no session: its Max-Age is the session's absolute lifetime
         reply.setCookie(SESSION_COOKIE, sessionId, {
           path: "/",
@@ -212,5 +218,6 @@ export function registerPortal(deps: PortalDeps): (app: AppInstance) => Promise<
     registerOverviewRoutes(app, routes);
     registerOperatorRoutes(app, routes);
     registerSsoRoutes(app, routes);
+    registerAuditRoutes(app, routes);
   };
 }

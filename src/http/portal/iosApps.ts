@@ -74,7 +74,7 @@ const keyIdOf = (param: string) => Buffer.from(param, "base64url").toString("bas
  * as `attestd ios-app ...` and `attestd ios-key ...`. A tenant's admin registers and removes its own tenant's apps
  * and revokes its keys, a viewer lists them, an operator acts on the ?tenant= one.
  */
-export function registerIosAppRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
+export function registerIosAppRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags, by }: PortalRoutes): void {
   app.get(
     "/portal/ios-apps",
     {
@@ -127,7 +127,7 @@ export function registerIosAppRoutes(app: AppInstance, { deps, scope, ctxOf, htm
       },
       config: { portal: "admin" },
     },
-    async (request) => deps.iosApps.add((await scope(request, false)).tenant!, request.body),
+    async (request) => deps.iosApps.add((await scope(request, false)).tenant!, request.body, by(request)),
   );
 
   app.delete(
@@ -145,7 +145,7 @@ export function registerIosAppRoutes(app: AppInstance, { deps, scope, ctxOf, htm
     },
     async (request, reply) => {
       const { tenant } = await scope(request, false);
-      if (!(await deps.iosApps.remove(tenant!, request.params.id))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no iOS app of that id for this tenant");
+      if (!(await deps.iosApps.remove(tenant!, request.params.id, by(request)))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no iOS app of that id for this tenant");
       return reply.code(204).send(null);
     },
   );
@@ -166,7 +166,7 @@ export function registerIosAppRoutes(app: AppInstance, { deps, scope, ctxOf, htm
       },
       config: { portal: "admin" },
     },
-    async (request) => deps.iosApps.setDeveloperKey((await scope(request, false)).tenant!, request.params.id, request.body),
+    async (request) => deps.iosApps.setDeveloperKey((await scope(request, false)).tenant!, request.params.id, request.body, by(request)),
   );
 
   app.delete(
@@ -182,7 +182,7 @@ export function registerIosAppRoutes(app: AppInstance, { deps, scope, ctxOf, htm
       },
       config: { portal: "admin" },
     },
-    async (request) => deps.iosApps.setDeveloperKey((await scope(request, false)).tenant!, request.params.id, null),
+    async (request) => deps.iosApps.setDeveloperKey((await scope(request, false)).tenant!, request.params.id, null, by(request)),
   );
 
   app.get(
@@ -236,6 +236,6 @@ export function registerIosAppRoutes(app: AppInstance, { deps, scope, ctxOf, htm
       },
       config: { portal: "admin" },
     },
-    async (request) => deps.appAttestKeys.revoke((await scope(request, false)).tenant!.tenantId, keyIdOf(request.params.keyId)),
+    async (request) => deps.appAttestKeys.revoke((await scope(request, false)).tenant!.tenantId, keyIdOf(request.params.keyId), by(request)),
   );
 }

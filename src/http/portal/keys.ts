@@ -41,7 +41,7 @@ const KeyEdit = Type.Object(
 );
 
 /** Part A API keys of a tenant: the page, and the admin API (the same ApiKeyAdmin as `attestd key ...`). */
-export function registerKeyRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
+export function registerKeyRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags, by }: PortalRoutes): void {
   app.get("/portal/keys", { schema: { hide: true, querystring: Type.Object(TenantQuery) }, config: { portal: "viewer" } }, async (request, reply) => {
     // an operator who has not picked a tenant picks one here
     if (request.actor!.role === "operator" && !request.query.tenant) {
@@ -71,7 +71,7 @@ export function registerKeyRoutes(app: AppInstance, { deps, scope, ctxOf, html, 
     },
     async (request) => {
       const { tenant } = await scope(request, false);
-      const made = await deps.keys.create(tenant!, request.body);
+      const made = await deps.keys.create(tenant!, request.body, by(request));
       return { key: made.key, keyId: made.record.keyId };
     },
   );
@@ -91,7 +91,7 @@ export function registerKeyRoutes(app: AppInstance, { deps, scope, ctxOf, html, 
     },
     async (request) => {
       const { tenant } = await scope(request, false);
-      const after = await deps.keys.update(tenant, request.params.keyId, request.body);
+      const after = await deps.keys.update(tenant, request.params.keyId, request.body, by(request));
       if (!after) throw new AppError(catalog.PORTAL_NOT_FOUND, "no active key of that id for this tenant");
       return after;
     },
@@ -111,7 +111,7 @@ export function registerKeyRoutes(app: AppInstance, { deps, scope, ctxOf, html, 
     },
     async (request, reply) => {
       const { tenant } = await scope(request, false);
-      if (!(await deps.keys.revoke(tenant, request.params.keyId))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no active key of that id for this tenant");
+      if (!(await deps.keys.revoke(tenant, request.params.keyId, by(request)))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no active key of that id for this tenant");
       return reply.code(204).send(null);
     },
   );

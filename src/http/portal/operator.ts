@@ -21,7 +21,7 @@ const NameParams = Type.Object({ name: SafeText({ minLength: 1, maxLength: 64 })
  * What only operators do: tenants (the same TenantAdmin as `attestd tenant ...`) and the trust sources (the
  * refresh the timer makes, on demand). Every tenant user is refused (403) by the role check before a route runs.
  */
-export function registerOperatorRoutes(app: AppInstance, { deps, ctxOf, html, tags }: PortalRoutes): void {
+export function registerOperatorRoutes(app: AppInstance, { deps, ctxOf, html, tags, by }: PortalRoutes): void {
   app.get("/portal/tenants", { schema: { hide: true }, config: { portal: "operator" } }, async (request, reply) =>
     html(reply, tenantsPage(ctxOf(request), await deps.tenantAdmin.list())),
   );
@@ -55,7 +55,7 @@ export function registerOperatorRoutes(app: AppInstance, { deps, ctxOf, html, ta
     },
     async (request) => {
       const { name, kind, customerId } = request.body;
-      return deps.tenantAdmin.create({ name, ...(kind ? { kind } : {}), ...(customerId ? { customerId } : {}) });
+      return deps.tenantAdmin.create({ name, ...(kind ? { kind } : {}), ...(customerId ? { customerId } : {}) }, by(request));
     },
   );
   app.patch(
@@ -73,8 +73,8 @@ export function registerOperatorRoutes(app: AppInstance, { deps, ctxOf, html, ta
     },
     async (request) => {
       const { state, enrollmentEnabled } = request.body;
-      let tenant = state !== undefined ? await deps.tenantAdmin.setState(request.params.name, state) : undefined;
-      if (enrollmentEnabled !== undefined) tenant = await deps.tenantAdmin.setEnrollment(request.params.name, enrollmentEnabled);
+      let tenant = state !== undefined ? await deps.tenantAdmin.setState(request.params.name, state, by(request)) : undefined;
+      if (enrollmentEnabled !== undefined) tenant = await deps.tenantAdmin.setEnrollment(request.params.name, enrollmentEnabled, by(request));
       return tenant!;
     },
   );

@@ -85,7 +85,7 @@ const bodyLimit = 64 * 1024;
  * alone, renaming and deleting. Every ceremony is refused up front when the page is not at the configured public
  * URL, since the browser would fail it with no useful reason.
  */
-export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tags, startSession }: PortalRoutes): void {
+export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tags, startSession, by }: PortalRoutes): void {
   const passkeys = deps.passkeys;
 
   app.get("/portal/account", { schema: { hide: true }, config: { portal: "viewer" } }, async (request, reply) => {
@@ -129,7 +129,7 @@ export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tag
     },
     async (request) => {
       passkeys.checkOrigin(requestOrigin(request));
-      return item(await passkeys.finishRegistration(request.actor!, request.body.credential as RegistrationResponseJSON, request.body.name));
+      return item(await passkeys.finishRegistration(request.actor!, request.body.credential as RegistrationResponseJSON, request.body.name, by(request)));
     },
   );
   app.patch(
@@ -146,7 +146,7 @@ export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tag
       config: { portal: "viewer" },
     },
     async (request, reply) => {
-      await passkeys.rename(request.actor!.userId, request.params.credentialId, request.body.name);
+      await passkeys.rename(request.actor!.userId, request.params.credentialId, request.body.name, by(request), request.actor!.tenantId);
       return reply.code(204).send(null);
     },
   );
@@ -163,7 +163,7 @@ export function registerPasskeyRoutes(app: AppInstance, { deps, ctxOf, html, tag
       config: { portal: "viewer" },
     },
     async (request, reply) => {
-      await passkeys.remove(request.actor!.userId, request.params.credentialId);
+      await passkeys.remove(request.actor!.userId, request.params.credentialId, by(request), request.actor!.tenantId);
       return reply.code(204).send(null);
     },
   );

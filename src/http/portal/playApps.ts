@@ -75,7 +75,7 @@ const PlayAppBody = Type.Object(
  * play-app ...`. A tenant's admin registers and removes its own tenant's apps, a viewer lists them, an operator
  * acts on the ?tenant= one. No answer carries a key: they go in with the POST and stay sealed in the store.
  */
-export function registerPlayAppRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
+export function registerPlayAppRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags, by }: PortalRoutes): void {
   app.get("/portal/play-apps", { schema: { hide: true, querystring: Type.Object(TenantQuery) }, config: { portal: "viewer" } }, async (request, reply) => {
     // an operator who has not picked a tenant picks one here
     if (request.actor!.role === "operator" && !request.query.tenant) {
@@ -115,7 +115,7 @@ export function registerPlayAppRoutes(app: AppInstance, { deps, scope, ctxOf, ht
       config: { portal: "admin" },
     },
     async (request) => {
-      const added = item(await deps.playApps.add((await scope(request, false)).tenant!, request.body));
+      const added = item(await deps.playApps.add((await scope(request, false)).tenant!, request.body, by(request)));
       deps.trust.forgetAppsCount(); // the trust page's count of apps decoded by Google
       return added;
     },
@@ -136,7 +136,7 @@ export function registerPlayAppRoutes(app: AppInstance, { deps, scope, ctxOf, ht
     },
     async (request, reply) => {
       const { tenant } = await scope(request, false);
-      if (!(await deps.playApps.remove(tenant!, request.params.id))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no Play app of that id for this tenant");
+      if (!(await deps.playApps.remove(tenant!, request.params.id, by(request)))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no Play app of that id for this tenant");
       deps.trust.forgetAppsCount();
       return reply.code(204).send(null);
     },

@@ -36,7 +36,7 @@ const item = (s: StoredReferenceSet) => ({
  * tenant's sets; only an operator writes the global sets (no ?tenant=) or a tenant's (?tenant=NAME). Everyone
  * reads the global sets too, since they decide the tenant's appraisals wherever it has no set of its own.
  */
-export function registerReferenceValueRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
+export function registerReferenceValueRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags, by }: PortalRoutes): void {
   const refvals = deps.referenceValues;
 
   app.get(
@@ -124,7 +124,7 @@ export function registerReferenceValueRoutes(app: AppInstance, { deps, scope, ct
     },
     async (request) => {
       const { tenant } = await scope(request, true);
-      const imported = await refvals.import(request.body.content, request.body.filename, tenant);
+      const imported = await refvals.import(request.body.content, request.body.filename, tenant, by(request));
       return { imported, scope: tenant ? ("tenant" as const) : ("global" as const) };
     },
   );
@@ -143,7 +143,7 @@ export function registerReferenceValueRoutes(app: AppInstance, { deps, scope, ct
     },
     async (request, reply) => {
       const { tenant } = await scope(request, true);
-      if (!(await refvals.remove(tenant, request.query.model, request.query.firmwareVersion))) {
+      if (!(await refvals.remove(tenant, request.query.model, request.query.firmwareVersion, by(request)))) {
         throw new AppError(catalog.PORTAL_NOT_FOUND, `no ${tenant ? "set of this tenant" : "global set"} for that model and firmware`);
       }
       return reply.code(204).send(null);

@@ -29,7 +29,7 @@ const UserParams = Type.Object({ userId: Type.String({ minLength: 1, maxLength: 
  * set-role | disable | enable | list-portal`, one to one. Operators see and run everyone; a tenant admin sees the
  * people of their own tenant and may give them a reset link, nothing more.
  */
-export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags, scope }: PortalRoutes): void {
+export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags, scope, by }: PortalRoutes): void {
   const accounts = deps.accounts;
 
   app.get("/portal/users", { schema: { hide: true, querystring: PeopleQuery }, config: { portal: "admin" } }, async (request, reply) => {
@@ -73,7 +73,7 @@ export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags, 
       config: { portal: "operator" },
     },
     async (request) => {
-      const inv = await accounts.invite(request.body);
+      const inv = await accounts.invite(request.body, by(request));
       return { user: summarisePerson(inv.user, "tenant" in request.body ? request.body.tenant : null), link: inv.link, expiresAt: inv.expiresAt };
     },
   );
@@ -91,7 +91,7 @@ export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags, 
       config: { portal: "admin" },
     },
     async (request) => {
-      const link = await accounts.resetLink({ userId: request.params.userId }, request.actor!);
+      const link = await accounts.resetLink({ userId: request.params.userId }, by(request), request.actor!);
       return { email: link.user.email, link: link.link, expiresAt: link.expiresAt };
     },
   );
@@ -109,7 +109,7 @@ export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags, 
       config: { portal: "operator" },
     },
     async (request, reply) => {
-      await accounts.setRole({ userId: request.params.userId }, request.body.role);
+      await accounts.setRole({ userId: request.params.userId }, request.body.role, by(request));
       return reply.code(204).send(null);
     },
   );
@@ -125,7 +125,7 @@ export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags, 
       },
       config: { portal: "operator" },
     },
-    async (request) => ({ sessionsEnded: await accounts.disable({ userId: request.params.userId }, request.actor!) }),
+    async (request) => ({ sessionsEnded: await accounts.disable({ userId: request.params.userId }, by(request), request.actor!) }),
   );
   app.post(
     "/portal/api/users/:userId/enable",
@@ -140,7 +140,7 @@ export function registerUserRoutes(app: AppInstance, { deps, ctxOf, html, tags, 
       config: { portal: "operator" },
     },
     async (request, reply) => {
-      await accounts.enable({ userId: request.params.userId });
+      await accounts.enable({ userId: request.params.userId }, by(request));
       return reply.code(204).send(null);
     },
   );

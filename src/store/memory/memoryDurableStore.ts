@@ -2,9 +2,12 @@ import type { ReferenceValue } from "../../attestation/types.ts";
 import { isPortalPageRoute, type ActivityEntry } from "../../domain/activity.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
+import type { AuditRecord } from "../../domain/audit.ts";
+import { auditMatches, MAX_AUDIT_PAGE } from "../auditQueries.ts";
 import type {
   ActivityAppendResult,
   ActivityFilter,
+  AuditFilter,
   ApiKeyChanges,
   DeviceVerdictDecision,
   DurableStore,
@@ -19,7 +22,7 @@ import type {
   VerdictQuery,
   WebhookEndpointChanges,
 } from "../types.ts";
-import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
+import type { DevicePin, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../../domain/webhooks.ts";
@@ -82,7 +85,6 @@ export class MemoryDurableStore implements DurableStore {
   private readonly activityErrorIds = new Set<string>();
   private readonly refvals = new Map<string, StoredReferenceSet>();
   private readonly devices = new Map<string, DeviceRecord>();
-  private readonly deviceResets: DevicePinReset[] = [];
   private closed = false;
 
   private check(): void {
@@ -226,21 +228,17 @@ export class MemoryDurableStore implements DurableStore {
     this.putDeliveries(rows);
     return verdict;
   }
-  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }, webhooks: readonly NewWebhookDelivery[] = []): Promise<DevicePinReset | undefined> {
+  async resetDevicePin(tenantId: string, deviceId: string, audit: (previousPin: DevicePin | null) => AuditRecord, webhooks: readonly NewWebhookDelivery[] = []): Promise<AuditRecord | undefined> {
     this.check();
     const d = this.devices.get(deviceKey(tenantId, deviceId));
     if (!d) return undefined;
     this.checkDeliveries(webhooks);
+    const record = audit(structuredClone(d.pin));
+    await this.appendAudit(record);
     this.putDeliveries(webhooks);
-    const record: DevicePinReset = { tenantId, deviceId, at: reset.at, by: reset.by, previousPin: d.pin };
-    this.deviceResets.push(structuredClone(record));
     d.pin = null;
     d.resets += 1;
     return record;
-  }
-  async listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]> {
-    this.check();
-    return this.deviceResets.filter((r) => r.tenantId === tenantId && r.deviceId === deviceId).map((r) => structuredClone(r));
   }
 
   async getVerdict(objectId: string): Promise<StoredVerdict | undefined> {
@@ -872,5 +870,22 @@ export class MemoryDurableStore implements DurableStore {
       k.riskMetricAt = o.at;
     }
     return true;
+  }
+
+  // ---- audit trail ----
+  private readonly audit = new Map<string, AuditRecord>();
+  async appendAudit(r: AuditRecord): Promise<void> {
+    this.check();
+    if (this.audit.has(r.id)) throw new MemoryConstraintError("UNIQUE constraint failed: audit.id");
+    this.audit.set(r.id, structuredClone(r));
+  }
+  async queryAudit(f: AuditFilter): Promise<AuditRecord[]> {
+    this.check();
+    const limit = Math.min(Math.max(Math.trunc(f.limit ?? 100), 1), MAX_AUDIT_PAGE);
+    return [...this.audit.values()]
+      .filter((r) => auditMatches(f, r))
+      .sort((a, b) => (a.time === b.time ? (a.id < b.id ? 1 : -1) : a.time < b.time ? 1 : -1))
+      .slice(0, limit)
+      .map((r) => structuredClone(r));
   }
 }

@@ -25,6 +25,8 @@ import type { TenantPolicyVersion } from "../../domain/tenantPolicy.ts";
 import type { AppAttestKeyEffect, AppAttestRefreshOutcome, StoredAppAttestKey, StoredIosApp } from "../../domain/iosApps.ts";
 import type { PasskeyChallenge, PortalInvite, PortalPasskey, PortalRole, PortalSession, PortalUser, PortalUserState, SsoMapping } from "../../domain/portal.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
+import type { AuditRecord } from "../../domain/audit.ts";
+import { auditArgs, auditInsertSql, auditRow, auditSql } from "../auditQueries.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
@@ -33,6 +35,7 @@ import type {
   NonceAppAttestStore,
   ActivityAppendResult,
   ActivityFilter,
+  AuditFilter,
   ApiKeyChanges,
   DeviceVerdictDecision,
   DurableStore,
@@ -45,7 +48,7 @@ import type {
   VerdictQuery,
   WebhookEndpointChanges,
 } from "../types.ts";
-import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
+import type { DevicePin, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import { referenceSetsSql } from "../referenceSetQueries.ts";
 
@@ -481,32 +484,16 @@ export class PgStore implements DurableStore, NonceStore, JtiStore, NonceAppAtte
     }
   }
 
-  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }, webhooks: readonly NewWebhookDelivery[] = []): Promise<DevicePinReset | undefined> {
+  async resetDevicePin(tenantId: string, deviceId: string, audit: (previousPin: DevicePin | null) => AuditRecord, webhooks: readonly NewWebhookDelivery[] = []): Promise<AuditRecord | undefined> {
     return transaction(this.pool, async (c) => {
       const r = await query(c, "deviceForUpdate", DEVICE_FOR_UPDATE, [tenantId, deviceId]);
       if (!r.rows[0]) return undefined;
-      const previousPin = pgRows.attestedDevice(r.rows[0]).pin;
-      await query(
-        c,
-        "resetDevicePin",
-        `WITH a AS (
-           INSERT INTO attested_device_resets (tenant_id, device_id, reset_at, reset_by, previous_pin) VALUES ($1, $2, $3, $4, $5::json)
-         )
-         UPDATE attested_devices SET pin = NULL, resets = resets + 1 WHERE tenant_id = $1 AND device_id = $2`,
-        [tenantId, deviceId, reset.at, reset.by, previousPin && JSON.stringify(previousPin)],
-      );
+      const record = audit(pgRows.attestedDevice(r.rows[0]).pin);
+      await query(c, "insertAudit", auditInsertSql(pgPlaceholder), auditArgs(record));
+      await query(c, "resetDevicePin", "UPDATE attested_devices SET pin = NULL, resets = resets + 1 WHERE tenant_id = $1 AND device_id = $2", [tenantId, deviceId]);
       await insertDeliveries(c, webhooks);
-      return { tenantId, deviceId, at: reset.at, by: reset.by, previousPin };
+      return record;
     });
-  }
-
-  async listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]> {
-    const r = await this.q(
-      "deviceResets",
-      "SELECT tenant_id, device_id, reset_at, reset_by, previous_pin FROM attested_device_resets WHERE tenant_id = $1 AND device_id = $2 ORDER BY id",
-      [tenantId, deviceId],
-    );
-    return r.rows.map(pgRows.devicePinReset);
   }
 
   // ---- reference values ----
@@ -625,6 +612,15 @@ export class PgStore implements DurableStore, NonceStore, JtiStore, NonceAppAtte
   async queryActivity(f: ActivityFilter): Promise<StoredActivityEntry[]> {
     const { sql, args } = activitySql(f, pgPlaceholder);
     return (await this.q(undefined, sql.replace("SELECT *", `SELECT ${ACTIVITY_COLS}`), args)).rows.map(pgRows.activity);
+  }
+
+  // ---- audit trail ----
+  async appendAudit(r: AuditRecord): Promise<void> {
+    await this.q(undefined, auditInsertSql(pgPlaceholder), auditArgs(r));
+  }
+  async queryAudit(f: AuditFilter): Promise<AuditRecord[]> {
+    const { sql, args } = auditSql(f, pgPlaceholder);
+    return (await this.q(undefined, sql, args)).rows.map(auditRow);
   }
 
   // ---- the overview's counts ----

@@ -10,12 +10,15 @@ import { GroupCommit, groupCommitFor } from "./groupCommit.ts";
 import { waitOutLocks } from "./lockWait.ts";
 import { WalCheckpointer, type WalCheckpointerOptions } from "./walCheckpointer.ts";
 import type { ActivityEntry } from "../../domain/activity.ts";
+import type { AuditRecord } from "../../domain/audit.ts";
+import { auditArgs, auditInsertSql, auditRow, auditSql } from "../auditQueries.ts";
 import type { ApiKeyRecord, ApiKeyRestrictions, NewTenant, Tenant, TenantState } from "../../domain/tenants.ts";
 import type { StoredVerdict } from "../../domain/verdicts.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
 import type {
   ActivityAppendResult,
   ActivityFilter,
+  AuditFilter,
   ApiKeyChanges,
   DeviceVerdictDecision,
   DurableStore,
@@ -31,7 +34,7 @@ import type {
   VerdictQuery,
   WebhookEndpointChanges,
 } from "../types.ts";
-import type { DevicePinReset, DeviceRecord } from "../../domain/devices.ts";
+import type { DevicePin, DeviceRecord } from "../../domain/devices.ts";
 import type { StoredReferenceSet } from "../../domain/referenceValues.ts";
 import type { StoredPlayApp } from "../../domain/playApps.ts";
 import type { NewWebhookDelivery, StoredWebhookEndpoint, WebhookAttempt, WebhookAttemptOutcome, WebhookDelivery, WebhookPlan } from "../../domain/webhooks.ts";
@@ -209,11 +212,8 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
            seen_count = excluded.seen_count, last_appraisal = excluded.last_appraisal, latest_facts = excluded.latest_facts,
            pin = excluded.pin`,
       ),
-      insertDeviceReset: db.prepare(
-        "INSERT INTO attested_device_resets (tenant_id, device_id, reset_at, reset_by, previous_pin) VALUES (?, ?, ?, ?, ?)",
-      ),
+      insertAudit: db.prepare(auditInsertSql(sqlitePlaceholder)),
       clearDevicePin: db.prepare("UPDATE attested_devices SET pin = NULL, resets = resets + 1 WHERE tenant_id = ? AND device_id = ?"),
-      deviceResets: db.prepare("SELECT * FROM attested_device_resets WHERE tenant_id = ? AND device_id = ? ORDER BY id"),
       upsertRefval: db.prepare(
         "INSERT INTO reference_values (model, firmware_version, measurements, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (model, firmware_version) DO UPDATE SET measurements = excluded.measurements, updated_at = excluded.updated_at",
       ),
@@ -491,20 +491,16 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     return this.writer.run(() => this.deviceVerdictTx(tenantId, deviceId, decide, webhooks));
   }
 
-  async resetDevicePin(tenantId: string, deviceId: string, reset: { at: string; by: string }, webhooks: readonly NewWebhookDelivery[] = []): Promise<DevicePinReset | undefined> {
-    return transaction(this.db, "immediate", (): DevicePinReset | undefined => {
+  async resetDevicePin(tenantId: string, deviceId: string, audit: (previousPin: DevicePin | null) => AuditRecord, webhooks: readonly NewWebhookDelivery[] = []): Promise<AuditRecord | undefined> {
+    return transaction(this.db, "immediate", (): AuditRecord | undefined => {
       const row = this.stmt.deviceById.get(tenantId, deviceId) as Row | undefined;
       if (!row) return undefined;
-      const previousPin = sqliteRows.attestedDevice(row).pin;
-      this.stmt.insertDeviceReset.run(tenantId, deviceId, reset.at, reset.by, previousPin && JSON.stringify(previousPin));
+      const record = audit(sqliteRows.attestedDevice(row).pin);
+      this.stmt.insertAudit.run(...auditArgs(record));
       this.stmt.clearDevicePin.run(tenantId, deviceId);
       this.insertDeliveries(webhooks);
-      return { tenantId, deviceId, at: reset.at, by: reset.by, previousPin };
+      return record;
     });
-  }
-
-  async listDevicePinResets(tenantId: string, deviceId: string): Promise<DevicePinReset[]> {
-    return (this.stmt.deviceResets.all(tenantId, deviceId) as Row[]).map(sqliteRows.devicePinReset);
   }
 
   // ---- reference values ----
@@ -564,6 +560,15 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   async queryActivity(f: ActivityFilter): Promise<StoredActivityEntry[]> {
     const { sql, args } = activitySql(f, sqlitePlaceholder);
     return (this.db.prepare(sql).all(...args) as Row[]).map(sqliteRows.activity);
+  }
+
+  // ---- audit trail ----
+  async appendAudit(r: AuditRecord): Promise<void> {
+    this.stmt.insertAudit.run(...auditArgs(r));
+  }
+  async queryAudit(f: AuditFilter): Promise<AuditRecord[]> {
+    const { sql, args } = auditSql(f, sqlitePlaceholder);
+    return (this.db.prepare(sql).all(...args) as Row[]).map(auditRow);
   }
 
   // ---- the overview's counts ----

@@ -2,7 +2,7 @@ import { catalog } from "../../../errors/catalog.ts";
 import type { AppInstance } from "../../types.ts";
 import { partBErrors } from "../../schemas/common.ts";
 import { KeyParams, RestrictionBody, RestrictionView } from "../../schemas/enrollment.ts";
-import { partBGuards, type PartBDeps } from "./guards.ts";
+import { clientActor, partBGuards, type PartBDeps } from "./guards.ts";
 
 const tags = ["enrollment"];
 const security = [{ apiToken: [] }];
@@ -30,7 +30,7 @@ export function registerApiKeyRoutes(app: AppInstance, deps: PartBDeps): void {
         response: { 200: RestrictionView, ...errors },
       },
     },
-    async (request) => restrictions.set(request.partB!.tenant.tenantId, request.params.keyId, request.body),
+    async (request) => restrictions.set(request.partB!.tenant.tenantId, request.params.keyId, request.body, clientActor(deps, request)),
   );
 
   app.get(
@@ -48,6 +48,6 @@ export function registerApiKeyRoutes(app: AppInstance, deps: PartBDeps): void {
       onRequest,
       schema: { tags, security, operationId: "deleteApiKeyRestrictions", summary: "Remove a key's restrictions", params: KeyParams, response: { 200: RestrictionView, ...errors } },
     },
-    async (request) => restrictions.clear(request.partB!.tenant.tenantId, request.params.keyId),
+    async (request) => restrictions.clear(request.partB!.tenant.tenantId, request.params.keyId, clientActor(deps, request)),
   );
 }

@@ -4,7 +4,7 @@ import { DEFAULT_PAGE_SIZE } from "../../../enrollment/paging.ts";
 import type { AppInstance } from "../../types.ts";
 import { partBErrors } from "../../schemas/common.ts";
 import { assignBody, CountResponse, DeviceList, DeviceQuery, deviceUploadBody, TransactionRef, unassignBody } from "../../schemas/enrollment.ts";
-import { emptyQueryMeansAbsent, partBGuards, type PartBDeps } from "./guards.ts";
+import { emptyQueryMeansAbsent, clientActor, partBGuards, type PartBDeps } from "./guards.ts";
 
 const tags = ["enrollment"];
 const security = [{ apiToken: [] }];
@@ -42,7 +42,7 @@ export function registerDeviceRoutes(app: AppInstance, deps: PartBDeps): void {
       },
     },
     async (request) => {
-      const result = await devices.upload(request.partB!.tenant, request.body);
+      const result = await devices.upload(request.partB!.tenant, request.body, clientActor(deps, request));
       deps.enrollment.worker.nudge();
       return result;
     },
@@ -101,7 +101,7 @@ export function registerDeviceRoutes(app: AppInstance, deps: PartBDeps): void {
       },
     },
     async (request) => ({
-      count: await devices.assign(request.partB!.tenant.tenantId, request.body.profileId, request.body.deviceIds),
+      count: await devices.assign(request.partB!.tenant.tenantId, request.body.profileId, request.body.deviceIds, clientActor(deps, request)),
     }),
   );
 
@@ -121,6 +121,6 @@ export function registerDeviceRoutes(app: AppInstance, deps: PartBDeps): void {
         response: { 200: CountResponse, ...errors },
       },
     },
-    async (request) => ({ count: await devices.unassign(request.partB!.tenant.tenantId, request.body.deviceIds) }),
+    async (request) => ({ count: await devices.unassign(request.partB!.tenant.tenantId, request.body.deviceIds, clientActor(deps, request)) }),
   );
 }

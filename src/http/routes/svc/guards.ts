@@ -7,6 +7,8 @@ import { AppError } from "../../../errors/AppError.ts";
 import type { ApiClient } from "../../../domain/enrollment.ts";
 import type { RateLimiter } from "../../../services/rateLimiter.ts";
 import { enforceRateLimit } from "../guards.ts";
+import type { AuditTrail, ChangeActor } from "../../../services/auditTrail.ts";
+import { requestSource } from "../../auditSource.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -19,6 +21,13 @@ export interface PartBDeps {
   enrollment: Enrollment;
   rateLimiter: RateLimiter;
   maxDevices: number;
+  /** the audit trail Part B's changes are recorded in, the API client as their actor (docs/audit.md) */
+  audit: AuditTrail;
+}
+
+/** The API client of a token-protected request as the audit trail names it, and where the request came from. */
+export function clientActor(deps: PartBDeps, request: FastifyRequest): ChangeActor {
+  return deps.audit.as({ kind: "api-client", id: request.partB!.client.clientId }, requestSource(request));
 }
 
 export function callerOf(request: FastifyRequest): Caller {

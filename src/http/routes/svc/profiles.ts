@@ -13,7 +13,7 @@ import {
   ProfileView,
   StatusQuery,
 } from "../../schemas/enrollment.ts";
-import { emptyQueryMeansAbsent, partBGuards, type PartBDeps } from "./guards.ts";
+import { emptyQueryMeansAbsent, clientActor, partBGuards, type PartBDeps } from "./guards.ts";
 
 function view(p: Profile) {
   return {
@@ -47,7 +47,7 @@ export function registerProfileRoutes(app: AppInstance, deps: PartBDeps): void {
       ...mutation,
       schema: { tags, security, operationId: "createProfile", summary: "Create a profile", body: ProfileBody, response: { 200: ProfileMutation, ...errors } },
     },
-    async (request) => profiles.create(request.partB!.tenant.tenantId, request.body),
+    async (request) => profiles.create(request.partB!.tenant.tenantId, request.body, clientActor(deps, request)),
   );
 
   app.get(
@@ -134,7 +134,7 @@ export function registerProfileRoutes(app: AppInstance, deps: PartBDeps): void {
         response: { 200: ProfileMutation, ...errors },
       },
     },
-    async (request) => profiles.update(request.partB!.tenant.tenantId, request.params.profileId, request.body),
+    async (request) => profiles.update(request.partB!.tenant.tenantId, request.params.profileId, request.body, clientActor(deps, request)),
   );
 
   app.delete(
@@ -143,6 +143,6 @@ export function registerProfileRoutes(app: AppInstance, deps: PartBDeps): void {
       onRequest,
       schema: { tags, security, operationId: "deleteProfile", summary: "Delete a profile (its devices become unassigned)", params: ProfileParams, response: { 200: ProfileMutation, ...errors } },
     },
-    async (request) => profiles.remove(request.partB!.tenant.tenantId, request.params.profileId),
+    async (request) => profiles.remove(request.partB!.tenant.tenantId, request.params.profileId, clientActor(deps, request)),
   );
 }

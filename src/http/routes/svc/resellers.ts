@@ -1,7 +1,7 @@
 import type { AppInstance } from "../../types.ts";
 import { partBErrors } from "../../schemas/common.ts";
 import { ResellerAssociate, ResellerList, ResellerView } from "../../schemas/enrollment.ts";
-import { partBGuards, type PartBDeps } from "./guards.ts";
+import { clientActor, partBGuards, type PartBDeps } from "./guards.ts";
 
 const tags = ["enrollment"];
 const security = [{ apiToken: [] }];
@@ -24,7 +24,7 @@ export function registerResellerRoutes(app: AppInstance, deps: PartBDeps): void 
         response: { 200: ResellerView, ...partBErrors(400, 401, 403, 404, 409, 429, 500) },
       },
     },
-    async (request) => resellers.associate(request.partB!.tenant, request.body.resellerId),
+    async (request) => resellers.associate(request.partB!.tenant, request.body.resellerId, clientActor(deps, request)),
   );
 
   app.get(
