@@ -7,7 +7,8 @@ import { openSecrets } from "../secrets/openSecrets.ts";
 import { DEFAULT_ROTATION_OVERLAP_S, WEBHOOK_CACHE_MS, WebhookRegistry } from "../services/webhooks.ts";
 import type { SettingName } from "../config.ts";
 import type { Stores } from "../store/types.ts";
-import { addSettings, CliError, refusals, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
+import type { ChangeActor } from "../services/auditTrail.ts";
+import { addSettings, CliError, refusals, STORAGE_SETTINGS, tenantNamed, withOperator, type CommandDefinitions } from "./options.ts";
 
 /** `attestd webhook add|list|update|rotate|remove|deliveries|show|resend` (docs/events.md): the same WebhookRegistry as the portal. */
 export const commands: CommandDefinitions = { webhook: defineWebhook };
@@ -23,11 +24,11 @@ function webhookRegistryFor(stores: Stores, config: Config, box: ConstructorPara
 }
 
 /** Runs `fn` with the tenant's registry, over the secrets key `serve` uses: a secret sealed here opens in the server. */
-async function withRegistry<T>(cmd: Command, tenantName: string, fn: (hooks: WebhookRegistry, tenant: Tenant) => Promise<T>): Promise<T> {
-  return withStores(cmd, async (stores: Stores, config) => {
+async function withRegistry<T>(cmd: Command, tenantName: string, fn: (hooks: WebhookRegistry, tenant: Tenant, by: ChangeActor) => Promise<T>): Promise<T> {
+  return withOperator(cmd, async (stores: Stores, by, config) => {
     const tenant = await tenantNamed(stores, tenantName);
     const { box } = await openSecrets(stores.secrets, config);
-    return fn(webhookRegistryFor(stores, config, box), tenant);
+    return fn(webhookRegistryFor(stores, config, box), tenant, by);
   });
 }
 
@@ -51,9 +52,9 @@ function defineWebhook(webhook: Command): void {
       .option("--description <text>", "a note for people"),
     WEBHOOK_SETTINGS,
   ).action(async (o: { tenant: string; url: string; events: string[]; verdicts?: string; description?: string }, cmd: Command) => {
-    await withRegistry(cmd, o.tenant, async (hooks, tenant) => {
+    await withRegistry(cmd, o.tenant, async (hooks, tenant, by) => {
       const { endpoint, secret } = await refusals(() =>
-        hooks.add(tenant, { url: o.url, events: o.events, ...(o.verdicts ? { verdicts: o.verdicts } : {}), ...(o.description ? { description: o.description } : {}) }),
+        hooks.add(tenant, { url: o.url, events: o.events, ...(o.verdicts ? { verdicts: o.verdicts } : {}), ...(o.description ? { description: o.description } : {}) }, by),
       );
       json(endpoint);
       process.stderr.write(`webhook ${endpoint.id} registered for tenant ${tenant.name}; its signing secret, shown this once:\n`);
@@ -81,9 +82,9 @@ function defineWebhook(webhook: Command): void {
       .option("--enabled <true|false>", "enable or disable the endpoint", bool),
     WEBHOOK_SETTINGS,
   ).action(async (o: { tenant: string; id: string; url?: string; events?: string[]; verdicts?: string; description?: string; enabled?: boolean }, cmd: Command) => {
-    await withRegistry(cmd, o.tenant, async (hooks, tenant) => {
+    await withRegistry(cmd, o.tenant, async (hooks, tenant, by) => {
       const { tenant: _t, id, ...f } = o;
-      const e = await refusals(() => hooks.update(tenant, id, f));
+      const e = await refusals(() => hooks.update(tenant, id, f, by));
       if (!e) throw new CliError(`tenant ${tenant.name} has no webhook endpoint ${id}`);
       json(e);
     });
@@ -100,8 +101,8 @@ function defineWebhook(webhook: Command): void {
   ).action(async (o: { tenant: string; id: string; overlap?: string }, cmd: Command) => {
     const overlap = o.overlap === undefined ? DEFAULT_ROTATION_OVERLAP_S : /^\d{1,9}$/.test(o.overlap) ? Number(o.overlap) : NaN;
     if (Number.isNaN(overlap)) throw new CliError(`--overlap must be a whole number of seconds, not "${o.overlap}"`);
-    await withRegistry(cmd, o.tenant, async (hooks, tenant) => {
-      const r = await refusals(() => hooks.rotateSecret(tenant, o.id, overlap));
+    await withRegistry(cmd, o.tenant, async (hooks, tenant, by) => {
+      const r = await refusals(() => hooks.rotateSecret(tenant, o.id, by, overlap));
       if (!r) throw new CliError(`tenant ${tenant.name} has no webhook endpoint ${o.id}`);
       process.stderr.write(`new signing secret of ${o.id}${r.previousUntil ? `; the previous one signs beside it until ${r.previousUntil}` : ""}:\n${r.secret}\n`);
     });
@@ -111,8 +112,8 @@ function defineWebhook(webhook: Command): void {
     webhook.command("remove").description("remove an endpoint; its deliveries stay listed, pending ones fail").requiredOption("--tenant <name>", "tenant name").requiredOption("--id <id>", "the endpoint's id"),
     WEBHOOK_SETTINGS,
   ).action(async (o: { tenant: string; id: string }, cmd: Command) => {
-    await withRegistry(cmd, o.tenant, async (hooks, tenant) => {
-      if (!(await hooks.remove(tenant, o.id))) throw new CliError(`tenant ${tenant.name} has no webhook endpoint ${o.id}`);
+    await withRegistry(cmd, o.tenant, async (hooks, tenant, by) => {
+      if (!(await hooks.remove(tenant, o.id, by))) throw new CliError(`tenant ${tenant.name} has no webhook endpoint ${o.id}`);
       process.stderr.write(`webhook ${o.id} of tenant ${tenant.name} removed\n`);
     });
   });
@@ -146,8 +147,8 @@ function defineWebhook(webhook: Command): void {
     webhook.command("resend").description("attempt a delivery again (a running server picks it up), with a fresh retry period").requiredOption("--tenant <name>", "tenant name").requiredOption("--delivery <id>", "the delivery's id"),
     WEBHOOK_SETTINGS,
   ).action(async (o: { tenant: string; delivery: string }, cmd: Command) => {
-    await withRegistry(cmd, o.tenant, async (hooks, tenant) => {
-      if (!(await hooks.resend(tenant, o.delivery))) throw new CliError(`tenant ${tenant.name} has no webhook delivery ${o.delivery}`);
+    await withRegistry(cmd, o.tenant, async (hooks, tenant, by) => {
+      if (!(await hooks.resend(tenant, o.delivery, by))) throw new CliError(`tenant ${tenant.name} has no webhook delivery ${o.delivery}`);
       process.stderr.write(`delivery ${o.delivery} queued again\n`);
     });
   });

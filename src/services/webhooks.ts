@@ -23,6 +23,7 @@ import { catalog } from "../errors/catalog.ts";
 import { checkWebhookUrl, WebhookTargetRefused, type WebhookTargetPolicy } from "../net/webhookTarget.ts";
 import { sealContext, type SecretBox } from "../secrets/secretBox.ts";
 import { WEBHOOK_SECRET_PURPOSE } from "../store/sealedColumns.ts";
+import type { ChangeActor } from "./auditTrail.ts";
 import type { TenantStore, WebhookStore } from "../store/types.ts";
 
 /**
@@ -166,7 +167,7 @@ export class WebhookRegistry {
   }
 
   /** Registers an endpoint; its secret is in the answer and never again. */
-  async add(tenant: Tenant, input: WebhookEndpointInput): Promise<{ endpoint: WebhookEndpointSummary; secret: string }> {
+  async add(tenant: Tenant, input: WebhookEndpointInput, by: ChangeActor): Promise<{ endpoint: WebhookEndpointSummary; secret: string }> {
     const url = this.url(input.url);
     const events = checkEvents(input.events);
     const verdicts = checkVerdicts(input.verdicts);
@@ -191,7 +192,9 @@ export class WebhookRegistry {
     };
     await this.store.addWebhookEndpoint(e);
     this.planner.forget(tenant.tenantId);
-    return { endpoint: this.summary(e), secret };
+    const endpoint = this.summary(e);
+    await by.record({ tenantId: tenant.tenantId, action: "webhook.added", target: { kind: "webhook", id }, before: null, after: endpoint });
+    return { endpoint, secret };
   }
 
   async list(tenant: Tenant): Promise<WebhookEndpointSummary[]> {
@@ -204,7 +207,8 @@ export class WebhookRegistry {
   }
 
   /** Changes what `f` names; undefined when the tenant has no endpoint of that id. */
-  async update(tenant: Tenant, id: string, f: Partial<WebhookEndpointInput>): Promise<WebhookEndpointSummary | undefined> {
+  async update(tenant: Tenant, id: string, f: Partial<WebhookEndpointInput>, by: ChangeActor): Promise<WebhookEndpointSummary | undefined> {
+    const before = await this.get(tenant, id);
     const changed = await this.store.updateWebhookEndpoint(tenant.tenantId, id, {
       ...(f.url !== undefined ? { url: this.url(f.url) } : {}),
       ...(f.events !== undefined ? { events: checkEvents(f.events) } : {}),
@@ -214,12 +218,17 @@ export class WebhookRegistry {
       updatedAt: this.iso(),
     });
     this.planner.forget(tenant.tenantId);
-    return changed ? this.get(tenant, id) : undefined;
+    if (!changed) return undefined;
+    const after = await this.get(tenant, id);
+    await by.record({ tenantId: tenant.tenantId, action: "webhook.updated", target: { kind: "webhook", id }, before: before ?? null, after: after ?? null });
+    return after;
   }
 
-  async remove(tenant: Tenant, id: string): Promise<boolean> {
+  async remove(tenant: Tenant, id: string, by: ChangeActor): Promise<boolean> {
+    const before = await this.get(tenant, id);
     const removed = await this.store.removeWebhookEndpoint(tenant.tenantId, id);
     this.planner.forget(tenant.tenantId);
+    if (removed) await by.record({ tenantId: tenant.tenantId, action: "webhook.removed", target: { kind: "webhook", id }, before: before ?? null, after: null });
     return removed;
   }
 
@@ -227,7 +236,7 @@ export class WebhookRegistry {
    * A new secret, answered once; the current one keeps signing beside it for `overlapSeconds` (0: stops at once), so
    * a receiver can switch without losing a delivery. A rotation during an overlap ends the older overlap.
    */
-  async rotateSecret(tenant: Tenant, id: string, overlapSeconds = DEFAULT_ROTATION_OVERLAP_S): Promise<{ secret: string; previousUntil: string | null } | undefined> {
+  async rotateSecret(tenant: Tenant, id: string, by: ChangeActor, overlapSeconds = DEFAULT_ROTATION_OVERLAP_S): Promise<{ secret: string; previousUntil: string | null } | undefined> {
     if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > MAX_ROTATION_OVERLAP_S) {
       throw invalid(`the overlap is a whole number of seconds from 0 to ${MAX_ROTATION_OVERLAP_S}`);
     }
@@ -238,7 +247,10 @@ export class WebhookRegistry {
     const previousUntil = overlapSeconds > 0 ? this.iso(this.clock.nowMs() + overlapSeconds * 1000) : null;
     const next: WebhookSecrets = { current: secret, ...(previousUntil ? { previous: { secret: old.current, until: previousUntil } } : {}) };
     const ok = await this.store.updateWebhookEndpoint(tenant.tenantId, id, { sealedSecret: this.seal(id, next), updatedAt: this.iso() });
-    return ok ? { secret, previousUntil } : undefined;
+    if (!ok) return undefined;
+    // the secrets themselves are in no record: only when the old one stops signing
+    await by.record({ tenantId: tenant.tenantId, action: "webhook.secret-rotated", target: { kind: "webhook", id }, before: null, after: { previousSecretUntil: previousUntil } });
+    return { secret, previousUntil };
   }
 
   /** The secrets that sign a delivery now: the current one, and the previous one while its overlap lasts. */
@@ -258,9 +270,11 @@ export class WebhookRegistry {
   }
 
   /** The delivery attempted again now, with a fresh retry period; false when the tenant has no delivery of that id. */
-  async resend(tenant: Tenant, id: string): Promise<boolean> {
+  async resend(tenant: Tenant, id: string, by: ChangeActor): Promise<boolean> {
     const now = this.clock.nowMs();
-    return this.store.resendWebhookDelivery(tenant.tenantId, id, now, now + this.settings.retryPeriodMs);
+    const resent = await this.store.resendWebhookDelivery(tenant.tenantId, id, now, now + this.settings.retryPeriodMs);
+    if (resent) await by.record({ tenantId: tenant.tenantId, action: "webhook.delivery-resent", target: { kind: "webhook-delivery", id }, before: null, after: null });
+    return resent;
   }
 
   // ---- planning (WebhookPlanner), through this registry's own planner so its changes apply at once ----

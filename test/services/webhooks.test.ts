@@ -18,6 +18,7 @@ import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts
 import { T0 } from "../helpers/clock.ts";
 import { verifyStandardWebhook, WebhookReceiver } from "../helpers/webhookReceiver.ts";
 import { testActor } from "../helpers/audit.ts";
+import type { ChangeActor } from "../../src/services/auditTrail.ts";
 
 /**
  * Signed webhooks at the service level (src/services/webhooks.ts, webhookDelivery.ts, src/net/webhookTarget.ts) on
@@ -54,6 +55,8 @@ describe("webhooks", () => {
   let deliverer: WebhookDeliverer;
   let acme: Tenant;
   let receiver: WebhookReceiver;
+  /** who makes the changes: an operator, recorded in the test's store */
+  let by: ChangeActor;
   const clock = { nowMs: () => now };
 
   before(async () => {
@@ -83,11 +86,12 @@ describe("webhooks", () => {
     receiver.status = 200;
     receiver.retryAfter = undefined;
     make(LOCAL);
+    by = testActor(store);
     acme = await store.createTenant({ tenantId: "t_acme", name: "acme", customerId: "1001", kind: "customer", createdAt: new Date(T0).toISOString() });
   });
 
   it("makes a whsec_ secret, answers it once and seals it", async () => {
-    const { endpoint, secret } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] });
+    const { endpoint, secret } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] }, by);
     assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     assert.equal(Buffer.from(secret.slice(6), "base64").length, 32);
     assert.equal((endpoint as Record<string, unknown>).sealedSecret, undefined);
@@ -98,9 +102,9 @@ describe("webhooks", () => {
   });
 
   it("refuses bad events, filters and URLs by catalog code", async () => {
-    await refusedWith(catalog.PORTAL_INVALID_REQUEST, () => registry.add(acme, { url: receiver.url, events: [] }));
-    await refusedWith(catalog.PORTAL_INVALID_REQUEST, () => registry.add(acme, { url: receiver.url, events: ["verdict.nope"] }));
-    await refusedWith(catalog.PORTAL_INVALID_REQUEST, () => registry.add(acme, { url: receiver.url, events: ["verdict.stored"], verdicts: "some" }));
+    await refusedWith(catalog.PORTAL_INVALID_REQUEST, () => registry.add(acme, { url: receiver.url, events: [] }, by));
+    await refusedWith(catalog.PORTAL_INVALID_REQUEST, () => registry.add(acme, { url: receiver.url, events: ["verdict.nope"] }, by));
+    await refusedWith(catalog.PORTAL_INVALID_REQUEST, () => registry.add(acme, { url: receiver.url, events: ["verdict.stored"], verdicts: "some" }, by));
     make(STRICT);
     for (const url of [
       "http://hooks.example.com/x", // https required
@@ -114,9 +118,9 @@ describe("webhooks", () => {
       "https://user:pw@hooks.example.com/x",
       "not a url",
     ]) {
-      await refusedWith(catalog.PORTAL_WEBHOOK_URL_REFUSED, () => registry.add(acme, { url, events: ["key.created"] }));
+      await refusedWith(catalog.PORTAL_WEBHOOK_URL_REFUSED, () => registry.add(acme, { url, events: ["key.created"] }, by));
     }
-    const ok = await registry.add(acme, { url: "https://hooks.example.com/x", events: ["key.created"] });
+    const ok = await registry.add(acme, { url: "https://hooks.example.com/x", events: ["key.created"] }, by);
     assert.equal(ok.endpoint.url, "https://hooks.example.com/x");
   });
 
@@ -133,7 +137,7 @@ describe("webhooks", () => {
 
   it("plans nothing when no endpoint listens, and only non-Yes verdicts for a non-yes subscription", async () => {
     assert.equal(await registry.verdictPlan(acme.tenantId), undefined);
-    await registry.add(acme, { url: receiver.url, events: ["verdict.stored"], verdicts: "non-yes" });
+    await registry.add(acme, { url: receiver.url, events: ["verdict.stored"], verdicts: "non-yes" }, by);
     const plan = (await registry.verdictPlan(acme.tenantId))!;
     assert.ok(plan);
     assert.equal(plan(verdict(acme.tenantId, "Yes", now)).length, 0);
@@ -145,9 +149,9 @@ describe("webhooks", () => {
   });
 
   it("a change through the registry is planned with at once; a disabled endpoint gets nothing", async () => {
-    const { endpoint } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] });
+    const { endpoint } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] }, by);
     assert.ok(await registry.verdictPlan(acme.tenantId));
-    await registry.update(acme, endpoint.id, { enabled: false });
+    await registry.update(acme, endpoint.id, { enabled: false }, by);
     assert.equal(await registry.verdictPlan(acme.tenantId), undefined);
     // another process's change is seen within the cache's time
     await store.updateWebhookEndpoint(acme.tenantId, endpoint.id, { enabled: true, updatedAt: new Date(now).toISOString() });
@@ -157,7 +161,7 @@ describe("webhooks", () => {
   });
 
   it("delivers a stored verdict, signed per Standard Webhooks, and records the attempt", async () => {
-    const { endpoint, secret } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] });
+    const { endpoint, secret } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] }, by);
     receiver.secrets = [secret];
     const v = verdict(acme.tenantId, "Yes", now);
     await store.saveVerdict(v, await registry.verdictPlan(acme.tenantId));
@@ -181,10 +185,9 @@ describe("webhooks", () => {
   });
 
   it("key.created and key.revoked are written with the key", async () => {
-    const { secret } = await registry.add(acme, { url: receiver.url, events: ["key.created", "key.revoked"] });
+    const { secret } = await registry.add(acme, { url: receiver.url, events: ["key.created", "key.revoked"] }, by);
     receiver.secrets = [secret];
     const keys = new ApiKeyAdmin(store, clock, cryptoRng, undefined, registry);
-    const by = testActor(store);
     const { record } = await keys.create(acme, { label: "ci" }, by);
     assert.equal(await keys.revoke(acme, record.keyId, by), true);
     assert.equal(await keys.revoke(acme, record.keyId, by), false); // already revoked: no second event
@@ -196,8 +199,8 @@ describe("webhooks", () => {
   });
 
   it("a rotation signs with both secrets for the overlap, then with the new one alone", async () => {
-    const { endpoint, secret: old } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] });
-    const rotated = (await registry.rotateSecret(acme, endpoint.id, 3600))!;
+    const { endpoint, secret: old } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] }, by);
+    const rotated = (await registry.rotateSecret(acme, endpoint.id, by, 3600))!;
     assert.notEqual(rotated.secret, old);
     assert.equal(rotated.previousUntil, new Date(now + 3_600_000).toISOString());
     assert.equal((await registry.get(acme, endpoint.id))!.previousSecretUntil, rotated.previousUntil);
@@ -215,10 +218,15 @@ describe("webhooks", () => {
     assert.equal(second.signatures.length, 1);
     assert.equal(verifyStandardWebhook(old, second.id, String(second.timestamp), second.body, second.signatures[0]!), false);
     assert.equal(verifyStandardWebhook(rotated.secret, second.id, String(second.timestamp), second.body, second.signatures[0]!), true);
+    // the audit trail has the endpoint and the rotation, and neither secret (docs/audit.md)
+    const trail = await store.queryAudit({ tenantId: acme.tenantId, targetKind: "webhook", targetId: endpoint.id, limit: 10 });
+    assert.deepEqual(trail.map((r) => r.action).sort(), ["webhook.added", "webhook.secret-rotated"]);
+    assert.deepEqual(trail.map((r) => r.actor), [by.actor, by.actor]);
+    assert.equal(JSON.stringify(trail).includes(old) || JSON.stringify(trail).includes(rotated.secret) || JSON.stringify(trail).includes("whsec_"), false);
   });
 
   it("a receiver down for a while: retried with backoff, delivered once it is back, every attempt recorded", async () => {
-    const { secret } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] });
+    const { secret } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] }, by);
     receiver.secrets = [secret];
     await store.saveVerdict(verdict(acme.tenantId, "No", now), await registry.verdictPlan(acme.tenantId));
     await receiver.down();
@@ -250,7 +258,7 @@ describe("webhooks", () => {
 
   it("a slow receiver: the attempt times out and is retried; the event's write did not wait", async () => {
     make(LOCAL, { timeoutMs: 300 });
-    const { secret } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] });
+    const { secret } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] }, by);
     receiver.secrets = [secret];
     receiver.delayMs = 2_000;
     const t0 = performance.now();
@@ -270,7 +278,7 @@ describe("webhooks", () => {
   });
 
   it("gives up after the retry period, and a resend starts a fresh one", async () => {
-    const { secret } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] });
+    const { secret } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] }, by);
     receiver.secrets = [secret];
     receiver.status = 500;
     await store.saveVerdict(verdict(acme.tenantId, "No", now), await registry.verdictPlan(acme.tenantId));
@@ -287,7 +295,7 @@ describe("webhooks", () => {
     assert.ok(attempts > 10 && attempts < 100, `${attempts} attempts`);
     assert.equal(d.lastStatus, 500);
     receiver.status = 200;
-    assert.equal(await registry.resend(acme, d.id), true);
+    assert.equal(await registry.resend(acme, d.id, by), true);
     await deliverer.runOnce();
     assert.equal((await registry.deliveries(acme, { limit: 1 }))[0]!.state, "delivered");
   });
@@ -306,7 +314,7 @@ describe("webhooks", () => {
       lookup: async () => [{ address: "127.0.0.1", family: 4 }],
     });
     const port = new URL(receiver.url).port;
-    await registry.add(acme, { url: `http://hooks.example.com:${port}/hook`, events: ["verdict.stored"] });
+    await registry.add(acme, { url: `http://hooks.example.com:${port}/hook`, events: ["verdict.stored"] }, by);
     await store.saveVerdict(verdict(acme.tenantId, "No", now), await registry.verdictPlan(acme.tenantId));
     await deliverer.runOnce();
     const d = (await registry.deliveries(acme, { limit: 1 }))[0]!;
@@ -316,7 +324,7 @@ describe("webhooks", () => {
   });
 
   it("device pin events: first pin is device.pin.changed, a refusal device.pin.refused", async () => {
-    await registry.add(acme, { url: receiver.url, events: ["device.pin.changed", "device.pin.refused"] });
+    await registry.add(acme, { url: receiver.url, events: ["device.pin.changed", "device.pin.refused"] }, by);
     const plan = (await registry.verdictPlan(acme.tenantId))!;
     assert.deepEqual(plan(verdict(acme.tenantId, "Yes", now, { deviceId: "d1", pin: "first" })).map((r) => r.eventType), ["device.pin.changed"]);
     const refused = plan(verdict(acme.tenantId, "No", now, { deviceId: "d1", pin: "changed", changes: [{ fact: "x", from: "a", to: "b" }] }));
@@ -326,7 +334,7 @@ describe("webhooks", () => {
   });
 
   it("a pin reset writes device.pin.changed with the reset; an unknown device writes nothing", async () => {
-    await registry.add(acme, { url: receiver.url, events: ["device.pin.changed"] });
+    await registry.add(acme, { url: receiver.url, events: ["device.pin.changed"] }, by);
     const devices = new DeviceService(store, clock, registry);
     await store.saveDeviceVerdict(acme.tenantId, "d1", () => ({
       verdict: verdict(acme.tenantId, "Yes", now),
@@ -342,10 +350,10 @@ describe("webhooks", () => {
   });
 
   it("trust sources: a move to a failing state is trust.degraded, the way back trust.recovered, for each listening tenant", async () => {
-    const { secret } = await registry.add(acme, { url: receiver.url, events: ["trust.degraded", "trust.recovered"] });
+    const { secret } = await registry.add(acme, { url: receiver.url, events: ["trust.degraded", "trust.recovered"] }, by);
     receiver.secrets = [secret];
     const globex = await store.createTenant({ tenantId: "t_globex", name: "globex", customerId: "1002", kind: "customer", createdAt: new Date(T0).toISOString() });
-    await registry.add(globex, { url: receiver.url, events: ["key.created"] }); // hears no trust event
+    await registry.add(globex, { url: receiver.url, events: ["key.created"] }, by); // hears no trust event
     let state = "current";
     const view = async () => ({ usable: true, maxAgeSeconds: 1, sources: [{ name: "android-status", label: "Google's status list", state, usedBy: "x", configured: true }] }) as unknown as TrustSourcesView;
     const watcher = new WebhookTrustEvents(view, (type, data) => registry.trustEvent(type, data), "host:1");
@@ -375,14 +383,14 @@ describe("webhooks", () => {
     const r = new WebhookRegistry(counting, clock, cryptoRng, new SecretBox([randomBytes(32)]), { targets: LOCAL, retryPeriodMs: DAY });
     for (let i = 0; i < 100; i++) assert.equal(await r.verdictPlan(acme.tenantId), undefined);
     assert.equal(reads, 1, "no endpoint: one read, then the cache answers");
-    await r.add(acme, { url: receiver.url, events: ["key.created"] });
+    await r.add(acme, { url: receiver.url, events: ["key.created"] }, by);
     const afterAdd = reads;
     for (let i = 0; i < 100; i++) assert.equal(await r.verdictPlan(acme.tenantId), undefined, "an endpoint that hears no verdict event plans nothing");
     assert.equal(reads - afterAdd, 1, "the add dropped the copy: one read again");
   });
 
   it("a 503 with Retry-After is not attempted again sooner than it asks (up to the longest pause)", async () => {
-    const { secret } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] });
+    const { secret } = await registry.add(acme, { url: receiver.url, events: ["verdict.stored"] }, by);
     receiver.secrets = [secret];
     receiver.status = 503;
     receiver.retryAfter = "600";

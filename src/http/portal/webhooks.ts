@@ -80,7 +80,7 @@ const Id = Type.Object({ id: Type.String({ minLength: 1, maxLength: 40 }) });
  * WebhookRegistry as `attestd webhook ...`. An admin adds, changes, rotates, removes and resends; a viewer lists. The
  * secret is in the answer of the POST and of a rotation, never again.
  */
-export function registerWebhookRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
+export function registerWebhookRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags, by }: PortalRoutes): void {
   const tenantOf = async (request: Parameters<typeof scope>[0]) => (await scope(request, false)).tenant!;
 
   app.get(
@@ -138,7 +138,7 @@ export function registerWebhookRoutes(app: AppInstance, { deps, scope, ctxOf, ht
       config: { portal: "admin" },
     },
     async (request) => {
-      const { endpoint, secret } = await deps.webhooks.add(await tenantOf(request), request.body);
+      const { endpoint, secret } = await deps.webhooks.add(await tenantOf(request), request.body, by(request));
       return { endpoint: endpointItem(endpoint), secret };
     },
   );
@@ -167,7 +167,7 @@ export function registerWebhookRoutes(app: AppInstance, { deps, scope, ctxOf, ht
       config: { portal: "admin" },
     },
     async (request) => {
-      const e = await deps.webhooks.update(await tenantOf(request), request.params.id, request.body);
+      const e = await deps.webhooks.update(await tenantOf(request), request.params.id, request.body, by(request));
       if (!e) throw new AppError(catalog.PORTAL_NOT_FOUND, "no webhook endpoint of that id for this tenant");
       return endpointItem(e);
     },
@@ -188,7 +188,7 @@ export function registerWebhookRoutes(app: AppInstance, { deps, scope, ctxOf, ht
       config: { portal: "admin" },
     },
     async (request) => {
-      const r = await deps.webhooks.rotateSecret(await tenantOf(request), request.params.id, request.body.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_S);
+      const r = await deps.webhooks.rotateSecret(await tenantOf(request), request.params.id, by(request), request.body.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_S);
       if (!r) throw new AppError(catalog.PORTAL_NOT_FOUND, "no webhook endpoint of that id for this tenant");
       return r;
     },
@@ -208,7 +208,7 @@ export function registerWebhookRoutes(app: AppInstance, { deps, scope, ctxOf, ht
       config: { portal: "admin" },
     },
     async (request, reply) => {
-      if (!(await deps.webhooks.remove(await tenantOf(request), request.params.id))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no webhook endpoint of that id for this tenant");
+      if (!(await deps.webhooks.remove(await tenantOf(request), request.params.id, by(request)))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no webhook endpoint of that id for this tenant");
       return reply.code(204).send(null);
     },
   );
@@ -267,7 +267,7 @@ export function registerWebhookRoutes(app: AppInstance, { deps, scope, ctxOf, ht
       config: { portal: "admin" },
     },
     async (request, reply) => {
-      if (!(await deps.webhooks.resend(await tenantOf(request), request.params.id))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no webhook delivery of that id for this tenant");
+      if (!(await deps.webhooks.resend(await tenantOf(request), request.params.id, by(request)))) throw new AppError(catalog.PORTAL_NOT_FOUND, "no webhook delivery of that id for this tenant");
       return reply.code(204).send(null);
     },
   );
