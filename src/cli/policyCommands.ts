@@ -1,27 +1,17 @@
-import { userInfo } from "node:os";
 import type { Command } from "commander";
 import { systemClock } from "../clock.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import { POLICY_CACHE_MS, TenantPolicies } from "../services/tenantPolicies.ts";
 import type { Stores } from "../store/types.ts";
-import { addSettings, CliError, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withStores, type CommandDefinitions } from "./options.ts";
+import type { ChangeActor } from "../services/auditTrail.ts";
+import { addSettings, CliError, readFileOrFail, refusals, STORAGE_SETTINGS, tenantNamed, withOperator, type CommandDefinitions } from "./options.ts";
 
 /** `attestd policy show|set|versions|rollback` (docs/policy.md): the same TenantPolicies as the admin API and the portal. */
 export const commands: CommandDefinitions = { policy: definePolicy };
 
-async function withPolicies<T>(cmd: Command, tenantName: string, fn: (policies: TenantPolicies, tenant: Tenant) => Promise<T>): Promise<T> {
-  return withStores(cmd, async (stores: Stores) => fn(new TenantPolicies(stores.durable, systemClock), await tenantNamed(stores, tenantName)));
-}
-
-/** who stores a version from the CLI: the operator's OS user */
-function cliAuthor(): string {
-  let user = "unknown";
-  try {
-    user = userInfo().username;
-  } catch {
-    // no passwd entry (a container's arbitrary uid): the version still says it came from the CLI
-  }
-  return `operator:${user}`;
+async function withPolicies<T>(cmd: Command, tenantName: string, fn: (policies: TenantPolicies, tenant: Tenant, by: ChangeActor) => Promise<T>): Promise<T> {
+  // the operator's OS user is the author of what it stores (`operator:<user>`), and the actor in the audit trail
+  return withOperator(cmd, async (stores: Stores, by) => fn(new TenantPolicies(stores.durable, systemClock), await tenantNamed(stores, tenantName), by));
 }
 
 function versionNumber(value: string): number {
@@ -63,8 +53,8 @@ function definePolicy(policy: Command): void {
     } catch (e) {
       throw new CliError(`${file} is not JSON: ${(e as Error).message}`);
     }
-    await withPolicies(cmd, o.tenant, async (policies, tenant) => {
-      const v = await refusals(() => policies.set(tenant, document, cliAuthor()));
+    await withPolicies(cmd, o.tenant, async (policies, tenant, by) => {
+      const v = await refusals(() => policies.set(tenant, document, by));
       print(v);
       process.stderr.write(`policy version ${v.version} stored for tenant ${tenant.name}\n`);
     });
@@ -85,8 +75,8 @@ function definePolicy(policy: Command): void {
       .requiredOption("--to <n>", "the version whose document to restore", versionNumber),
     STORAGE_SETTINGS,
   ).action(async (o: { tenant: string; to: number }, cmd: Command) => {
-    await withPolicies(cmd, o.tenant, async (policies, tenant) => {
-      const v = await refusals(() => policies.rollback(tenant, o.to, cliAuthor()));
+    await withPolicies(cmd, o.tenant, async (policies, tenant, by) => {
+      const v = await refusals(() => policies.rollback(tenant, o.to, by));
       print(v);
       process.stderr.write(`policy version ${v.version} (the document of version ${o.to}) stored for tenant ${tenant.name}\n`);
     });

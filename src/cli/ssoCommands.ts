@@ -2,7 +2,7 @@ import { Command, Option } from "commander";
 import { systemClock } from "../clock.ts";
 import type { TenantRole } from "../domain/portal.ts";
 import { SsoMappings, type SsoIdentityRef } from "../portal/ssoMappings.ts";
-import { addSettings, CliError, refusals, STORAGE_SETTINGS, withStores, type CommandDefinitions } from "./options.ts";
+import { addSettings, CliError, refusals, STORAGE_SETTINGS, withOperator, withStores, type CommandDefinitions } from "./options.ts";
 
 /**
  * `attestd sso map|unmap|list` (docs/sso.md, "Mapping people"): an operator's mappings of the identity provider's
@@ -32,8 +32,8 @@ function defineSso(sso: Command): void {
     STORAGE_SETTINGS,
   ).action(async (o: { subject?: string; email?: string; tenant: string; role: TenantRole }, cmd: Command) => {
     const ref = refOf(o);
-    await withStores(cmd, async (stores) => {
-      const m = await refusals(() => new SsoMappings(stores.durable, systemClock).map(ref, o.tenant, o.role));
+    await withOperator(cmd, async (stores, by) => {
+      const m = await refusals(() => new SsoMappings(stores.durable, systemClock).map(ref, o.tenant, o.role, by));
       json(m);
       process.stderr.write(`${m.kind} ${m.value} signs in through the provider as ${m.role} of tenant ${m.tenant}\n`);
     });
@@ -48,8 +48,8 @@ function defineSso(sso: Command): void {
     STORAGE_SETTINGS,
   ).action(async (o: { subject?: string; email?: string }, cmd: Command) => {
     const ref = refOf(o);
-    await withStores(cmd, async (stores) => {
-      if (!(await refusals(() => new SsoMappings(stores.durable, systemClock).unmap(ref)))) throw new CliError(`no mapping for ${o.subject ?? o.email}`);
+    await withOperator(cmd, async (stores, by) => {
+      if (!(await refusals(() => new SsoMappings(stores.durable, systemClock).unmap(ref, by)))) throw new CliError(`no mapping for ${o.subject ?? o.email}`);
       process.stderr.write(`mapping of ${o.subject ?? o.email} removed\n`);
     });
   });

@@ -8,6 +8,8 @@ import type { PortalUser, SsoMapping, TenantRole } from "../domain/portal.ts";
 import { randomId } from "../enrollment/ids.ts";
 import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
+import type { AuditActor } from "../domain/audit.ts";
+import type { ChangeActor } from "../services/auditTrail.ts";
 import type { PortalStore, SsoStore, TenantStore } from "../store/types.ts";
 
 /**
@@ -142,7 +144,7 @@ export class PortalSso {
    * The provider's answer at the redirect URL: the code exchanged (with the PKCE verifier) and the ID token
    * validated, then the person found or made. `query` is the callback's query string as received.
    */
-  async finish(query: string, cookie: string | undefined): Promise<{ user: PortalUser; next: string }> {
+  async finish(query: string, cookie: string | undefined, as: (actor: AuditActor) => ChangeActor): Promise<{ user: PortalUser; next: string }> {
     const flow = this.open(cookie);
     const config = await this.configuration();
     const current = new URL(this.settings.redirectUrl);
@@ -163,7 +165,7 @@ export class PortalSso {
       }
       throw new AppError(catalog.PORTAL_SSO_FAILED, `the provider's answer did not validate: ${messageOf(err)}`);
     }
-    return { user: await this.person(claims), next: flow.next };
+    return { user: await this.person(claims, as), next: flow.next };
   }
 
   /**
@@ -174,7 +176,9 @@ export class PortalSso {
    * - a first sign-in links to the portal user of the verified email if there is one (of the mapping's tenant,
    *   never an operator), else makes a tenant user of that email. Without a verified email nobody is linked or made.
    */
-  private async person(claims: oidc.IDToken): Promise<PortalUser> {
+  private async person(claims: oidc.IDToken, as: (actor: AuditActor) => ChangeActor): Promise<PortalUser> {
+    const record = (user: PortalUser, action: string, before: unknown, after: unknown) =>
+      as({ kind: "user", id: user.userId, email: user.email }).record({ tenantId: user.tenantId, action, target: { kind: "portal-user", id: user.userId }, before, after });
     const refuse = (why: string) => new AppError(catalog.PORTAL_SSO_REFUSED, why);
     const email = typeof claims.email === "string" && claims.email_verified === true ? claims.email.trim().toLowerCase() : undefined;
     const mapping = await this.mappingFor(claims, email);
@@ -184,7 +188,7 @@ export class PortalSso {
       const user = await this.store.getPortalUser(linkedId);
       if (!user || user.state === "disabled") throw refuse("your portal account is disabled: ask an operator");
       if (!mapping) throw refuse(`${user.email} is no longer mapped to a tenant: ask an operator`);
-      return this.align(user, mapping, now);
+      return this.align(user, mapping, now, record);
     }
     if (!mapping) throw refuse(`the provider signed in ${email ?? `subject ${claims.sub}`}, whom attestd maps to no tenant: ask an operator to map you`);
     if (!email) throw refuse("the provider gave no verified email (email_verified): attestd names portal users by email");
@@ -193,6 +197,7 @@ export class PortalSso {
       const made = await this.store.createPortalUser({ userId: randomId(this.rng, "u_"), email, tenantId: mapping.tenantId, role: mapping.role, at: now });
       if (made.outcome !== "ok") throw refuse(`${email} is another portal user's`);
       user = made.user;
+      await record(user, "portal.user.created-by-sso", null, { email, tenantId: user.tenantId, role: user.role });
     }
     if (user.role === "operator") throw refuse(`${email} is an operator: operators sign in with their password or passkey`);
     if (user.state === "disabled") throw refuse("your portal account is disabled: ask an operator");
@@ -200,17 +205,25 @@ export class PortalSso {
     if ((await this.store.linkSsoIdentity(claims.iss, claims.sub, user.userId, now)) !== "ok") {
       throw refuse(`${email} is linked to another identity of this provider`);
     }
-    return this.align(user, mapping, now);
+    await record(user, "portal.sso.identity-linked", null, { issuer: claims.iss, subject: claims.sub });
+    return this.align(user, mapping, now, record);
   }
 
   /** The user with the mapping's role, and active (a person made or invited here has no password: SSO is their way in). */
-  private async align(user: PortalUser, mapping: { tenantId: string; role: TenantRole }, now: string): Promise<PortalUser> {
+  private async align(
+    user: PortalUser,
+    mapping: { tenantId: string; role: TenantRole },
+    now: string,
+    record: (user: PortalUser, action: string, before: unknown, after: unknown) => Promise<void>,
+  ): Promise<PortalUser> {
     if (user.tenantId !== mapping.tenantId) throw new AppError(catalog.PORTAL_SSO_REFUSED, `${user.email} is mapped to another tenant than their portal account's`);
     const change: { role?: TenantRole; state?: "active" } = {};
     if (user.role !== mapping.role) change.role = mapping.role;
     if (user.state === "invited") change.state = "active";
     if (change.role || change.state) {
       await this.store.updatePortalUser(user.userId, change, now);
+      // the mapping decides the role at every sign-in: a change of it is recorded as the person's
+      await record(user, "portal.user.aligned-by-sso", { role: user.role, state: user.state }, { role: change.role ?? user.role, state: change.state ?? user.state });
       return { ...user, ...change };
     }
     return user;

@@ -3,6 +3,7 @@ import type { SsoMapping, TenantRole } from "../domain/portal.ts";
 import { unsafeCharIn, unsafeTextReason } from "../domain/text.ts";
 import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
+import type { ChangeActor } from "../services/auditTrail.ts";
 import type { SsoStore, TenantStore } from "../store/types.ts";
 
 /** A mapping as `attestd sso list` and the admin API show it: the tenant by name. */
@@ -28,20 +29,26 @@ export class SsoMappings {
     private readonly clock: Clock,
   ) {}
 
-  async map(ref: SsoIdentityRef, tenantName: string, role: TenantRole): Promise<SsoMappingView> {
+  async map(ref: SsoIdentityRef, tenantName: string, role: TenantRole, by: ChangeActor): Promise<SsoMappingView> {
     const { kind, value } = keyOf(ref);
     if (role !== "admin" && role !== "viewer") throw new AppError(catalog.PORTAL_INVALID_REQUEST, "a mapping's role is admin or viewer: single sign-on never makes an operator");
     const tenant = await this.store.getTenantByName(tenantName);
     if (!tenant) throw new AppError(catalog.PORTAL_NOT_FOUND, `no tenant "${tenantName}"`);
     const m: SsoMapping = { kind, value, tenantId: tenant.tenantId, role, createdAt: new Date(this.clock.nowMs()).toISOString() };
+    const before = await this.store.getSsoMapping(kind, value);
     await this.store.putSsoMapping(m);
-    return { kind, value, tenant: tenant.name, role, createdAt: m.createdAt };
+    const view = { kind, value, tenant: tenant.name, role, createdAt: m.createdAt };
+    await by.record({ tenantId: tenant.tenantId, action: "sso.mapping-set", target: { kind: "sso-mapping", id: `${kind}:${value}` }, before: before ?? null, after: view });
+    return view;
   }
 
   /** false when there was no such mapping */
-  async unmap(ref: SsoIdentityRef): Promise<boolean> {
+  async unmap(ref: SsoIdentityRef, by: ChangeActor): Promise<boolean> {
     const { kind, value } = keyOf(ref);
-    return this.store.deleteSsoMapping(kind, value);
+    const before = await this.store.getSsoMapping(kind, value);
+    const removed = await this.store.deleteSsoMapping(kind, value);
+    if (removed && before) await by.record({ tenantId: before.tenantId, action: "sso.mapping-removed", target: { kind: "sso-mapping", id: `${kind}:${value}` }, before, after: null });
+    return removed;
   }
 
   async list(): Promise<SsoMappingView[]> {

@@ -6,6 +6,8 @@ import { catalog } from "../errors/catalog.ts";
 import { androidSectionOf, parseTenantPolicy, policyProblemsText, type PolicyProblem } from "../attestation/policy/tenantPolicyDocument.ts";
 import type { AndroidPolicies } from "../trust/androidPolicyFile.ts";
 import type { TenantPolicyStore, TenantStore } from "../store/types.ts";
+import type { AuditActor } from "../domain/audit.ts";
+import type { ChangeActor } from "./auditTrail.ts";
 import { TenantReadCache } from "./tenantReadCache.ts";
 
 /**
@@ -75,14 +77,22 @@ export class TenantPolicies {
   }
 
   /** Validates `document` (400 PORTAL_POLICY_INVALID naming each faulty field) and stores it as the next version. */
-  async set(tenant: Pick<Tenant, "tenantId">, document: unknown, author: string): Promise<TenantPolicyVersion> {
-    return this.append(tenant.tenantId, checkPolicyDocument(document), author);
+  async set(tenant: Pick<Tenant, "tenantId">, document: unknown, by: ChangeActor): Promise<TenantPolicyVersion> {
+    return this.appendBy(tenant.tenantId, checkPolicyDocument(document), by, "policy.changed");
   }
 
   /** A new version with the document of `version` (404 PORTAL_NOT_FOUND when there is none). */
-  async rollback(tenant: Pick<Tenant, "tenantId">, version: number, author: string): Promise<TenantPolicyVersion> {
+  async rollback(tenant: Pick<Tenant, "tenantId">, version: number, by: ChangeActor): Promise<TenantPolicyVersion> {
     const old = await this.version(tenant, version);
-    return this.append(tenant.tenantId, old.document, author);
+    return this.appendBy(tenant.tenantId, old.document, by, "policy.rolled-back");
+  }
+
+  /** a version stored by a person or an operator, recorded in the audit trail with the version it replaced */
+  private async appendBy(tenantId: string, document: TenantPolicyDocument, by: ChangeActor, action: string): Promise<TenantPolicyVersion> {
+    const before = await this.store.currentTenantPolicy(tenantId);
+    const v = await this.append(tenantId, document, policyAuthor(by.actor));
+    await by.record({ tenantId, action, target: { kind: "policy", id: tenantId }, before: before ?? null, after: v });
+    return v;
   }
 
   /**
@@ -122,4 +132,10 @@ export class TenantPolicies {
       this.cache.forget(tenantId);
     }
   }
+}
+
+/** a version's author as docs/policy.md names it: a portal user's email, `operator:<OS user>` at the CLI */
+export function policyAuthor(actor: AuditActor): string {
+  if (actor.kind === "user") return actor.email;
+  return `${actor.kind}:${actor.id}`;
 }

@@ -102,7 +102,7 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
     await t.runtime.app.inject({ method: "GET", url: "/" });
     const email = "ada@acme.example";
     const { SsoMappings } = await import("../../src/portal/ssoMappings.ts");
-    await new SsoMappings(t.runtime.stores.durable, t.clock).map({ email: "Ada@Acme.example" }, "acme", "viewer");
+    await new SsoMappings(t.runtime.stores.durable, t.clock).map({ email: "Ada@Acme.example" }, "acme", "viewer", testActor(t.runtime.stores.durable));
     const res = await signIn({ sub: "idp-ada", email, email_verified: true });
     // a page whose link goes on (same-site), not a redirect that a Strict session cookie would not follow
     assert.match(res.body, /<a href="\/portal\/verdicts" data-sso-continue>/);
@@ -124,6 +124,14 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
     assert.match(account.body, /data-no-password/);
     assert.doesNotMatch(account.body, /name="currentPassword"/);
 
+    // the audit trail: the operator's mapping, then the person made (invited), linked, made active and signed in
+    const trail = await t.runtime.stores.durable.queryAudit({ actorId: stored.userId, limit: 10 });
+    assert.deepEqual(trail.map((r) => r.action).sort(), ["portal.session.signed-in", "portal.sso.identity-linked", "portal.user.aligned-by-sso", "portal.user.created-by-sso"]);
+    assert.deepEqual(trail.find((r) => r.action === "portal.user.aligned-by-sso")?.after, { role: "viewer", state: "active" });
+    assert.deepEqual(trail.find((r) => r.action === "portal.session.signed-in")?.after, { method: "sso", expiresAt: new Date(s.expiresAtMs).toISOString() });
+    const mapped = await t.runtime.stores.durable.queryAudit({ action: "sso.mapping-set", limit: 10 });
+    assert.deepEqual(mapped.map((r) => [r.actor.kind, r.target.id, r.tenantId]), [["operator", "email:ada@acme.example", t.tenant.tenantId]]);
+
     const again = await signIn({ sub: "idp-ada", email, email_verified: true });
     assert.deepEqual(await me(again), { email, role: "viewer", tenantId: t.tenant.tenantId });
     assert.equal((await t.runtime.stores.durable.listPortalUsers(t.tenant.tenantId)).filter((u) => u.email === email).length, 1);
@@ -131,7 +139,7 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
 
   it("a wrong state is refused before the code is spent; no flow cookie, or one that was altered, is refused too", async () => {
     const { SsoMappings } = await import("../../src/portal/ssoMappings.ts");
-    await new SsoMappings(t.runtime.stores.durable, t.clock).map({ subject: "idp-state" }, "acme", "viewer");
+    await new SsoMappings(t.runtime.stores.durable, t.clock).map({ subject: "idp-state" }, "acme", "viewer", testActor(t.runtime.stores.durable));
     const account = { sub: "idp-state", email: "state@acme.example", email_verified: true };
     const { callback, flowCookie } = await startAt(account);
     const wrong = new URL(callback);
@@ -149,7 +157,7 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
     const other = await startTestRuntime({ ...ssoSettings(), publicUrl: PUBLIC });
     try {
       const { SsoMappings } = await import("../../src/portal/ssoMappings.ts");
-      await new SsoMappings(other.runtime.stores.durable, other.clock).map({ subject: "idp-roam" }, "acme", "viewer");
+      await new SsoMappings(other.runtime.stores.durable, other.clock).map({ subject: "idp-roam" }, "acme", "viewer", testActor(t.runtime.stores.durable));
       const { callback, flowCookie } = await startAt({ sub: "idp-roam", email: "roam@acme.example", email_verified: true });
       const res = await other.runtime.app.inject({ method: "GET", url: `/portal/sso/callback${callback.search}`, headers: SITE, cookies: { [SSO_COOKIE]: flowCookie } });
       assert.equal(res.statusCode, 200, res.body);
@@ -161,7 +169,7 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
 
   it("a code is used once: the same answer replayed (cookie and all) is refused by the provider, and attestd says so", async () => {
     const { SsoMappings } = await import("../../src/portal/ssoMappings.ts");
-    await new SsoMappings(t.runtime.stores.durable, t.clock).map({ subject: "idp-replay" }, "acme", "viewer");
+    await new SsoMappings(t.runtime.stores.durable, t.clock).map({ subject: "idp-replay" }, "acme", "viewer", testActor(t.runtime.stores.durable));
     const { callback, flowCookie } = await startAt({ sub: "idp-replay", email: "replay@acme.example", email_verified: true });
     assert.equal((await back(callback, flowCookie)).statusCode, 200);
     const replay = await back(callback, flowCookie);
@@ -171,7 +179,7 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
 
   it("an ID token for another audience, expired, of another issuer or another sign-in's nonce is refused though signed by the provider's key; one signed by another key is refused", async () => {
     const { SsoMappings } = await import("../../src/portal/ssoMappings.ts");
-    await new SsoMappings(t.runtime.stores.durable, t.clock).map({ subject: "idp-tamper" }, "acme", "viewer");
+    await new SsoMappings(t.runtime.stores.durable, t.clock).map({ subject: "idp-tamper" }, "acme", "viewer", testActor(t.runtime.stores.durable));
     const account = { sub: "idp-tamper", email: "tamper@acme.example", email_verified: true };
     const now = Math.floor(Date.now() / 1000);
     try {
@@ -260,7 +268,7 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
     await people.add("carol@acme.example", "admin", "acme");
     const { SsoMappings } = await import("../../src/portal/ssoMappings.ts");
     const mappings = new SsoMappings(t.runtime.stores.durable, t.clock);
-    await mappings.map({ email: "carol@acme.example" }, "acme", "admin");
+    await mappings.map({ email: "carol@acme.example" }, "acme", "admin", testActor(t.runtime.stores.durable));
     // the provider does not vouch for the email: no link, no sign-in
     refusedWith(await signIn({ sub: "idp-carol", email: "carol@acme.example", email_verified: false }), 403, "PORTAL_SSO_REFUSED");
     assert.equal(await t.runtime.stores.durable.getSsoIdentity(idp.issuer, "idp-carol"), undefined);
@@ -273,7 +281,7 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
 
     // an operator is never signed in, or made, through SSO, whatever the mapping says
     await people.add("boss@ops.example", "operator");
-    await mappings.map({ email: "boss@ops.example" }, "acme", "admin");
+    await mappings.map({ email: "boss@ops.example" }, "acme", "admin", testActor(t.runtime.stores.durable));
     refusedWith(await signIn({ sub: "idp-boss", email: "boss@ops.example", email_verified: true }), 403, "PORTAL_SSO_REFUSED");
     assert.equal((await t.runtime.stores.durable.getPortalUserByEmail("boss@ops.example"))!.role, "operator");
 

@@ -74,7 +74,7 @@ const item = (v: TenantPolicyVersion) => ({ version: v.version, createdAt: v.cre
  * portal's Policy page. A tenant's viewer reads it, its admin changes it, an operator acts on the ?tenant= one.
  * A change is in force on this instance from its answer on, on every other within POLICY_CACHE_MS.
  */
-export function registerPolicyRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags }: PortalRoutes): void {
+export function registerPolicyRoutes(app: AppInstance, { deps, scope, ctxOf, html, tags, by }: PortalRoutes): void {
   const policies: TenantPolicies = deps.policies;
   const bound = `${POLICY_CACHE_MS / 1000} s`;
   app.get("/portal/policy", { schema: { hide: true, querystring: Type.Object(TenantQuery) }, config: { portal: "viewer" } }, async (request, reply) => {
@@ -118,7 +118,7 @@ export function registerPolicyRoutes(app: AppInstance, { deps, scope, ctxOf, htm
       },
       config: { portal: "admin" },
     },
-    async (request) => item(await policies.set((await scope(request, false)).tenant!, request.body, request.actor!.email)),
+    async (request) => item(await policies.set((await scope(request, false)).tenant!, request.body, by(request))),
   );
 
   app.get(
@@ -169,6 +169,6 @@ export function registerPolicyRoutes(app: AppInstance, { deps, scope, ctxOf, htm
       },
       config: { portal: "admin" },
     },
-    async (request) => item(await policies.rollback((await scope(request, false)).tenant!, request.body.version, request.actor!.email)),
+    async (request) => item(await policies.rollback((await scope(request, false)).tenant!, request.body.version, by(request))),
   );
 }

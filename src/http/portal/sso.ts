@@ -6,6 +6,7 @@ import { ssoLandingPage } from "../../../web/pages/account.ts";
 import { partBErrors, SafeText } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
 import { safeNext } from "./account.ts";
+import { requestSource } from "../auditSource.ts";
 import type { PortalRoutes } from "./context.ts";
 
 const FlowCookie = { path: "/", secure: true, httpOnly: true, sameSite: "lax" } as const;
@@ -24,7 +25,7 @@ const Kind = Type.Union([Type.Literal("subject"), Type.Literal("email")]);
  * browser to the provider, /portal/sso/callback takes it back and opens the same session a password opens; and the
  * operators' mappings under /portal/api/sso/mappings, the same service as `attestd sso ...`.
  */
-export function registerSsoRoutes(app: AppInstance, { deps, html, tags, startSession }: PortalRoutes): void {
+export function registerSsoRoutes(app: AppInstance, { deps, html, tags, startSession, by }: PortalRoutes): void {
   const configured = () => {
     if (!deps.sso) throw new AppError(catalog.PORTAL_NOT_FOUND, "single sign-on is not configured (--sso-issuer)");
     return deps.sso;
@@ -49,7 +50,8 @@ export function registerSsoRoutes(app: AppInstance, { deps, html, tags, startSes
       const cookie = request.cookies[SSO_COOKIE];
       // the flow is over, whatever its outcome: a second use of the same answer finds no cookie
       reply.clearCookie(SSO_COOKIE, FlowCookie);
-      const { user, next } = await sso.finish(query, cookie);
+      // what a first sign-in changes (the person made, linked, their role) is the person's own change in the audit trail
+      const { user, next } = await sso.finish(query, cookie, (actor) => deps.audit.as(actor, requestSource(request)));
       await startSession(reply, user, "sso");
       // A page, not a redirect: the browser came here from the provider's site, and a SameSite=Strict session cookie
       // is not sent on a redirect that continues that cross-site navigation. The page's own link is same-site.
@@ -82,7 +84,7 @@ export function registerSsoRoutes(app: AppInstance, { deps, html, tags, startSes
     },
     async (request) => {
       const b = request.body;
-      return deps.ssoMappings.map(b.kind === "subject" ? { subject: b.value } : { email: b.value }, b.tenant, b.role);
+      return deps.ssoMappings.map(b.kind === "subject" ? { subject: b.value } : { email: b.value }, b.tenant, b.role, by(request));
     },
   );
   app.delete(
@@ -99,7 +101,7 @@ export function registerSsoRoutes(app: AppInstance, { deps, html, tags, startSes
     },
     async (request, reply) => {
       const p = request.params;
-      if (!(await deps.ssoMappings.unmap(p.kind === "subject" ? { subject: p.value } : { email: p.value }))) throw new AppError(catalog.PORTAL_NOT_FOUND, `no mapping for ${p.kind} ${p.value}`);
+      if (!(await deps.ssoMappings.unmap(p.kind === "subject" ? { subject: p.value } : { email: p.value }, by(request)))) throw new AppError(catalog.PORTAL_NOT_FOUND, `no mapping for ${p.kind} ${p.value}`);
       return reply.code(204).send(null);
     },
   );
