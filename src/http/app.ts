@@ -5,7 +5,7 @@ import { METHODS } from "node:http";
 import { registerApiDocs } from "./apiDocs.ts";
 import { clientErrorHandler } from "./clientErrors.ts";
 import { capConnectionsPerAddress, serverTimeoutOptions } from "./connectionLimits.ts";
-import { partInvalidEntry, setErrorHandlers } from "./errorHandler.ts";
+import { frameworkErrorHandler, partInvalidEntry, setErrorHandlers } from "./errorHandler.ts";
 import { AppError } from "../errors/AppError.ts";
 import { negotiateFormat } from "./negotiate.ts";
 import { openapiOptions } from "./openapi.ts";
@@ -47,9 +47,11 @@ export async function buildApp(deps: AppDeps): Promise<AppInstance> {
     trustProxy: deps.trustedProxies.length > 0 ? deps.trustedProxies : false,
     // Bodies are bounded per route; this is the ceiling for routes that set nothing.
     bodyLimit: 1024 * 1024,
-    // a path parameter longer than this is answered 414 before any route runs; the longest a route takes is a
-    // deviceId (128), so longer ones still reach the schema and its catalog error
+    // a path parameter longer than this is refused before any route runs; the longest a route takes is a deviceId
+    // (128), so longer ones still reach the schema and its catalog error
     routerOptions: { maxParamLength: 256 },
+    // ...and a too long one, or a path that is not valid percent-encoding, gets the part's catalog 400 (errorHandler.ts)
+    frameworkErrors: frameworkErrorHandler(deps.rng),
     return503OnClosing: true,
     forceCloseConnections: "idle",
     // Requests are logged once, by the activity log and metrics, not by Fastify per request.

@@ -120,6 +120,18 @@ function toAppError(err: unknown, request: FastifyRequest): AppError | undefined
   return undefined;
 }
 
+/**
+ * Fastify's `frameworkErrors`: what its router refuses before any route or hook runs (a path segment longer than
+ * `maxParamLength`, a path that is not valid percent-encoding) answered as every other refusal, with the 400 of the
+ * part the path belongs to and an errorId, instead of Fastify's own body and code.
+ */
+export function frameworkErrorHandler(rng: Rng): (err: { code?: string }, request: FastifyRequest, reply: FastifyReply) => void {
+  return (err, request, reply) => {
+    const reason = err.code === "FST_ERR_MAX_PARAM_LENGTH" ? "A path segment is longer than 256 characters" : "The path is not valid percent-encoding";
+    sendError(request, reply, new AppError(partInvalidEntry(routeOf(request)), reason), rng);
+  };
+}
+
 /** Installs the error handler and the 404 for unknown routes; `rng` draws the error ids. */
 export function setErrorHandlers(app: AppInstance, rng: Rng): void {
   app.setErrorHandler((err, request, reply) => {

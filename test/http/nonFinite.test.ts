@@ -12,7 +12,7 @@ import { testActor } from "../helpers/audit.ts";
  * A number too large for a double (1e309, 400 digits) reads as ±Infinity, in a query string (coerced by the
  * validator) and in a JSON body (JSON.parse) alike, and used to pass every bound of the schema on its way to a
  * store's 500. This walks every numeric parameter of every route in /openapi.json (query, path and JSON body, nested
- * fields included; today none is a path parameter), plus the portal pages that share those query schemas but are not in the document, and asks
+ * fields included, and path parameters such as a policy version number), plus the portal pages that share those query schemas but are not in the document, and asks
  * for each the same answer as for any other invalid value of that field: 400 with the route's catalog code.
  */
 
@@ -63,7 +63,7 @@ function requestFor(t: Target, raw: string): { url: string; payload?: string } {
   const query = t.where === "query" ? `${t.field[0]}=${encodeURIComponent(raw)}` : "";
   const path = t.path.replace(/\{([^}]+)\}/g, (_, name: string) => (t.where === "path" && name === t.field[0] ? encodeURIComponent(raw) : "x"));
   const url = path + (query ? `?${query}` : "");
-  if (t.where === "query") return { url };
+  if (t.where !== "body") return { url };
   const body = sample(t.body!) as Record<string, any>;
   let at = body;
   let schema = t.body!;
