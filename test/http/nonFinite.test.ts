@@ -160,7 +160,9 @@ describe("non-finite numbers in every numeric parameter", () => {
         const res = await send(target, raw);
         const code = res.statusCode === 500 ? "500" : refusalCode(res);
         if (res.statusCode !== 400 || code !== expected) failures.push(`${name} = ${raw.slice(0, 12)}: ${res.statusCode} ${code}, want 400 ${expected}`);
-        else if (!new RegExp(target.field.at(-1)!).test(res.body)) failures.push(`${name} = ${raw.slice(0, 12)}: the answer does not name the field: ${res.body.slice(0, 200)}`);
+        // a path segment over 256 characters is refused by the router, before any route (and so any field) is known
+        else if (!new RegExp(target.field.at(-1)!).test(res.body) && !(target.where === "path" && raw.length > 256 && /path segment is longer/.test(res.body)))
+          failures.push(`${name} = ${raw.slice(0, 12)}: the answer does not name the field: ${res.body.slice(0, 200)}`);
       }
     }
     assert.deepEqual(failures, []);
