@@ -188,6 +188,7 @@ describe("portal over HTTP", () => {
       "/portal/api/invite",
       "/portal/api/ios-apps",
       "/portal/api/ios-apps/{id}",
+      "/portal/api/ios-apps/{id}/developer-key",
       "/portal/api/keys",
       "/portal/api/keys/{keyId}",
       "/portal/api/me",
