@@ -148,13 +148,14 @@ export class IosAppRegistry {
     const app = (await this.store.listIosApps(tenant.tenantId)).find((a) => a.id === id);
     if (!app) throw new AppError(catalog.PORTAL_NOT_FOUND, "no iOS app of that id for this tenant");
     const summary = iosAppSummary(app);
-    // the summaries name the key by its id only: the key itself is in no record
+    // the key by its id only (the trail's redaction drops any field named like a key, so the id is named apart)
+    const named = (a: StoredIosApp) => ({ ...iosAppSummary(a), developerKeyId: a.developerKeyId });
     await by.record({
       tenantId: tenant.tenantId,
       action: key === null ? "ios-app.developer-key-cleared" : "ios-app.developer-key-set",
       target: { kind: "ios-app", id },
-      before: before ? iosAppSummary(before) : null,
-      after: summary,
+      before: before ? named(before) : null,
+      after: named(app),
     });
     return summary;
   }
