@@ -6,6 +6,7 @@ import type { Tenant } from "../../src/domain/tenants.ts";
 import type { StoredVerdict } from "../../src/domain/verdicts.ts";
 import type { DurableStore, NonceAppAttestStore, NonceStore } from "../../src/store/types.ts";
 import { applyDevicePin } from "../../src/services/devicePinning.ts";
+import type { WebhookPlan } from "../../src/domain/webhooks.ts";
 import { T0 } from "../helpers/clock.ts";
 
 /**
@@ -300,6 +301,33 @@ export function appAttestConformance(name: string, factory: () => Promise<AppAtt
         assert.equal(r.verdict?.record.verdict, "Yes");
         assert.equal((await b.durable.getDevice(t.tenantId, "phone-1"))?.count, 1);
         assert.deepEqual(await b.durable.getVerdict(p.verdict.objectId), r.verdict);
+      });
+
+      it("the verdict's webhook rows commit with it, for the verdict stored; a refused nonce writes none", async (ctx) => {
+        if (!b.nonceAppAttest) return ctx.skip("nonces live apart on this backend");
+        const t = await tenant();
+        const k = key(t);
+        const plan: WebhookPlan = (v) => [
+          {
+            id: "whd_" + randomBytes(9).toString("base64url"),
+            eventId: "msg_" + randomBytes(9).toString("base64url"),
+            tenantId: t.tenantId,
+            endpointId: "we_x",
+            eventType: "verdict.stored",
+            payload: JSON.stringify({ objectId: v.objectId, verdict: v.record.verdict }),
+            createdAt: new Date(NOW).toISOString(),
+            nextAttemptMs: NOW,
+            giveUpAtMs: NOW + 86_400_000,
+          },
+        ];
+        const p = pair(t);
+        const n = await issued(t);
+        const r = await b.nonceAppAttest.consumeWithAppAttestVerdict(n, t.tenantId, NOW, attested(k), p, plan);
+        assert.equal(r.verdict?.record.verdict, "Yes");
+        const rows = await b.durable.listWebhookDeliveries(t.tenantId, { limit: 10 });
+        assert.deepEqual(rows.map((d) => JSON.parse(d.payload)), [{ objectId: p.verdict.objectId, verdict: "Yes" }]);
+        assert.deepEqual(await b.nonceAppAttest.consumeWithAppAttestVerdict(n, t.tenantId, NOW, asserted(t, k, 1), pair(t), plan), { outcome: "used" });
+        assert.equal((await b.durable.listWebhookDeliveries(t.tenantId, { limit: 10 })).length, 1, "the refused nonce wrote no row");
       });
 
       it("concurrent assertions with one counter, each with its own nonce, across connections: exactly one is Yes, every nonce spent", async (ctx) => {
