@@ -306,6 +306,8 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 2_40
       assert.equal(await page.locator("#confirm-title").innerText(), `Revoke key ${keyId}?`, "the title names the action and its object");
       await page.keyboard.press("Escape");
       assert.equal(await page.locator("#confirm-dialog[open]").count(), 0);
+      // the dialog's "close" event, which gives focus back, is a task queued after Escape: waited for, not raced
+      await page.waitForFunction(`document.activeElement?.getAttribute("aria-label")?.startsWith(${JSON.stringify(`Revoke key ${keyId}`)})`, undefined, { timeout: 10_000 }).catch(() => undefined);
       assert.match(await focused(), new RegExp(`^Revoke key ${keyId}`), "focus returns to the button that asked");
       assert.match(await row.innerText(), /active/, "cancelled: still active");
 
@@ -315,6 +317,8 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 2_40
       assert.equal(await focused(), "Revoke", "the confirming button names the action");
       await page.keyboard.press("Enter");
       await page.locator("tbody tr", { hasText: "made by keyboard" }).getByText(/^revoked /).waitFor();
+      // the reloaded page's rows are parsed before its script writes the notice: the notice is waited for
+      await page.locator("#notice", { hasText: keyId }).waitFor({ timeout: 10_000 }).catch(() => undefined);
       assert.match(await page.locator("#notice").innerText(), new RegExp(`${keyId}`), "the success message names the key");
       await screenshot(page, "layout-keyboard-key-revoked-390px");
 
