@@ -233,6 +233,8 @@ export function appraiseAppAttestAttestation(input: AppraisalInput): AppraisalRe
   }
 
   outcomeOnYes = { kind: "attested", keyId: b64(keyId), appId: app.appId, publicKey: b64(point), environment: env, receipt: b64(att.receipt) };
+  // the key's first assertion then finds it imported already
+  rememberKeyObject(outcomeOnYes.publicKey, leaf.key);
   return done("pass", "Success", "Yes", `${chain.reason}; a genuine ${env} key of ${app.appId}`);
 }
 
@@ -245,13 +247,16 @@ const KEY_OBJECTS_MAX = 10_000;
 const keyObjects = new Map<string, KeyObject>();
 
 function publicKeyOf(key: AppAttestKnownKey): KeyObject {
-  let k = keyObjects.get(key.publicKey);
+  const k = keyObjects.get(key.publicKey);
   if (k) return k;
   const point = Buffer.from(key.publicKey, "base64");
-  k = createPublicKey({ key: { kty: "EC", crv: "P-256", x: point.subarray(1, 33).toString("base64url"), y: point.subarray(33).toString("base64url") }, format: "jwk" });
+  return rememberKeyObject(key.publicKey, createPublicKey({ key: { kty: "EC", crv: "P-256", x: point.subarray(1, 33).toString("base64url"), y: point.subarray(33).toString("base64url") }, format: "jwk" }));
+}
+
+function rememberKeyObject(point: string, key: KeyObject): KeyObject {
   if (keyObjects.size >= KEY_OBJECTS_MAX) keyObjects.delete(keyObjects.keys().next().value!);
-  keyObjects.set(key.publicKey, k);
-  return k;
+  keyObjects.set(point, key);
+  return key;
 }
 
 export function appraiseAppAttestAssertion(input: AppraisalInput): AppraisalResult {
