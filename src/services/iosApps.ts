@@ -142,7 +142,7 @@ export class IosAppRegistry {
   async setDeveloperKey(tenant: Tenant, id: string, key: DeveloperKeyInput | null, by: ChangeActor): Promise<IosAppSummary> {
     const sealed = key === null ? null : this.sealed(id, key);
     const before = (await this.store.listIosApps(tenant.tenantId)).find((a) => a.id === id);
-    if (!(await this.store.setIosAppDeveloperKey(tenant.tenantId, id, sealed))) {
+    if (!(await this.store.setIosAppDeveloperKey(tenant.tenantId, id, sealed, new Date(this.clock.nowMs()).toISOString()))) {
       throw new AppError(catalog.PORTAL_NOT_FOUND, "no iOS app of that id for this tenant");
     }
     const app = (await this.store.listIosApps(tenant.tenantId)).find((a) => a.id === id);

@@ -634,15 +634,21 @@ export interface AppAttestStore {
    * In one transaction: applies the effect — a new key inserted unless its id is known (to any tenant); an
    * assertion's counter stored only if it is above the stored one and the key is the tenant's and not revoked
    * (compare-and-set: of two concurrent assertions with one counter, exactly one applies) — then stores `verdict`
-   * when it applied, `refused` when it did not. Answers the verdict stored.
+   * when it applied, `refused` when it did not. Answers the verdict stored. A new key is due for its receipt's refresh
+   * at its `refreshDueAt` only if its app has a developer key at that moment; otherwise never (null) until one is
+   * set (`setIosAppDeveloperKey`), so the due keys are only those a sweep can refresh.
    */
   saveAppAttestVerdict(effect: AppAttestKeyEffect, verdict: StoredVerdict, refused: StoredVerdict, webhooks?: WebhookPlan): Promise<StoredVerdict>;
   /** the effect alone, in its own transaction (a named device's appraisal, whose verdict the device's record writes) */
   applyAppAttestEffect(effect: AppAttestKeyEffect): Promise<boolean>;
 
   // receipt refresh (migration 016)
-  /** sets (or with null clears) the app's developer key, sealed by the service; false when the tenant has no such app */
-  setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null): Promise<boolean>;
+  /**
+   * Sets (or with null clears) the app's developer key, sealed by the service; false when the tenant has no such app.
+   * In the same transaction the app's keys follow: setting makes those not revoked and not due due at `at`,
+   * clearing makes them never due (null).
+   */
+  setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null, at: string): Promise<boolean>;
   /**
    * Up to `limit` keys, of every tenant, whose refresh is due at `now` (refreshDueAt <= now), not revoked, and whose
    * app (same tenant and app id) has a developer key; in one transaction their refreshDueAt is moved to

@@ -126,7 +126,7 @@ describe("IosAppRegistry and AppAttestKeys", () => {
     assert.equal(await apps.developerKeyFor(other.tenantId, DEMO_APP_ID), undefined, "another tenant's app: none");
     // a sealed value copied to another registration does not open there
     const b = await apps.add(other, { appId: DEMO_APP_ID }, by);
-    await store.setIosAppDeveloperKey(other.tenantId, b.id, { keyId: "KEY1234567", sealed: stored.sealedDeveloperKey });
+    await store.setIosAppDeveloperKey(other.tenantId, b.id, { keyId: "KEY1234567", sealed: stored.sealedDeveloperKey }, new Date().toISOString());
     assert.throws(() => box.open(stored.sealedDeveloperKey!, `ios-app-developer-key:${b.id}`));
     // refused: a bad key id, a key that is not P-256, not PEM; an unknown app
     for (const bad of [

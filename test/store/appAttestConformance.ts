@@ -59,7 +59,8 @@ export function appAttestConformance(name: string, factory: () => Promise<AppAtt
         lastRefreshResult: null,
         lastRefreshReason: null,
         lastRefreshAt: null,
-        refreshDueAt: iso(T0),
+        // as stored for an app without a developer key (never due); the refresh tests give their own
+        refreshDueAt: null,
         ...over,
       };
     }
@@ -165,8 +166,8 @@ export function appAttestConformance(name: string, factory: () => Promise<AppAtt
       const noKey = app(t, "ZZZZZ12345.com.example.nokey");
       const otherApp = app(other, "ABCDE12345.com.example.app");
       for (const a of [withKey, noKey, otherApp]) assert.equal(await b.durable.addIosApp(a), "ok");
-      assert.equal(await b.durable.setIosAppDeveloperKey(other.tenantId, withKey.id, { keyId: "K", sealed: "s" }), false, "another tenant's app");
-      assert.equal(await b.durable.setIosAppDeveloperKey(t.tenantId, withKey.id, { keyId: "KEY1234567", sealed: "sealed:v1:x" }), true);
+      assert.equal(await b.durable.setIosAppDeveloperKey(other.tenantId, withKey.id, { keyId: "K", sealed: "s" }, iso(T0)), false, "another tenant's app");
+      assert.equal(await b.durable.setIosAppDeveloperKey(t.tenantId, withKey.id, { keyId: "KEY1234567", sealed: "sealed:v1:x" }, iso(T0)), true);
       assert.deepEqual(
         (await b.durable.listIosApps(t.tenantId)).find((a) => a.id === withKey.id),
         { ...withKey, developerKeyId: "KEY1234567", sealedDeveloperKey: "sealed:v1:x" },
@@ -179,14 +180,20 @@ export function appAttestConformance(name: string, factory: () => Promise<AppAtt
       const othersKey = key(other, { refreshDueAt: iso(T0) });
       for (const k of [due, dueNoKey, later, revoked, othersKey]) await saved(attested(k), k.tenantId === t.tenantId ? t : other);
       await b.durable.revokeAppAttestKey(t.tenantId, revoked.keyId, iso(T0));
+      // a key of an app without a developer key is never due: the sweep's range holds only keys it can refresh
+      assert.equal((await b.durable.getAppAttestKey(t.tenantId, dueNoKey.keyId))?.refreshDueAt, null);
+      assert.equal((await b.durable.getAppAttestKey(other.tenantId, othersKey.keyId))?.refreshDueAt, null);
+      assert.equal((await b.durable.getAppAttestKey(t.tenantId, due.keyId))?.refreshDueAt, iso(T0));
 
       const lease = iso(T0 + 600_000);
       const claimed = await b.durable.claimAppAttestRefreshes(iso(T0 + 1000), lease, 10);
       assert.deepEqual(claimed.map((k) => k.keyId), [due.keyId]);
       assert.equal(claimed[0]!.refreshDueAt, lease);
       assert.deepEqual(await b.durable.claimAppAttestRefreshes(iso(T0 + 1000), lease, 10), [], "claimed once: leased until later");
-      // the other tenant's app gets a key: its key is claimed too; the limit holds
-      await b.durable.setIosAppDeveloperKey(other.tenantId, otherApp.id, { keyId: "KEY7654321", sealed: "sealed:v1:y" });
+      // the other tenant's app gets a key: its key is due from then on, and claimed too; the limit holds
+      await b.durable.setIosAppDeveloperKey(other.tenantId, otherApp.id, { keyId: "KEY7654321", sealed: "sealed:v1:y" }, iso(T0 + 5));
+      assert.equal((await b.durable.getAppAttestKey(other.tenantId, othersKey.keyId))?.refreshDueAt, iso(T0 + 5));
+      assert.equal((await b.durable.getAppAttestKey(t.tenantId, dueNoKey.keyId))?.refreshDueAt, null, "another app's keys stay as they were");
       assert.deepEqual((await b.durable.claimAppAttestRefreshes(iso(T0 + 120_000), lease, 1)).map((k) => k.keyId), [othersKey.keyId], "the oldest due first");
       assert.deepEqual((await b.durable.claimAppAttestRefreshes(iso(T0 + 120_000), lease, 10)).map((k) => k.keyId), [later.keyId]);
 
@@ -209,8 +216,14 @@ export function appAttestConformance(name: string, factory: () => Promise<AppAtt
       // a refreshed receipt without a metric clears it (the metric shown is the last receipt's); clearing the app's key stops claims
       await b.durable.saveAppAttestRefresh({ tenantId: t.tenantId, keyId: due.keyId, result: "refreshed", reason: null, at: iso(T0 + 4000), refreshed: { receipt, riskMetric: null }, refreshDueAt: iso(T0) });
       assert.equal((await b.durable.getAppAttestKey(t.tenantId, due.keyId))?.riskMetric, null);
-      await b.durable.setIosAppDeveloperKey(t.tenantId, withKey.id, null);
+      await b.durable.setIosAppDeveloperKey(t.tenantId, withKey.id, null, iso(T0 + 5000));
+      assert.equal((await b.durable.getAppAttestKey(t.tenantId, due.keyId))?.refreshDueAt, null, "cleared: its keys are never due");
+      assert.equal((await b.durable.getAppAttestKey(t.tenantId, later.keyId))?.refreshDueAt, null);
       assert.deepEqual((await b.durable.claimAppAttestRefreshes(iso(T0 + 10_000_000), lease, 10)).map((k) => k.keyId), [othersKey.keyId], "only the other tenant's, whose app has a key");
+      // set again: the app's keys that are not revoked are due at once; the revoked one stays as it was
+      await b.durable.setIosAppDeveloperKey(t.tenantId, withKey.id, { keyId: "KEY1234567", sealed: "sealed:v1:z" }, iso(T0 + 6000));
+      assert.equal((await b.durable.getAppAttestKey(t.tenantId, due.keyId))?.refreshDueAt, iso(T0 + 6000));
+      assert.equal((await b.durable.getAppAttestKey(t.tenantId, revoked.keyId))?.refreshDueAt, null);
     });
 
     it("concurrent claims take each due key once", async () => {

@@ -692,7 +692,18 @@ export class MemoryDurableStore implements DurableStore {
     if (e.kind === "attested") {
       if (this.appAttestKeys.has(e.key.keyId)) return false;
       if (!this.tenants.has(e.key.tenantId)) throw new MemoryConstraintError(`app attest key: no tenant ${e.key.tenantId}`);
-      this.appAttestKeys.set(e.key.keyId, { ...e.key, lastAssertedAt: null, revokedAt: null, riskMetric: null, riskMetricAt: null, lastRefreshResult: null, lastRefreshReason: null, lastRefreshAt: null });
+      const refreshable = [...this.iosApps.values()].some((a) => a.tenantId === e.key.tenantId && a.appId === e.key.appId && a.sealedDeveloperKey !== null);
+      this.appAttestKeys.set(e.key.keyId, {
+        ...e.key,
+        lastAssertedAt: null,
+        revokedAt: null,
+        riskMetric: null,
+        riskMetricAt: null,
+        lastRefreshResult: null,
+        lastRefreshReason: null,
+        lastRefreshAt: null,
+        refreshDueAt: refreshable ? e.key.refreshDueAt : null,
+      });
       return true;
     }
     const k = this.appAttestKeys.get(e.keyId);
@@ -841,11 +852,16 @@ export class MemoryDurableStore implements DurableStore {
     this.check();
     return this.appAttestEffect(effect);
   }
-  async setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null) {
+  async setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null, at: string) {
     const a = this.iosApps.get(id);
     if (!a || a.tenantId !== tenantId) return false;
     a.developerKeyId = key?.keyId ?? null;
     a.sealedDeveloperKey = key?.sealed ?? null;
+    for (const k of this.appAttestKeys.values()) {
+      if (k.tenantId !== tenantId || k.appId !== a.appId) continue;
+      if (!key) k.refreshDueAt = null;
+      else if (k.refreshDueAt === null && k.revokedAt === null) k.refreshDueAt = at;
+    }
     return true;
   }
   async claimAppAttestRefreshes(now: string, leaseUntil: string, limit: number) {

@@ -1048,7 +1048,9 @@ export class PgStore implements DurableStore, NonceStore, JtiStore, NonceAppAtte
         c,
         "insertAppAttestKey",
         `INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, last_asserted_at, revoked_at, refresh_due_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, NULL, $9) ON CONFLICT (key_id) DO NOTHING`,
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, NULL,
+           (SELECT CASE WHEN developer_key IS NOT NULL THEN $9 END FROM ios_apps WHERE tenant_id = $2 AND app_id = $3 FOR SHARE))
+         ON CONFLICT (key_id) DO NOTHING`,
         [k.keyId, k.tenantId, k.appId, k.publicKey, k.counter, k.environment, k.receipt, k.attestedAt, k.refreshDueAt],
       );
       return r.rowCount === 1;
@@ -1243,14 +1245,28 @@ export class PgStore implements DurableStore, NonceStore, JtiStore, NonceAppAtte
     });
   }
 
-  async setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null): Promise<boolean> {
-    const r = await this.q("setIosAppDeveloperKey", "UPDATE ios_apps SET developer_key_id = $1, developer_key = $2 WHERE tenant_id = $3 AND id = $4", [
-      key?.keyId ?? null,
-      key?.sealed ?? null,
-      tenantId,
-      id,
-    ]);
-    return (r.rowCount ?? 0) === 1;
+  /**
+   * The app's row lock orders this against a key being attested for the app: that insert reads the app's developer
+   * key FOR SHARE (appAttestEffect), so it either commits first (and its key is made due here) or waits and sees the
+   * key set here.
+   */
+  async setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null, at: string): Promise<boolean> {
+    return transaction(this.pool, async (c) => {
+      const app = await query(c, "setIosAppDeveloperKey", "UPDATE ios_apps SET developer_key_id = $1, developer_key = $2 WHERE tenant_id = $3 AND id = $4 RETURNING app_id", [
+        key?.keyId ?? null,
+        key?.sealed ?? null,
+        tenantId,
+        id,
+      ]);
+      const appId = app.rows[0]?.app_id as string | undefined;
+      if (appId === undefined) return false;
+      if (key) {
+        await query(c, "dueAppAttestKeys", "UPDATE app_attest_keys SET refresh_due_at = $1 WHERE tenant_id = $2 AND app_id = $3 AND refresh_due_at IS NULL AND revoked_at IS NULL", [at, tenantId, appId]);
+      } else {
+        await query(c, "undueAppAttestKeys", "UPDATE app_attest_keys SET refresh_due_at = NULL WHERE tenant_id = $1 AND app_id = $2 AND refresh_due_at IS NOT NULL", [tenantId, appId]);
+      }
+      return true;
+    });
   }
 
   /** SKIP LOCKED: instances claiming at once take different keys; the lease moves the claimed keys' due time on. */

@@ -916,7 +916,8 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
       key: this.db.prepare("SELECT * FROM app_attest_keys WHERE tenant_id = ? AND key_id = ?"),
       insertKey: this.db.prepare(
         `INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, last_asserted_at, revoked_at, refresh_due_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (key_id) DO NOTHING`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL,
+           (SELECT ? FROM ios_apps WHERE tenant_id = ? AND app_id = ? AND developer_key IS NOT NULL)) ON CONFLICT (key_id) DO NOTHING`,
       ),
       advance: this.db.prepare("UPDATE app_attest_keys SET counter = ?, last_asserted_at = ? WHERE tenant_id = ? AND key_id = ? AND counter < ? AND revoked_at IS NULL"),
     });
@@ -941,7 +942,9 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
   private readonly appAttestEffectTx = (e: AppAttestKeyEffect): boolean => {
     if (e.kind === "attested") {
       const k = e.key;
-      return this.aaStmt.insertKey.run(k.keyId, k.tenantId, k.appId, k.publicKey, k.counter, k.environment, k.receipt, k.attestedAt, k.refreshDueAt).changes === 1;
+      // due only when its app has a developer key (AppAttestStore.saveAppAttestVerdict): the write batch shuts out a
+      // concurrent setIosAppDeveloperKey, which makes the app's other keys due
+      return this.aaStmt.insertKey.run(k.keyId, k.tenantId, k.appId, k.publicKey, k.counter, k.environment, k.receipt, k.attestedAt, k.refreshDueAt, k.tenantId, k.appId).changes === 1;
     }
     return this.aaStmt.advance.run(e.counter, e.at, e.tenantId, e.keyId, e.counter).changes === 1;
   };
@@ -1126,14 +1129,20 @@ export class SqliteStore implements DurableStore, NonceStore, NonceVerdictStore,
     });
   }
 
-  async setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null): Promise<boolean> {
-    return this.writer.run(
-      () =>
-        this.db
-          .prepare("UPDATE ios_apps SET developer_key_id = ?, developer_key = ? WHERE tenant_id = ? AND id = ?")
-          .run(key?.keyId ?? null, key?.sealed ?? null, tenantId, id).changes === 1,
-      { savepoint: false },
-    );
+  async setIosAppDeveloperKey(tenantId: string, id: string, key: { keyId: string; sealed: string } | null, at: string): Promise<boolean> {
+    // one savepoint: the app's key and its keys' due times, or neither
+    return this.writer.run(() => {
+      const app = this.db
+        .prepare("UPDATE ios_apps SET developer_key_id = ?, developer_key = ? WHERE tenant_id = ? AND id = ? RETURNING app_id")
+        .get(key?.keyId ?? null, key?.sealed ?? null, tenantId, id) as { app_id: string } | undefined;
+      if (!app) return false;
+      if (key) {
+        this.db.prepare("UPDATE app_attest_keys SET refresh_due_at = ? WHERE tenant_id = ? AND app_id = ? AND refresh_due_at IS NULL AND revoked_at IS NULL").run(at, tenantId, app.app_id);
+      } else {
+        this.db.prepare("UPDATE app_attest_keys SET refresh_due_at = NULL WHERE tenant_id = ? AND app_id = ? AND refresh_due_at IS NOT NULL").run(tenantId, app.app_id);
+      }
+      return true;
+    });
   }
 
   async purgeWebhookDeliveries(createdBefore: string, limit: number): Promise<number> {
