@@ -9,7 +9,7 @@ import { catalog } from "../errors/catalog.ts";
 import { AppError } from "../errors/AppError.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import type { TenantPolicyVersion } from "../domain/tenantPolicy.ts";
-import type { StoredVerdict } from "../domain/verdicts.ts";
+import { newVerdictObjectId, type StoredVerdict } from "../domain/verdicts.ts";
 import type { WebhookPlan } from "../domain/webhooks.ts";
 import { checkNonceShape, NonceService, refuseUnlessConsumed, type NonceLimits } from "../nonces/nonceService.ts";
 import type { AppAttestStore, DeviceStore, NonceAppAttestStore, NonceDeviceVerdictStore, NonceStore, NonceVerdictStore, VerdictStore } from "../store/types.ts";
@@ -247,7 +247,7 @@ export class AttestationService {
     this.d.onAppraisal?.(appraisedResult, (performance.now() - started) / 1000);
     const fraudRisk = appAttest && this.d.appAttest?.keys.fraudRisk?.(appraisedResult, appAttest);
     const result = fraudRisk ? { ...appraisedResult, detail: { ...appraisedResult.detail, fraudRisk } } : appraisedResult;
-    const objectId = this.d.rng.bytes(16).toString("base64url");
+    const objectId = newVerdictObjectId(now.getTime(), this.d.rng);
     const stored = (r: AppraisalResult): StoredVerdict => ({
       objectId,
       tenantId,
