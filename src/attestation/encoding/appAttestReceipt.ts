@@ -365,7 +365,7 @@ function publicKeyOf(cert: CertificateFacts): KeyObject | undefined {
 function verifyEcdsa(digest: string, data: Uint8Array, key: KeyObject, signature: Uint8Array): boolean {
   try {
     // OpenSSL re-encodes a DER ECDSA signature and refuses one that differs: one encoding per signature
-    return verifySignature(digest, data, { key, dsaEncoding: "der" }, signature);
+    return verifySignature(digest, data, key, signature);
   } catch {
     return false;
   }

@@ -312,7 +312,8 @@ export function appraiseAppAttestAssertion(input: AppraisalInput): AppraisalResu
   const pub = publicKeyOf(key);
   const reading = clientDataHashes(input.nonce).find((c) => {
     try {
-      return verify("sha256", Buffer.concat([a.authenticatorData, c.hash]), { key: pub, dsaEncoding: "der" }, a.signature);
+      // DER, the default for an EC KeyObject (vendorContainer.ts says why no options object)
+      return verify("sha256", Buffer.concat([a.authenticatorData, c.hash]), pub, a.signature);
     } catch {
       return false;
     }
