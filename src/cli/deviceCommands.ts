@@ -1,11 +1,12 @@
 import { Command } from "commander";
-import { cryptoRng, systemClock } from "../clock.ts";
-import { DEFAULT_RETRY_PERIOD_MS, WebhookPlanner } from "../services/webhooks.ts";
+import { systemClock } from "../clock.ts";
 import { isAppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import { DeviceService } from "../services/deviceService.ts";
+import type { Config } from "../config.ts";
 import type { Stores } from "../store/types.ts";
 import { addSettings, CliError, STORAGE_SETTINGS, tenantNamed, withOperator, withStores, type CommandDefinitions } from "./options.ts";
+import { EVENT_WRITING_SETTINGS, webhookPlannerFor } from "./webhookCommands.ts";
 
 /** DeviceService's refusals, as one line naming the device and the tenant. */
 async function deviceErrors<T>(deviceId: string, tenant: string, fn: () => Promise<T>): Promise<T> {
@@ -19,13 +20,12 @@ async function deviceErrors<T>(deviceId: string, tenant: string, fn: () => Promi
 }
 
 /** a reset's device.pin.changed is written with it, as the server writes it (docs/events.md) */
-const deviceService = (stores: Stores) =>
-  new DeviceService(stores.durable, systemClock, new WebhookPlanner(stores.durable, systemClock, cryptoRng, { retryPeriodMs: DEFAULT_RETRY_PERIOD_MS }));
+const deviceService = (stores: Stores, config: Config) => new DeviceService(stores.durable, systemClock, webhookPlannerFor(stores, config));
 
 async function withDevices<T>(cmd: Command, tenant: string, fn: (devices: DeviceService, tenantId: string) => Promise<T>) {
-  return withStores(cmd, async (stores) => {
+  return withStores(cmd, async (stores, config) => {
     const t = await tenantNamed(stores, tenant);
-    return fn(deviceService(stores), t.tenantId);
+    return fn(deviceService(stores, config), t.tenantId);
   });
 }
 
@@ -51,11 +51,11 @@ function defineDevice(device: Command): void {
       .command("reset <deviceId>")
       .description("clear a device's pin so that its next Yes pins it afresh; the reset is kept as an audit record (device show)")
       .requiredOption("--tenant <name>", "tenant name"),
-    STORAGE_SETTINGS,
+    EVENT_WRITING_SETTINGS,
   ).action(async (deviceId: string, o: { tenant: string }, cmd: Command) => {
-    await withOperator(cmd, async (stores, by) => {
+    await withOperator(cmd, async (stores, by, config) => {
       const { tenantId } = await tenantNamed(stores, o.tenant);
-      const devices = deviceService(stores);
+      const devices = deviceService(stores, config);
       const reset = await deviceErrors(deviceId, o.tenant, () => devices.resetPin(tenantId, deviceId, by));
       process.stdout.write(JSON.stringify(reset, null, 2) + "\n");
       process.stderr.write(

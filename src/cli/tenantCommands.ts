@@ -1,16 +1,16 @@
 import { Command, Option } from "commander";
 import { cryptoRng, systemClock } from "../clock.ts";
 import { ApiKeyAdmin, type KeyEdit } from "../services/apiKeyAdmin.ts";
-import { DEFAULT_RETRY_PERIOD_MS, WebhookPlanner } from "../services/webhooks.ts";
 import { TENANT_STATES, TenantAdmin } from "../services/tenantAdmin.ts";
+import type { Config } from "../config.ts";
 import type { Stores } from "../store/types.ts";
 import type { TenantState } from "../domain/tenants.ts";
 import { addSettings, CliError, refusals, STORAGE_SETTINGS, withOperator, withStores, type CommandDefinitions } from "./options.ts";
+import { EVENT_WRITING_SETTINGS, webhookPlannerFor } from "./webhookCommands.ts";
 
 const tenants = (stores: Stores) => new TenantAdmin(stores.durable, systemClock, cryptoRng);
 // key.created / key.revoked are written with the key, as the server writes them (docs/events.md)
-const keys = (stores: Stores) =>
-  new ApiKeyAdmin(stores.durable, systemClock, cryptoRng, undefined, new WebhookPlanner(stores.durable, systemClock, cryptoRng, { retryPeriodMs: DEFAULT_RETRY_PERIOD_MS }));
+const keys = (stores: Stores, config: Config) => new ApiKeyAdmin(stores.durable, systemClock, cryptoRng, undefined, webhookPlannerFor(stores, config));
 
 function number(v: string | undefined, flag: string): number | undefined {
   if (v === undefined) return undefined;
@@ -82,25 +82,25 @@ function defineKey(key: Command): void {
       .option("--rps <n>", "requests per second for this key (default: the server's --rps)")
       .option("--burst <n>", "burst for this key (default: the server's --burst)")
       .option("--label <text>", "what the key is for, shown in lists and the portal"),
-    STORAGE_SETTINGS,
+    EVENT_WRITING_SETTINGS,
   ).action(async (opts: { tenant: string; rps?: string; burst?: string; label?: string }, cmd: Command) => {
     const rps = number(opts.rps, "--rps");
     const burst = number(opts.burst, "--burst");
-    await withOperator(cmd, async (stores, by) => {
+    await withOperator(cmd, async (stores, by, config) => {
       const t = await stores.durable.getTenantByName(opts.tenant);
       if (!t) throw new CliError(`no tenant named "${opts.tenant}"`);
       const { key, record } = await refusals(() =>
-        keys(stores).create(t, { ...(rps !== undefined ? { rps } : {}), ...(burst !== undefined ? { burst } : {}), ...(opts.label ? { label: opts.label } : {}) }, by),
+        keys(stores, config).create(t, { ...(rps !== undefined ? { rps } : {}), ...(burst !== undefined ? { burst } : {}), ...(opts.label ? { label: opts.label } : {}) }, by),
       );
       process.stderr.write(`key id ${record.keyId} for tenant ${t.name}; store the key now, it is not shown again\n`);
       process.stdout.write(key + "\n");
     });
   });
 
-  addSettings(key.command("revoke <keyId>").description("revoke an API key by its id"), STORAGE_SETTINGS).action(
+  addSettings(key.command("revoke <keyId>").description("revoke an API key by its id"), EVENT_WRITING_SETTINGS).action(
     async (keyId: string, _opts: unknown, cmd: Command) => {
-      await withOperator(cmd, async (stores, by) => {
-        if (!(await keys(stores).revoke(undefined, keyId, by))) {
+      await withOperator(cmd, async (stores, by, config) => {
+        if (!(await keys(stores, config).revoke(undefined, keyId, by))) {
           throw new CliError(`no active key with id "${keyId}"`);
         }
         process.stderr.write(`key ${keyId} revoked\n`);
@@ -110,10 +110,10 @@ function defineKey(key: Command): void {
 
   addSettings(key.command("list").description("list a tenant's keys (ids, limits, state; never secrets)").requiredOption("--tenant <name>", "tenant name"), STORAGE_SETTINGS).action(
     async (opts: { tenant: string }, cmd: Command) => {
-      await withStores(cmd, async (stores) => {
+      await withStores(cmd, async (stores, config) => {
         const t = await stores.durable.getTenantByName(opts.tenant);
         if (!t) throw new CliError(`no tenant named "${opts.tenant}"`);
-        process.stdout.write(JSON.stringify(await keys(stores).list(t), null, 2) + "\n");
+        process.stdout.write(JSON.stringify(await keys(stores, config).list(t), null, 2) + "\n");
       });
     },
   );
@@ -140,8 +140,8 @@ function defineKey(key: Command): void {
     if (ips !== undefined) edit.ipAddresses = ips;
     if (referers !== undefined) edit.referers = referers;
     if (Object.keys(edit).length === 0) throw new CliError("give at least one of --rps, --burst, --label, --ip, --referer");
-    await withOperator(cmd, async (stores, by) => {
-      const after = await refusals(() => keys(stores).update(undefined, keyId, edit, by));
+    await withOperator(cmd, async (stores, by, config) => {
+      const after = await refusals(() => keys(stores, config).update(undefined, keyId, edit, by));
       if (!after) throw new CliError(`no active key with id "${keyId}"`);
       process.stdout.write(JSON.stringify(after, null, 2) + "\n");
     });

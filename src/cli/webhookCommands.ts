@@ -4,7 +4,7 @@ import type { Config } from "../config.ts";
 import type { Tenant } from "../domain/tenants.ts";
 import { WEBHOOK_EVENT_TYPES } from "../domain/webhooks.ts";
 import { openSecrets } from "../secrets/openSecrets.ts";
-import { DEFAULT_ROTATION_OVERLAP_S, WEBHOOK_CACHE_MS, WebhookRegistry } from "../services/webhooks.ts";
+import { DEFAULT_ROTATION_OVERLAP_S, WEBHOOK_CACHE_MS, WebhookPlanner, WebhookRegistry } from "../services/webhooks.ts";
 import type { SettingName } from "../config.ts";
 import type { Stores } from "../store/types.ts";
 import type { ChangeActor } from "../services/auditTrail.ts";
@@ -15,6 +15,18 @@ export const commands: CommandDefinitions = { webhook: defineWebhook };
 
 /** the storage settings, and what a URL is checked against (as `serve` checks it) */
 const WEBHOOK_SETTINGS: SettingName[] = [...STORAGE_SETTINGS, "webhookAllowPrivate", "webhookAllowHosts", "webhookAllowHttp", "webhookRetryPeriod"];
+
+/** the storage settings, and how long an event's deliveries are retried (as `serve` retries the ones it writes) */
+export const EVENT_WRITING_SETTINGS: SettingName[] = [...STORAGE_SETTINGS, "webhookRetryPeriod"];
+
+/**
+ * What a CLI command that changes state writes to the outbox with its change (key.created, key.revoked,
+ * device.pin.changed), with the same --webhook-retry-period as the server: an operator who set it (flag, env or
+ * config file) gets it for these events too.
+ */
+export function webhookPlannerFor(stores: Stores, config: Config): WebhookPlanner {
+  return new WebhookPlanner(stores.durable, systemClock, cryptoRng, { retryPeriodMs: config.webhookRetryPeriod * 1000 });
+}
 
 function webhookRegistryFor(stores: Stores, config: Config, box: ConstructorParameters<typeof WebhookRegistry>[3]): WebhookRegistry {
   return new WebhookRegistry(stores.durable, systemClock, cryptoRng, box, {

@@ -40,8 +40,6 @@ export const SECRET_PREFIX = "whsec_";
 /** the longest a previous secret may keep signing after a rotation (7 days) */
 export const MAX_ROTATION_OVERLAP_S = 7 * 86_400;
 export const DEFAULT_ROTATION_OVERLAP_S = 86_400;
-/** --webhook-retry-period's default (3 days), for the CLI commands that write events without the serve flags */
-export const DEFAULT_RETRY_PERIOD_MS = 259_200_000;
 
 export interface WebhookSettings {
   targets: WebhookTargetPolicy;

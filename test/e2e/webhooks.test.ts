@@ -159,3 +159,35 @@ describe("webhooks: two instances on PostgreSQL", () => {
     assert.ok(receiver.received.every((r) => r.verified));
   });
 });
+
+describe("webhooks: events a CLI command writes", () => {
+  let dir: string;
+  let data: string[];
+
+  before(() => {
+    dir = mkdtempSync(path.join(tmpdir(), "attestd-webhooks-cli-"));
+    data = ["--data-dir", path.join(dir, "data")];
+    assert.equal(attestdCli(["tenant", "create", "acme", ...data]).status, 0);
+    const r = attestdCli(["webhook", "add", "--tenant", "acme", "--url", "http://127.0.0.1:9/hooks", "--events", "key.created,key.revoked", ...ALLOW, ...data]);
+    assert.equal(r.status, 0, r.stderr);
+  });
+
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("are retried for the --webhook-retry-period the command is given, as the server's own events are (the default: 3 days)", () => {
+    const made = attestdCli(["key", "create", "--tenant", "acme", "--webhook-retry-period", "600", ...data]);
+    assert.equal(made.status, 0, made.stderr);
+    const keyId = made.stdout.trim().split("_")[1]!;
+    const revoked = attestdCli(["key", "revoke", keyId, ...data], { ATTESTD_WEBHOOK_RETRY_PERIOD: "7200" });
+    assert.equal(revoked.status, 0, revoked.stderr);
+    const unset = attestdCli(["key", "create", "--tenant", "acme", ...data]);
+    assert.equal(unset.status, 0, unset.stderr);
+    const list = JSON.parse(attestdCli(["webhook", "deliveries", "--tenant", "acme", ...data]).stdout) as { eventType: string; createdAt: string; giveUpAtMs: number }[];
+    const periods = list.map((d) => [d.eventType, (d.giveUpAtMs - Date.parse(d.createdAt)) / 1000]).reverse();
+    assert.deepEqual(periods, [
+      ["key.created", 600],
+      ["key.revoked", 7200],
+      ["key.created", 259_200],
+    ]);
+  });
+});
