@@ -3,22 +3,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import pg from "pg";
-import { loadMigrations } from "../../src/store/migrations.ts";
 import { PgStore } from "../../src/store/postgres/pgStore.ts";
 import type { DurableStore } from "../../src/store/types.ts";
-import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
-import { REPO } from "../helpers/serverProcess.ts";
 import { createTestDatabase } from "./backends.ts";
+import { postgresBefore, sqliteBefore } from "./olderSchema.ts";
 
 /** Migration 013 moves the pin resets kept apart since migration 007 into the audit trail, on both SQL backends. */
-function before(backend: "sqlite" | "postgres") {
-  const all = loadMigrations(path.join(REPO, `src/store/${backend}/migrations`));
-  const at = all.findIndex((m) => m.name === "audit");
-  assert.ok(at > 0, "the audit migration exists");
-  return all.slice(0, at);
-}
 
 const PIN = { pinnedAt: "2026-11-01T09:00:00.000Z", format: "android-key", objectId: "v1" };
 const OLD_RESETS = [
@@ -43,15 +34,10 @@ describe("migration 013 moves the old device pin resets into the audit trail", (
 
   it("SQLite", async () => {
     const file = path.join(dir, "old.sqlite");
-    const old = openDatabase(file);
-    old.exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
-    for (const m of before("sqlite")) {
-      old.exec(m.sql);
-      old.prepare("INSERT INTO schema_migrations VALUES (?, ?, ?)").run(m.version, m.name, "2026-11-01T00:00:00.000Z");
-    }
-    const reset = old.prepare("INSERT INTO attested_device_resets (tenant_id, device_id, reset_at, reset_by, previous_pin) VALUES (?, ?, ?, ?, ?)");
-    for (const r of OLD_RESETS) reset.run(...r);
-    old.close();
+    sqliteBefore(file, "audit", (old) => {
+      const reset = old.prepare("INSERT INTO attested_device_resets (tenant_id, device_id, reset_at, reset_by, previous_pin) VALUES (?, ?, ?, ?, ?)");
+      for (const r of OLD_RESETS) reset.run(...r);
+    });
     const store = new SqliteStore({ file });
     try {
       await assertMoved(store);
@@ -64,20 +50,11 @@ describe("migration 013 moves the old device pin resets into the audit trail", (
   it("PostgreSQL", async () => {
     const db = await createTestDatabase("auditmig");
     try {
-      const c = new pg.Client({ connectionString: db.url });
-      await c.connect();
-      try {
-        await c.query("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
-        for (const m of before("postgres")) {
-          await c.query(m.sql);
-          await c.query("INSERT INTO schema_migrations VALUES ($1, $2, $3)", [m.version, m.name, "2026-11-01T00:00:00.000Z"]);
-        }
+      await postgresBefore(db.url, "audit", async (c) => {
         for (const r of OLD_RESETS) {
           await c.query("INSERT INTO attested_device_resets (tenant_id, device_id, reset_at, reset_by, previous_pin) VALUES ($1, $2, $3, $4, $5::json)", [...r]);
         }
-      } finally {
-        await c.end();
-      }
+      });
       const store = await PgStore.open({ url: db.url, poolMax: 2 });
       try {
         await assertMoved(store);

@@ -3,14 +3,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import pg from "pg";
-import { loadMigrations } from "../../src/store/migrations.ts";
 import { PgStore } from "../../src/store/postgres/pgStore.ts";
 import type { DurableStore } from "../../src/store/types.ts";
-import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
-import { REPO } from "../helpers/serverProcess.ts";
 import { createTestDatabase } from "./backends.ts";
+import { postgresBefore, sqliteBefore } from "./olderSchema.ts";
 
 /**
  * Migration 017: keys stored before it were all due from their attestation on; after it, only the keys of apps
@@ -18,13 +15,6 @@ import { createTestDatabase } from "./backends.ts";
  */
 const MIGRATION = "app_attest_refresh_due";
 const DUE = "2026-11-01T10:00:00.000Z";
-
-function before(backend: "sqlite" | "postgres") {
-  const all = loadMigrations(path.join(REPO, `src/store/${backend}/migrations`));
-  const at = all.findIndex((m) => m.name === MIGRATION);
-  assert.ok(at > 0, "the migration exists");
-  return all.slice(0, at);
-}
 
 const TENANT = ["t_acme", "acme", "c_acme", "customer", 0, DUE] as const;
 /** app row id, app id, developer key (sealed) */
@@ -54,22 +44,17 @@ describe("migration 017: only keys of apps with a developer key stay due", () =>
 
   it("SQLite", async () => {
     const file = path.join(dir, "old.sqlite");
-    const old = openDatabase(file);
-    old.exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
-    for (const m of before("sqlite")) {
-      old.exec(m.sql);
-      old.prepare("INSERT INTO schema_migrations VALUES (?, ?, ?)").run(m.version, m.name, DUE);
-    }
-    old.prepare("INSERT INTO tenants (tenant_id, name, customer_id, kind, enrollment_enabled, created_at) VALUES (?, ?, ?, ?, ?, ?)").run(...TENANT);
-    for (const [id, appId, key] of APPS) {
-      old.prepare("INSERT INTO ios_apps (id, tenant_id, app_id, environment, created_at, developer_key_id, developer_key) VALUES (?, 't_acme', ?, 'both', ?, ?, ?)").run(id, appId, DUE, key && "KEY1234567", key);
-    }
-    for (const [keyId, appId, due, revoked] of KEYS) {
-      old
-        .prepare("INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, revoked_at, refresh_due_at) VALUES (?, 't_acme', ?, 'BA==', 0, 'production', '', ?, ?, ?)")
-        .run(keyId, appId, DUE, revoked, due);
-    }
-    old.close();
+    sqliteBefore(file, MIGRATION, (old) => {
+      old.prepare("INSERT INTO tenants (tenant_id, name, customer_id, kind, enrollment_enabled, created_at) VALUES (?, ?, ?, ?, ?, ?)").run(...TENANT);
+      for (const [id, appId, key] of APPS) {
+        old.prepare("INSERT INTO ios_apps (id, tenant_id, app_id, environment, created_at, developer_key_id, developer_key) VALUES (?, 't_acme', ?, 'both', ?, ?, ?)").run(id, appId, DUE, key && "KEY1234567", key);
+      }
+      for (const [keyId, appId, due, revoked] of KEYS) {
+        old
+          .prepare("INSERT INTO app_attest_keys (key_id, tenant_id, app_id, public_key, counter, environment, receipt, attested_at, revoked_at, refresh_due_at) VALUES (?, 't_acme', ?, 'BA==', 0, 'production', '', ?, ?, ?)")
+          .run(keyId, appId, DUE, revoked, due);
+      }
+    });
     const store = new SqliteStore({ file });
     try {
       await assertDue(store);
@@ -81,14 +66,7 @@ describe("migration 017: only keys of apps with a developer key stay due", () =>
   it("PostgreSQL", async () => {
     const db = await createTestDatabase("duemig");
     try {
-      const c = new pg.Client({ connectionString: db.url });
-      await c.connect();
-      try {
-        await c.query("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
-        for (const m of before("postgres")) {
-          await c.query(m.sql);
-          await c.query("INSERT INTO schema_migrations VALUES ($1, $2, $3)", [m.version, m.name, DUE]);
-        }
+      await postgresBefore(db.url, MIGRATION, async (c) => {
         await c.query("INSERT INTO tenants (tenant_id, name, customer_id, kind, enrollment_enabled, created_at) VALUES ($1, $2, $3, $4, $5::int::boolean, $6)", [...TENANT]);
         for (const [id, appId, key] of APPS) {
           await c.query("INSERT INTO ios_apps (id, tenant_id, app_id, environment, created_at, developer_key_id, developer_key) VALUES ($1, 't_acme', $2, 'both', $3, $4, $5)", [id, appId, DUE, key && "KEY1234567", key]);
@@ -99,9 +77,7 @@ describe("migration 017: only keys of apps with a developer key stay due", () =>
             [keyId, appId, DUE, revoked, due],
           );
         }
-      } finally {
-        await c.end();
-      }
+      });
       const store = await PgStore.open({ url: db.url, poolMax: 2 });
       try {
         await assertDue(store);

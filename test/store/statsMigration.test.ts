@@ -3,24 +3,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import pg from "pg";
-import { loadMigrations } from "../../src/store/migrations.ts";
 import { PgStore } from "../../src/store/postgres/pgStore.ts";
 import type { DurableStore } from "../../src/store/types.ts";
-import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqliteStore.ts";
-import { REPO } from "../helpers/serverProcess.ts";
 import { createTestDatabase } from "./backends.ts";
+import { postgresBefore, sqliteBefore } from "./olderSchema.ts";
 
 /** The migration that adds the overview's counters counts what was stored before it, on both SQL backends. */
 const STATS_MIGRATION = "portal_stats";
-
-function before(backend: "sqlite" | "postgres") {
-  const all = loadMigrations(path.join(REPO, `src/store/${backend}/migrations`));
-  const at = all.findIndex((m) => m.name === STATS_MIGRATION);
-  assert.ok(at > 0, "the counters' migration exists");
-  return all.slice(0, at);
-}
 
 const record = (verdict: string, status: string) =>
   JSON.stringify({ measurements: "", tamperBit: "0", IMEI: "", status, nonce: "n", chipId: "", verdict, MAC: "", version: "2", createdDate: "", updateDate: "" });
@@ -65,18 +55,13 @@ describe("the overview counters' migration counts the rows stored before it", ()
 
   it("SQLite", async () => {
     const file = path.join(dir, "old.sqlite");
-    const old = openDatabase(file);
-    old.exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
-    for (const m of before("sqlite")) {
-      old.exec(m.sql);
-      old.prepare("INSERT INTO schema_migrations VALUES (?, ?, ?)").run(m.version, m.name, "2026-11-01T00:00:00.000Z");
-    }
-    const verdict = old.prepare("INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES (?, 't_acme', 'vendor', ?, ?, '{}', ?)");
-    for (const v of OLD_VERDICTS) verdict.run(...v);
-    old.prepare("INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES ('v_odd', 't_odd', 'vendor', '{}', '', '{}', '2026-11-01T11:00:00.000Z')").run();
-    const activity = old.prepare("INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address) VALUES (?, NULL, ?, NULL, ?, ?, ?, ?, 1, '::1')");
-    for (const a of OLD_ACTIVITY) activity.run(...a);
-    old.close();
+    sqliteBefore(file, STATS_MIGRATION, (old) => {
+      const verdict = old.prepare("INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES (?, 't_acme', 'vendor', ?, ?, '{}', ?)");
+      for (const v of OLD_VERDICTS) verdict.run(...v);
+      old.prepare("INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES ('v_odd', 't_odd', 'vendor', '{}', '', '{}', '2026-11-01T11:00:00.000Z')").run();
+      const activity = old.prepare("INSERT INTO activity (time, error_id, tenant_id, client_id, method, route, status, code, latency_ms, remote_address) VALUES (?, NULL, ?, NULL, ?, ?, ?, ?, 1, '::1')");
+      for (const a of OLD_ACTIVITY) activity.run(...a);
+    });
     const store = new SqliteStore({ file });
     try {
       await assertCounted(store);
@@ -88,14 +73,7 @@ describe("the overview counters' migration counts the rows stored before it", ()
   it("PostgreSQL", async () => {
     const db = await createTestDatabase("statsmig");
     try {
-      const c = new pg.Client({ connectionString: db.url });
-      await c.connect();
-      try {
-        await c.query("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
-        for (const m of before("postgres")) {
-          await c.query(m.sql);
-          await c.query("INSERT INTO schema_migrations VALUES ($1, $2, $3)", [m.version, m.name, "2026-11-01T00:00:00.000Z"]);
-        }
+      await postgresBefore(db.url, STATS_MIGRATION, async (c) => {
         for (const v of OLD_VERDICTS) {
           await c.query("INSERT INTO verdicts (object_id, tenant_id, format, record, reason, detail, created_at) VALUES ($1, 't_acme', 'vendor', $2::json, $3, '{}', $4)", [...v]);
         }
@@ -106,9 +84,7 @@ describe("the overview counters' migration counts the rows stored before it", ()
             [...a],
           );
         }
-      } finally {
-        await c.end();
-      }
+      });
       const store = await PgStore.open({ url: db.url, poolMax: 2 });
       try {
         await assertCounted(store);

@@ -693,17 +693,8 @@ export class MemoryDurableStore implements DurableStore {
       if (this.appAttestKeys.has(e.key.keyId)) return false;
       if (!this.tenants.has(e.key.tenantId)) throw new MemoryConstraintError(`app attest key: no tenant ${e.key.tenantId}`);
       const refreshable = [...this.iosApps.values()].some((a) => a.tenantId === e.key.tenantId && a.appId === e.key.appId && a.sealedDeveloperKey !== null);
-      this.appAttestKeys.set(e.key.keyId, {
-        ...e.key,
-        lastAssertedAt: null,
-        revokedAt: null,
-        riskMetric: null,
-        riskMetricAt: null,
-        lastRefreshResult: null,
-        lastRefreshReason: null,
-        lastRefreshAt: null,
-        refreshDueAt: refreshable ? e.key.refreshDueAt : null,
-      });
+      const blank = { lastAssertedAt: null, revokedAt: null, riskMetric: null, riskMetricAt: null, lastRefreshResult: null, lastRefreshReason: null, lastRefreshAt: null };
+      this.appAttestKeys.set(e.key.keyId, { ...e.key, ...blank, refreshDueAt: refreshable ? e.key.refreshDueAt : null });
       return true;
     }
     const k = this.appAttestKeys.get(e.keyId);
