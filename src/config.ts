@@ -118,7 +118,7 @@ export const settings = {
     min: 0,
     max: 5,
   }),
-  playThreads: s("string", "threads that open Play Integrity tokens with apps' response keys (decrypt + verify) off the event loop: a number from 0 (on the event loop) to 16, or auto (of each process's share of the cores, one per core beyond the first, at most 4)", {
+  playThreads: s("string", "threads that open Play Integrity tokens with apps' response keys (decrypt + verify) and check App Attest assertions' signatures off the event loop: a number from 0 (on the event loop) to 16, or auto (of each process's share of the cores, one per core beyond the first, at most 4)", {
     default: "auto",
   }),
   // App Attest receipt refresh (src/services/appAttestReceiptRefresher.ts, docs/app-attest.md#receipts-and-the-fraud-risk-metric)

@@ -40,7 +40,7 @@ import { IosAppRegistry } from "./services/iosApps.ts";
 import { AppAttestKeys } from "./services/appAttestKeys.ts";
 import { appAttestReceiptCheck } from "./attestation/encoding/appAttestReceipt.ts";
 import { PlayIntegrityOpener } from "./services/playIntegrityOpener.ts";
-import { autoPlayThreads, PlayTokenThreads } from "./services/playTokenThreads.ts";
+import { autoPlayThreads, CryptoThreads } from "./services/cryptoThreads.ts";
 import { TenantDirectory } from "./services/tenantDirectory.ts";
 import { EarIssuer } from "./results/earIssuer.ts";
 import { EarKeyRing } from "./results/signingKeys.ts";
@@ -233,12 +233,18 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   });
   metrics.trackWebhookBacklog(() => stores.durable.countPendingWebhookDeliveries());
   // started on the first token: a deployment with no Play app pays nothing for them
-  const playThreads = new PlayTokenThreads(config.playThreads === "auto" ? autoPlayThreads(undefined, config.workers) : Number(config.playThreads));
+  const cryptoThreads = new CryptoThreads(config.playThreads === "auto" ? autoPlayThreads(undefined, config.workers) : Number(config.playThreads));
   // a tenant's iOS apps and the App Attest keys its devices attested (issue 25)
   const iosApps = new IosAppRegistry(stores.durable, clock, rng, secrets.box);
   // Apple's receipts are judged only while Apple's App Attestation root is the one in force (appAttestReceiptsChecked),
   // the fact the portal's trust page shows on its receipt-root row
-  const appAttestKeys = new AppAttestKeys(stores.durable, iosApps, clock, trust.appAttestFacts.receiptsChecked ? appAttestReceiptCheck() : undefined);
+  const appAttestKeys = new AppAttestKeys(
+    stores.durable,
+    iosApps,
+    clock,
+    trust.appAttestFacts.receiptsChecked ? appAttestReceiptCheck() : undefined,
+    cryptoThreads.size > 0 ? cryptoThreads.checkAssertionSignature : undefined,
+  );
   // a tenant's stored appraisal policy (issue 26, docs/policy.md): seeded once from --android-policy, read by the
   // appraisal through a per-tenant cache (POLICY_CACHE_MS), changed by the portal, the admin API and the CLI
   const policies = new TenantPolicies(stores.durable, clock);
@@ -257,7 +263,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     rng,
     limits: { nonceTtlMs: config.nonceTtl * 1000, maxOutstandingNonces: config.maxOutstandingNonces },
     onAppraisal: (r, s) => metrics.recordAppraisal(r, s),
-    playIntegrity: new PlayIntegrityOpener(playApps, playDecoder, playThreads.open),
+    playIntegrity: new PlayIntegrityOpener(playApps, playDecoder, cryptoThreads.open),
     appAttest: { keys: appAttestKeys, store: stores.durable, onKeyAttested: () => receiptRefreshes.nudge() },
     webhooks,
   });
@@ -405,7 +411,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await trustEvents.stop();
       await webhookDeliverer.stop();
       playDecoder.stop();
-      await playThreads.close();
+      await cryptoThreads.close();
       // the refreshes under way are aborted (their keys' leases stand), then waited for
       receiptRefresher.stop();
       await receiptRefreshes.stop();

@@ -83,7 +83,7 @@ interface Seed {
 }
 
 /** What the service looks up before appraising a format's blobs (play-integrity: the opened token; app-attest: apps and key). */
-type Opener = (blob: Uint8Array) => Promise<{ playIntegrity?: PlayIntegrityEvidence; appAttest?: AppAttestEvidence }>;
+type Opener = (blob: Uint8Array, nonce: string) => Promise<{ playIntegrity?: PlayIntegrityEvidence; appAttest?: AppAttestEvidence }>;
 
 const VENDOR_NOW = new Date("2030-06-15T12:00:00.000Z");
 const VENDOR_NONCE = Buffer.alloc(32, 0x5a).toString("base64url");
@@ -109,7 +109,7 @@ async function playSeeds(trust: TrustConfig): Promise<{ seeds: Seed[]; trust: Tr
   const seeds: Seed[] = [];
   for (const t of v.tokens) {
     const s: Seed = { name: t.name, blob: Buffer.from(t.token, "latin1"), nonce: v.nonce, now: new Date(v.now), yes: false };
-    s.yes = verdictOf(s, s.blob, trust, await open(s.blob)) === "Yes";
+    s.yes = verdictOf(s, s.blob, trust, await open(s.blob, s.nonce)) === "Yes";
     seeds.push(s);
   }
   if (seeds.filter((s) => s.yes).length < 3) throw new Error("fuzz: the play-integrity seeds do not appraise Yes");
@@ -139,8 +139,8 @@ async function appAttestSeeds(trust: TrustConfig): Promise<{ seeds: Seed[]; trus
   // the one read AppAttestKeys.evidence makes of the store
   const store: Pick<AppAttestStore, "getAppAttestKey"> = { getAppAttestKey: async (_tenant, keyId) => (keyId === stored.keyId ? stored : undefined) };
   const keys = new AppAttestKeys(store as AppAttestStore, { appsForAppraisal: async () => apps }, { nowMs: () => Date.parse(v.now) });
-  const open: Opener = async (blob) => {
-    const appAttest = await keys.evidence("fuzz", blob);
+  const open: Opener = async (blob, nonce) => {
+    const appAttest = await keys.evidence("fuzz", blob, nonce);
     return appAttest ? { appAttest } : {};
   };
   const now = new Date(v.now);
@@ -148,7 +148,7 @@ async function appAttestSeeds(trust: TrustConfig): Promise<{ seeds: Seed[]; trus
     ...v.attestations.map((a) => ({ name: a.name, blob: Buffer.from(a.blob, "base64"), nonce: v.nonce, now, yes: false })),
     ...v.assertions.map((a) => ({ name: a.name, blob: Buffer.from(a.body, "utf8"), nonce: v.nonce, now, yes: false, text: ASSERTION_CHARS })),
   ];
-  for (const s of seeds) s.yes = verdictOf(s, s.blob, withRoot, await open(s.blob)) === "Yes";
+  for (const s of seeds) s.yes = verdictOf(s, s.blob, withRoot, await open(s.blob, s.nonce)) === "Yes";
   if (!seeds.every((s) => s.yes)) throw new Error(`fuzz: the app-attest seeds do not all appraise Yes: ${seeds.filter((s) => !s.yes).map((s) => s.name).join(", ")}`);
   return { seeds, trust: withRoot, open };
 }
@@ -346,7 +346,7 @@ export async function fuzzFormat(opts: FuzzOptions): Promise<FuzzResult> {
     const m = mutant(seeds, rnd, text);
     let v: string;
     try {
-      v = verdictOf(m.seed, m.blob, trust, open ? await open(m.blob) : {});
+      v = verdictOf(m.seed, m.blob, trust, open ? await open(m.blob, m.seed.nonce) : {});
     } catch (e) {
       violation(i, `${(e as Error).message.split("\n").slice(0, 3).join(" ")} (${m.how})`);
       continue;

@@ -348,6 +348,12 @@ export interface AppAttestEvidence {
   /** for an assertion: the tenant's key of that id; undefined when the tenant's devices never attested it */
   key?: AppAttestKnownKey | undefined;
   receiptCheck?: AppAttestReceiptCheck | undefined;
+  /**
+   * for an assertion of a known key: its signature, checked before the appraisal (on a thread, AppAttestKeys): which
+   * of `assertionMessages`' readings of `nonce` it verifies over with that key (-1: none). The appraisal uses it
+   * only for that key id and nonce, and checks the signature itself otherwise.
+   */
+  signature?: { keyId: string; nonce: string; reading: number } | undefined;
 }
 
 /** What an app-attest Yes asks the service to store (AppraisalResult.appAttest). */

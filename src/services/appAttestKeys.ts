@@ -6,6 +6,8 @@ import type { ChangeActor } from "./auditTrail.ts";
 import { AppError } from "../errors/AppError.ts";
 import { catalog } from "../errors/catalog.ts";
 import type { AppAttestStore } from "../store/types.ts";
+import { assertionMessages } from "../attestation/formats/appAttest.ts";
+import type { CheckAssertionSignature } from "./cryptoThreads.ts";
 import type { IosAppRegistry } from "./iosApps.ts";
 import { fraudRiskDetail } from "./appAttestReceiptRefreshes.ts";
 
@@ -41,25 +43,38 @@ export class AppAttestKeys {
     private readonly apps: Pick<IosAppRegistry, "appsForAppraisal">,
     private readonly clock: Clock,
     private readonly receiptCheck?: AppAttestReceiptCheck,
+    /** checks an assertion's signature before its appraisal, on CryptoThreads' threads; without it the appraisal does */
+    private readonly checkSignature?: CheckAssertionSignature,
   ) {}
 
-  /** The evidence for an app-attest body; undefined for any other body. A malformed assertion is the appraisal's to refuse. */
-  async evidence(tenantId: string, blob: Uint8Array): Promise<AppAttestEvidence | undefined> {
+  /**
+   * The evidence for an app-attest body against `nonce`; undefined for any other body. A malformed assertion is the
+   * appraisal's to refuse. For an assertion of a key the tenant holds and has not revoked, its signature is checked
+   * here when a checker was given (the appraisal then uses the answer: AppAttestEvidence.signature).
+   */
+  async evidence(tenantId: string, blob: Uint8Array, nonce: string): Promise<AppAttestEvidence | undefined> {
     const receipt = this.receiptCheck ? { receiptCheck: this.receiptCheck } : {};
     if (looksLikeAppAttestAttestation(blob)) return { apps: await this.apps.appsForAppraisal(tenantId), ...receipt };
     if (!looksLikeAppAttestAssertion(blob)) return undefined;
-    let keyId: string;
+    let assertion;
     try {
-      keyId = Buffer.from(readAppAttestAssertion(blob).keyId).toString("base64");
+      assertion = readAppAttestAssertion(blob);
     } catch {
       return { apps: [] };
     }
+    const keyId = Buffer.from(assertion.keyId).toString("base64");
     const key = await this.store.getAppAttestKey(tenantId, keyId);
     const evidence: AppAttestEvidence = {
       apps: [],
       key: key && { keyId: key.keyId, appId: key.appId, publicKey: key.publicKey, counter: key.counter, revoked: key.revokedAt !== null },
     };
     if (key) this.storedOf.set(evidence, key);
+    if (key && key.revokedAt === null && this.checkSignature) {
+      const messages = assertionMessages(assertion.authenticatorData, nonce).map((m) => m.data);
+      // a key that cannot be used (a stored point that does not decode) is left to the appraisal, which says so
+      const reading = await this.checkSignature(key.publicKey, messages, assertion.signature).catch(() => undefined);
+      if (reading !== undefined) evidence.signature = { keyId, nonce, reading };
+    }
     return evidence;
   }
 

@@ -54,7 +54,7 @@ export interface AttestationDeps {
    */
   appAttest?: {
     keys: {
-      evidence(tenantId: string, blob: Uint8Array): Promise<AppAttestEvidence | undefined>;
+      evidence(tenantId: string, blob: Uint8Array, nonce: string): Promise<AppAttestEvidence | undefined>;
       effectOf(tenantId: string, result: AppraisalResult): AppAttestKeyEffect | undefined;
       /** `detail.fraudRisk` (informational: Apple's fraud-risk metric as stored with the key, or why there is none) */
       fraudRisk?(result: AppraisalResult, evidence: AppAttestEvidence): Record<string, unknown> | undefined;
@@ -227,7 +227,7 @@ export class AttestationService {
     const opener = this.d.playIntegrity;
     // a span only for a body that is a token: the opener answers any other at once, and a span would be noise
     const playIntegrity = !opener ? undefined : looksLikePlayIntegrityToken(blob) ? await inSpan("play_integrity open", {}, () => opener.open(tenantId, blob)) : await opener.open(tenantId, blob);
-    const appAttest = await this.d.appAttest?.keys.evidence(tenantId, blob);
+    const appAttest = await this.d.appAttest?.keys.evidence(tenantId, blob, nonce);
     const policy = await this.d.policies?.forAppraisal(tenantId);
     const now = new Date(this.d.clock.nowMs());
     const started = performance.now();

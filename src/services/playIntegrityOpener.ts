@@ -1,7 +1,7 @@
 import { looksLikePlayIntegrityToken, openTokenWithKeys, openWithApps } from "../attestation/encoding/playIntegrityToken.ts";
 import type { PlayIntegrityEvidence } from "../attestation/types.ts";
 import type { RegisteredPlayApp } from "../domain/playApps.ts";
-import type { OpenWithKeys } from "./playTokenThreads.ts";
+import type { OpenWithKeys } from "./cryptoThreads.ts";
 
 /** The apps a tenant registered, with their secrets (PlayAppRegistry.appsForAppraisal). */
 export interface PlayAppSource {
@@ -30,7 +30,7 @@ export class PlayIntegrityOpener {
   constructor(
     private readonly apps: PlayAppSource,
     private readonly google: PlayTokenDecoder,
-    /** opens with one app's response keys: inline by default, or on PlayTokenThreads' threads */
+    /** opens with one app's response keys: inline by default, or on CryptoThreads' threads */
     private readonly openWithKeys: OpenWithKeys = openTokenWithKeys,
   ) {}
 

@@ -67,28 +67,28 @@ describe("IosAppRegistry and AppAttestKeys", () => {
   it("evidence: the apps for an attestation, the tenant's key for an assertion, nothing for another body", async () => {
     await apps.add(acme, { appId: DEMO_APP_ID, environment: "both" }, testActor());
     const { blob, key } = await makeAppAttestAttestation(await demoCa(), { nonce: NONCE, now: NOW });
-    assert.deepEqual(await keys.evidence(acme.tenantId, blob), { apps: [{ appId: DEMO_APP_ID, environment: "both" }] });
-    assert.equal(await keys.evidence(acme.tenantId, new Uint8Array([0x30, 0x82])), undefined);
+    assert.deepEqual(await keys.evidence(acme.tenantId, blob, NONCE), { apps: [{ appId: DEMO_APP_ID, environment: "both" }] });
+    assert.equal(await keys.evidence(acme.tenantId, new Uint8Array([0x30, 0x82]), NONCE), undefined);
     const assertion = makeAppAttestAssertion(key, { nonce: NONCE }).body;
-    assert.deepEqual(await keys.evidence(acme.tenantId, assertion), { apps: [], key: undefined });
+    assert.deepEqual(await keys.evidence(acme.tenantId, assertion, NONCE), { apps: [], key: undefined });
 
     // a Yes attestation's effect, stored; then the tenant's key is found, another tenant's not
     const result = await appraiseAttestation(blob);
     const effect = keys.effectOf(acme.tenantId, result)!;
     assert.equal(effect.kind, "attested");
     assert.equal(await store.applyAppAttestEffect(effect), true);
-    const found = await keys.evidence(acme.tenantId, assertion);
+    const found = await keys.evidence(acme.tenantId, assertion, NONCE);
     assert.deepEqual(found?.key && { keyId: found.key.keyId, appId: found.key.appId, counter: found.key.counter, revoked: found.key.revoked }, { keyId: key.keyId, appId: DEMO_APP_ID, counter: 0, revoked: false });
-    assert.equal((await keys.evidence(other.tenantId, assertion))?.key, undefined);
+    assert.equal((await keys.evidence(other.tenantId, assertion, NONCE))?.key, undefined);
     // a malformed assertion is the appraisal's to refuse: no lookup, no key
-    assert.deepEqual(await keys.evidence(acme.tenantId, Buffer.from('{"keyId":"AAAA","assertion":"AAAA"}')), { apps: [] });
+    assert.deepEqual(await keys.evidence(acme.tenantId, Buffer.from('{"keyId":"AAAA","assertion":"AAAA"}'), NONCE), { apps: [] });
   });
 
   it("the receipt check, when given, is handed to every attestation's appraisal", async () => {
     const check = () => ({ ok: true as const });
     const withReceipts = new AppAttestKeys(store, apps, clock, check);
     const { blob } = await makeAppAttestAttestation(await demoCa(), { nonce: NONCE, now: NOW });
-    assert.equal((await withReceipts.evidence(acme.tenantId, blob))?.receiptCheck, check);
+    assert.equal((await withReceipts.evidence(acme.tenantId, blob, NONCE))?.receiptCheck, check);
   });
 
   it("keys: list, show and revoke within the tenant; a bad key id is INVALID_REQUEST, an unknown one A_NOT_FOUND", async () => {

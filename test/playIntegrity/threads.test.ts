@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { openTokenWithKeys, PlayOpenError, PlayResponseKeyError, PlayTokenError } from "../../src/attestation/encoding/playIntegrityToken.ts";
-import { autoPlayThreads, PlayTokenThreads } from "../../src/services/playTokenThreads.ts";
+import { autoPlayThreads, CryptoThreads } from "../../src/services/cryptoThreads.ts";
 import { loadConfig } from "../../src/config.ts";
 import { joseToken, makeApp, payload } from "./fixtures.ts";
 
 /**
- * PlayTokenThreads (--play-threads): the same answers as opening on the event loop, the same error classes, and no
+ * CryptoThreads (--play-threads), for Play Integrity tokens: the same answers as opening on the event loop, the same error classes, and no
  * request lost to a thread that dies or to close().
  */
 
@@ -15,7 +15,7 @@ const other = makeApp();
 const keys = app.registered.responseKeys!;
 
 describe("play-integrity: opening tokens on threads", () => {
-  const pool = new PlayTokenThreads(2);
+  const pool = new CryptoThreads(2);
   after(() => pool.close());
 
   it("answers what opening inline answers: the payload, and the token's header and ciphertext size", async () => {
@@ -58,11 +58,11 @@ describe("play-integrity: opening tokens on threads", () => {
 
   it("opens inline after close(), and with 0 threads", async () => {
     const token = await joseToken(payload(), app);
-    const closed = new PlayTokenThreads(1);
+    const closed = new CryptoThreads(1);
     await closed.open(token, keys);
     await closed.close();
     assert.deepEqual(await closed.open(token, keys), await openTokenWithKeys(token, keys));
-    const none = new PlayTokenThreads(0);
+    const none = new CryptoThreads(0);
     assert.equal(none.size, 0);
     assert.deepEqual(await none.open(token, keys), await openTokenWithKeys(token, keys));
   });

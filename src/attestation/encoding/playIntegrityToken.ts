@@ -224,7 +224,7 @@ export interface OpenedToken {
 
 /**
  * `openWithResponseKeys`, also answering the structure it read, so the appraisal need not read the token again
- * (the opening may run on another thread: services/playTokenThreads.ts).
+ * (the opening may run on another thread: services/cryptoThreads.ts).
  */
 export async function openTokenWithKeys(token: string, keys: PlayResponseKeys): Promise<OpenedToken> {
   const parts = readPlayIntegrityToken(Buffer.from(token, "latin1"));

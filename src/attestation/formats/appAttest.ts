@@ -3,7 +3,6 @@ import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { challengesForNonce } from "../../nonces/nonce.ts";
 import type {
-  AppAttestKnownKey,
   AppraisalChecks,
   AppraisalInput,
   AppraisalResult,
@@ -116,6 +115,23 @@ function environmentOf(aaguid: Uint8Array): "production" | "development" | undef
 /** The nonce's readings as App Attest's clientDataHash: SHA-256 of the 32 decoded bytes, then of the ASCII. */
 function clientDataHashes(nonce: string): { hash: Buffer; reading: "bytes" | "ascii" }[] {
   return challengesForNonce(nonce).map((c, i, all) => ({ hash: sha256(c), reading: i === 0 && all.length === 2 ? "bytes" : "ascii" }));
+}
+
+/** What an assertion's signature may be over for `nonce`: authenticatorData ‖ clientDataHash, for each reading of it. */
+export function assertionMessages(authenticatorData: Uint8Array, nonce: string): { data: Buffer; reading: "bytes" | "ascii" }[] {
+  return clientDataHashes(nonce).map((c) => ({ data: Buffer.concat([authenticatorData, c.hash]), reading: c.reading }));
+}
+
+/** The index of the first of `messages` that `signature` (ECDSA, DER) verifies over with `key`; -1 when none. */
+export function firstVerifying(key: KeyObject, messages: readonly Uint8Array[], signature: Uint8Array): number {
+  return messages.findIndex((m) => {
+    try {
+      // DER, the default for an EC KeyObject (vendorContainer.ts says why no options object)
+      return verify("sha256", m, key, signature);
+    } catch {
+      return false;
+    }
+  });
 }
 
 export function appraiseAppAttestAttestation(input: AppraisalInput): AppraisalResult {
@@ -246,11 +262,12 @@ export function appraiseAppAttestAttestation(input: AppraisalInput): AppraisalRe
 const KEY_OBJECTS_MAX = 10_000;
 const keyObjects = new Map<string, KeyObject>();
 
-function publicKeyOf(key: AppAttestKnownKey): KeyObject {
-  const k = keyObjects.get(key.publicKey);
+/** A remembered key's KeyObject, from its stored point (base64 of the uncompressed point); kept, as above. */
+export function appAttestKeyObject(publicKey: string): KeyObject {
+  const k = keyObjects.get(publicKey);
   if (k) return k;
-  const point = Buffer.from(key.publicKey, "base64");
-  return rememberKeyObject(key.publicKey, createPublicKey({ key: { kty: "EC", crv: "P-256", x: point.subarray(1, 33).toString("base64url"), y: point.subarray(33).toString("base64url") }, format: "jwk" }));
+  const point = Buffer.from(publicKey, "base64");
+  return rememberKeyObject(publicKey, createPublicKey({ key: { kty: "EC", crv: "P-256", x: point.subarray(1, 33).toString("base64url"), y: point.subarray(33).toString("base64url") }, format: "jwk" }));
 }
 
 function rememberKeyObject(point: string, key: KeyObject): KeyObject {
@@ -308,16 +325,14 @@ export function appraiseAppAttestAssertion(input: AppraisalInput): AppraisalResu
   }
   checks.key = "known";
 
-  // 3. The signature, over this nonce.
-  const pub = publicKeyOf(key);
-  const reading = clientDataHashes(input.nonce).find((c) => {
-    try {
-      // DER, the default for an EC KeyObject (vendorContainer.ts says why no options object)
-      return verify("sha256", Buffer.concat([a.authenticatorData, c.hash]), pub, a.signature);
-    } catch {
-      return false;
-    }
-  });
+  // 3. The signature, over this nonce (checked already, on a thread, when the service could).
+  const messages = assertionMessages(a.authenticatorData, input.nonce);
+  const checked = input.appAttest?.signature;
+  const at =
+    checked && checked.keyId === keyId && checked.nonce === input.nonce
+      ? checked.reading
+      : firstVerifying(appAttestKeyObject(key.publicKey), messages.map((m) => m.data), a.signature);
+  const reading = messages[at];
   if (!reading) {
     checks.signature = "fail";
     return done("signature", "SignatureInvalid", "No", "the signature does not verify with the key over authenticatorData and this nonce");

@@ -7,11 +7,18 @@ import {
   PlayResponseKeyError,
   PlayTokenError,
 } from "../attestation/encoding/playIntegrityToken.ts";
+import { appAttestKeyObject, firstVerifying } from "../attestation/formats/appAttest.ts";
 import type { PlayResponseKeys } from "../domain/playApps.ts";
-import type { OpenAnswer, OpenRequest } from "./playTokenThread.ts";
+import type { ThreadAnswer, ThreadRequest } from "./cryptoThread.ts";
 
 /** Opens a token with one app's response keys: `openTokenWithKeys`, inline or on a thread. */
 export type OpenWithKeys = (token: string, keys: PlayResponseKeys) => Promise<OpenedToken>;
+
+/**
+ * Checks an App Attest assertion's signature with a remembered key (its point, base64): `firstVerifying`, inline or
+ * on a thread: the index of the first of `messages` it verifies over, -1 when none.
+ */
+export type CheckAssertionSignature = (publicKey: string, messages: Uint8Array[], signature: Uint8Array) => Promise<number>;
 
 /**
  * `--play-threads auto`: of the cores a process has (its share when `--workers` runs several), one for the event loop
@@ -21,7 +28,7 @@ export function autoPlayThreads(cores = availableParallelism(), processes = 1): 
   return Math.min(4, Math.max(0, Math.floor(cores / Math.max(1, processes)) - 1));
 }
 
-function rebuilt(error: NonNullable<OpenAnswer["error"]>): Error {
+function rebuilt(error: NonNullable<ThreadAnswer["error"]>): Error {
   switch (error.kind) {
     case "open":
       return new PlayOpenError(error.message);
@@ -35,9 +42,17 @@ function rebuilt(error: NonNullable<OpenAnswer["error"]>): Error {
 }
 
 interface Pending {
-  request: OpenRequest;
-  resolve: (opened: OpenedToken) => void;
+  request: ThreadRequest;
+  resolve: (answer: ThreadAnswer) => void;
   reject: (e: Error) => void;
+}
+
+/** The request's work on this thread: what a thread that died had in hand is done so, rather than failed. */
+async function inline(request: ThreadRequest): Promise<ThreadAnswer> {
+  if (request.kind === "app-attest-signature") {
+    return { id: request.id, verified: firstVerifying(appAttestKeyObject(request.publicKey), request.messages, request.signature) };
+  }
+  return { id: request.id, opened: await openTokenWithKeys(request.token, request.keys) };
 }
 
 interface Thread {
@@ -46,17 +61,21 @@ interface Thread {
 }
 
 // The thread's module beside this one: .ts under the sources (tsx, the tests), .js in dist/.
-const THREAD_MODULE = new URL(`./playTokenThread${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
+const THREAD_MODULE = new URL(`./cryptoThread${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
 
 /**
- * Opening a Play Integrity token is two WebCrypto operations (A256KW + A256GCM, then ES256), about half of what a
- * token's appraisal costs the process; Node runs them on the calling thread. These threads take them off the
- * event loop, so on a machine of more than one core the crypto of one request overlaps the parsing, storage and
- * answering of others, and a slow burst of tokens does not hold up nonces, the portal or health checks
- * (docs/play-integrity.md, "Throughput"). The work is pure, so a token whose thread died is opened again inline,
- * and the thread is replaced: no request fails because a thread did.
+ * Threads of attestd's own for the signature work of one request (`--play-threads`, docs/play-integrity.md
+ * "Throughput", docs/app-attest.md "Throughput"), so on a machine of more than one core the crypto of one request
+ * overlaps the parsing, storage and answering of others, and a burst does not hold up nonces, the portal or health
+ * checks. Node runs WebCrypto and `crypto.verify` on the calling thread:
+ *
+ * - opening a Play Integrity token (A256KW + A256GCM, then ES256): about half of what a token's appraisal costs;
+ * - an App Attest assertion's ECDSA P-256 verification: about a fifth of an assertion's cost to the event loop.
+ *
+ * The work is pure, so what a thread that died had in hand is done again inline, and the thread is replaced: no
+ * request fails because a thread did.
  */
-export class PlayTokenThreads {
+export class CryptoThreads {
   private readonly threads: (Thread | undefined)[];
   private next = 0;
   private ids = 0;
@@ -73,28 +92,43 @@ export class PlayTokenThreads {
   }
 
   /** `openTokenWithKeys` on a thread (round robin), or inline when there are none or after close(). */
-  readonly open: OpenWithKeys = (token, keys) => {
-    if (this.threads.length === 0 || this.closed) return openTokenWithKeys(token, keys);
+  readonly open: OpenWithKeys = async (token, keys) => {
+    if (!this.running) return openTokenWithKeys(token, keys);
+    const answer = await this.send({ id: ++this.ids, kind: "play-open", token, keys: { decryptionKey: keys.decryptionKey, verificationKeySpki: keys.verificationKeySpki } });
+    return answer.opened!;
+  };
+
+  /** `firstVerifying` with the key of that point, on a thread (round robin), or inline when there are none or after close(). */
+  readonly checkAssertionSignature: CheckAssertionSignature = async (publicKey, messages, signature) => {
+    if (!this.running) return firstVerifying(appAttestKeyObject(publicKey), messages, signature);
+    const answer = await this.send({ id: ++this.ids, kind: "app-attest-signature", publicKey, messages, signature });
+    return answer.verified!;
+  };
+
+  private get running(): boolean {
+    return this.threads.length > 0 && !this.closed;
+  }
+
+  private send(request: ThreadRequest): Promise<ThreadAnswer> {
     const slot = this.next;
     this.next = (this.next + 1) % this.threads.length;
     const thread = (this.threads[slot] ??= this.start(slot));
-    const request: OpenRequest = { id: ++this.ids, token, keys: { decryptionKey: keys.decryptionKey, verificationKeySpki: keys.verificationKeySpki } };
-    return new Promise<OpenedToken>((resolve, reject) => {
+    return new Promise<ThreadAnswer>((resolve, reject) => {
       thread.pending.set(request.id, { request, resolve, reject });
       thread.worker.postMessage(request);
     });
-  };
+  }
 
   private start(slot: number): Thread {
     const worker = new Worker(THREAD_MODULE, { execArgv: loaderArgs() });
     worker.unref();
     const thread: Thread = { worker, pending: new Map() };
-    worker.on("message", (answer: OpenAnswer) => {
+    worker.on("message", (answer: ThreadAnswer) => {
       const p = thread.pending.get(answer.id);
       if (!p) return;
       thread.pending.delete(answer.id);
       if (answer.error) p.reject(rebuilt(answer.error));
-      else p.resolve(answer.opened!);
+      else p.resolve(answer);
     });
     let gone = false;
     const lost = () => {
@@ -104,15 +138,15 @@ export class PlayTokenThreads {
       if (!this.closed) this.replaced++;
       const orphans = [...thread.pending.values()];
       thread.pending.clear();
-      // pure work: open again here rather than fail a request for a thread's sake
-      for (const p of orphans) openTokenWithKeys(p.request.token, p.request.keys).then(p.resolve, p.reject);
+      // pure work: done again here rather than fail a request for a thread's sake
+      for (const p of orphans) inline(p.request).then(p.resolve, p.reject);
     };
     worker.on("error", lost);
     worker.on("exit", lost);
     return thread;
   }
 
-  /** Stops the threads; later opens run inline, and any in flight are finished inline. */
+  /** Stops the threads; later work runs inline, and any in flight is finished inline. */
   async close(): Promise<void> {
     this.closed = true;
     const running = this.threads.filter((t): t is Thread => t !== undefined);
