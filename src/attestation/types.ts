@@ -1,6 +1,7 @@
 /**
  * The values the appraisal core takes and gives. Nothing here knows about HTTP or storage.
  */
+import type { AppAttestAssertion } from "./encoding/appAttestObject.ts";
 
 export type AppraisalStatus =
   | "Success"
@@ -354,6 +355,8 @@ export interface AppAttestEvidence {
    * only for that key id and nonce, and checks the signature itself otherwise.
    */
   signature?: { keyId: string; nonce: string; reading: number } | undefined;
+  /** for an assertion: the body as the service read it (to find the key), so the appraisal does not read it again */
+  assertion?: { blob: Uint8Array; read: AppAttestAssertion } | undefined;
 }
 
 /** What an app-attest Yes asks the service to store (AppraisalResult.appAttest). */

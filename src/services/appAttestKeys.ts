@@ -67,6 +67,7 @@ export class AppAttestKeys {
     const evidence: AppAttestEvidence = {
       apps: [],
       key: key && { keyId: key.keyId, appId: key.appId, publicKey: key.publicKey, counter: key.counter, revoked: key.revokedAt !== null },
+      assertion: { blob, read: assertion },
     };
     if (key) this.storedOf.set(evidence, key);
     if (key && key.revokedAt === null && this.checkSignature) {

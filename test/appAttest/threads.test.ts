@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { appraise } from "../../src/attestation/appraise.ts";
+import { readAppAttestAssertion } from "../../src/attestation/encoding/appAttestObject.ts";
 import { makeAppAttestAssertion, makeAppAttestAttestation } from "../../src/attestation/sim/appAttest.ts";
 import type { AppAttestEvidence, AppraisalResult } from "../../src/attestation/types.ts";
 import { AppAttestKeys } from "../../src/services/appAttestKeys.ts";
@@ -11,8 +12,8 @@ import { NONCE, NOW, demoCa, knownKey, trustOf } from "./fixtures.ts";
 
 /**
  * An assertion's signature checked before the appraisal, on CryptoThreads' threads (AppAttestKeys, --play-threads):
- * every verdict the same as when the appraisal checks it itself, an answer used only for its own key and nonce, and
- * no assertion lost to a thread that dies.
+ * every verdict the same as when the appraisal checks it itself, an answer used only for its own key and nonce (and
+ * the body the service read only for that body), and no assertion lost to a thread that dies.
  */
 
 const other = Buffer.alloc(32, 1).toString("base64");
@@ -64,6 +65,10 @@ describe("app-attest: assertion signatures checked on threads", async () => {
       const r = appraised(body, { apps: [], key: known, signature });
       assert.deepEqual(verdictOf(r).slice(0, 3), ["signature", "SignatureInvalid", "No"], JSON.stringify(signature));
     }
+    // the body the service read counts only for that very body: another one is read afresh
+    const good0 = makeAppAttestAssertion(key, { nonce: NONCE }).body;
+    const readElsewhere = appraised(body, { apps: [], key: known, assertion: { blob: good0, read: readAppAttestAssertion(good0) } });
+    assert.deepEqual(verdictOf(readElsewhere).slice(0, 3), ["signature", "SignatureInvalid", "No"]);
     // the answer for this key and nonce is what the appraisal goes by
     const good = makeAppAttestAssertion(key, { nonce: NONCE }).body;
     assert.deepEqual(verdictOf(appraised(good, { apps: [], key: known, signature: { keyId: key.keyId, nonce: NONCE, reading: -1 } })).slice(0, 3), ["signature", "SignatureInvalid", "No"]);
