@@ -50,7 +50,7 @@ function ownBytes(view: Uint8Array): Uint8Array {
   return view.byteOffset === 0 && view.byteLength === view.buffer.byteLength ? view : new Uint8Array(view);
 }
 
-/** An app's response keys as sent to threads, made once per keys object (an app's keys are the same object until it is registered again). */
+/** An app's response keys as sent to threads, made once per keys object (the Play app registry's cache hands out the same one while it holds the app). */
 const sentKeys = new WeakMap<PlayResponseKeys, PlayResponseKeys>();
 function keysToSend(keys: PlayResponseKeys): PlayResponseKeys {
   let sent = sentKeys.get(keys);
