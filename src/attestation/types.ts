@@ -351,7 +351,7 @@ export interface AppAttestEvidence {
   receiptCheck?: AppAttestReceiptCheck | undefined;
   /**
    * for an assertion of a known key: its signature, checked before the appraisal (on a thread, AppAttestKeys): which
-   * of `assertionMessages`' readings of `nonce` it verifies over with that key (-1: none). The appraisal uses it
+   * of `assertionMessages`' readings of `nonce` (by index) it verifies over with that key (-1: none). The appraisal uses it
    * only for that key id and nonce, and checks the signature itself otherwise.
    */
   signature?: { keyId: string; nonce: string; reading: number } | undefined;

@@ -71,7 +71,7 @@ export class AppAttestKeys {
     };
     if (key) this.storedOf.set(evidence, key);
     if (key && key.revokedAt === null && this.checkSignature) {
-      const messages = assertionMessages(assertion.authenticatorData, nonce).map((m) => m.data);
+      const messages = assertionMessages(assertion.authenticatorData, nonce);
       // a key that cannot be used (a stored point that does not decode) is left to the appraisal, which says so
       const reading = await this.checkSignature(key.publicKey, messages, assertion.signature).catch(() => undefined);
       if (reading !== undefined) evidence.signature = { keyId, nonce, reading };

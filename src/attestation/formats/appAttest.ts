@@ -114,12 +114,17 @@ function environmentOf(aaguid: Uint8Array): "production" | "development" | undef
 
 /** The nonce's readings as App Attest's clientDataHash: SHA-256 of the 32 decoded bytes, then of the ASCII. */
 function clientDataHashes(nonce: string): { hash: Buffer; reading: "bytes" | "ascii" }[] {
-  return challengesForNonce(nonce).map((c, i, all) => ({ hash: sha256(c), reading: i === 0 && all.length === 2 ? "bytes" : "ascii" }));
+  return challengesForNonce(nonce).map((c, i, all) => ({ hash: sha256(c), reading: readingOf(i, all.length) }));
 }
 
-/** What an assertion's signature may be over for `nonce`: authenticatorData ‖ clientDataHash, for each reading of it. */
-export function assertionMessages(authenticatorData: Uint8Array, nonce: string): { data: Buffer; reading: "bytes" | "ascii" }[] {
-  return clientDataHashes(nonce).map((c) => ({ data: Buffer.concat([authenticatorData, c.hash]), reading: c.reading }));
+/** Which reading of the nonce the i-th of `count` challenges is (challengesForNonce's order: its bytes, then its ASCII). */
+function readingOf(i: number, count: number): "bytes" | "ascii" {
+  return i === 0 && count === 2 ? "bytes" : "ascii";
+}
+
+/** What an assertion's signature may be over for `nonce`: authenticatorData ‖ clientDataHash, for each reading of it, in clientDataHashes' order. */
+export function assertionMessages(authenticatorData: Uint8Array, nonce: string): Buffer[] {
+  return clientDataHashes(nonce).map((c) => Buffer.concat([authenticatorData, c.hash]));
 }
 
 /** The index of the first of `messages` that `signature` (ECDSA, DER) verifies over with `key`; -1 when none. */
@@ -328,20 +333,21 @@ export function appraiseAppAttestAssertion(input: AppraisalInput): AppraisalResu
   checks.key = "known";
 
   // 3. The signature, over this nonce (checked already, on a thread, when the service could).
-  const messages = assertionMessages(a.authenticatorData, input.nonce);
   const checked = input.appAttest?.signature;
+  // the answer names the reading by its index: only the number of readings is needed then, not their hashes
+  const readings = challengesForNonce(input.nonce).length;
   const at =
     checked && checked.keyId === keyId && checked.nonce === input.nonce
       ? checked.reading
-      : firstVerifying(appAttestKeyObject(key.publicKey), messages.map((m) => m.data), a.signature);
-  const reading = messages[at];
+      : firstVerifying(appAttestKeyObject(key.publicKey), assertionMessages(a.authenticatorData, input.nonce), a.signature);
+  const reading = at >= 0 && at < readings ? readingOf(at, readings) : undefined;
   if (!reading) {
     checks.signature = "fail";
     return done("signature", "SignatureInvalid", "No", "the signature does not verify with the key over authenticatorData and this nonce");
   }
   checks.signature = "pass";
   checks.nonce = "pass";
-  detail.nonceReading = reading.reading;
+  detail.nonceReading = reading;
   authenticated = true;
 
   // 4. The key's app.
