@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Config } from "./config.ts";
 import type { RuntimeOptions } from "./server.ts";
 import { IpcRateLimitPrimary, IpcRateLimitStore } from "./store/ipc/ipcRateLimitStore.ts";
-import { openStores, walCheckpointFailed } from "./store/openStores.ts";
+import { openStores, servingStoreOptions } from "./store/openStores.ts";
 
 /**
  * `attestd serve --workers N` on node:cluster.
@@ -28,7 +28,7 @@ import { openStores, walCheckpointFailed } from "./store/openStores.ts";
  */
 export async function workerRuntimeOptions(config: Config, log: FastifyBaseLogger): Promise<Pick<RuntimeOptions, "stores">> {
   if (!cluster.isWorker || config.redisUrl) return {};
-  const stores = await openStores(config, { serving: true, onBackgroundError: walCheckpointFailed(log) });
+  const stores = await openStores(config, servingStoreOptions(log));
   return { stores: { ...stores, rateLimits: new IpcRateLimitStore() } };
 }
 

@@ -21,7 +21,7 @@ import { AppleReceiptRefresher } from "./services/appAttestReceiptRefresher.ts";
 import { AppAttestReceiptRefreshes } from "./services/appAttestReceiptRefreshes.ts";
 import { DeviceService } from "./services/deviceService.ts";
 import { RateLimiter } from "./services/rateLimiter.ts";
-import { openStores, walCheckpointFailed } from "./store/openStores.ts";
+import { openStores, servingStoreOptions } from "./store/openStores.ts";
 import type { Stores } from "./store/types.ts";
 import type { HttpsOptions } from "./tls/tlsPolicy.ts";
 import { openTrust } from "./trust/openTrust.ts";
@@ -125,7 +125,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const log = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat as LogFormat });
   const clock = opts.clock ?? systemClock;
   const rng = opts.rng ?? cryptoRng;
-  const opened = opts.stores ?? (await openStores(config, { serving: true, onBackgroundError: walCheckpointFailed(log) }));
+  const opened = opts.stores ?? (await openStores(config, servingStoreOptions(log)));
   // before anything is served: a missing or wrong key stops start-up here, and plaintext secrets are sealed now
   let secrets: OpenedSecrets;
   try {

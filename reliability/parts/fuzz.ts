@@ -1,5 +1,6 @@
 import { appraise } from "../../src/attestation/appraise.ts";
 import { isAppError } from "../../src/errors/AppError.ts";
+import { appraisalRefusal } from "../../test/helpers/appraisalRefusal.ts";
 import { splitDerCertificates } from "../../src/attestation/encoding/derChain.ts";
 import { createDevCa, issueDeviceLeaf } from "../../src/attestation/sim/devCa.ts";
 import { demoReferenceValues, encodeVendorBlob } from "../../src/attestation/sim/deviceSim.ts";
@@ -210,8 +211,8 @@ function verdictOf(seed: Seed, blob: Uint8Array, trust: TrustConfig, evidence: A
   try {
     r = appraise({ blob, nonce: seed.nonce, trust, now: seed.now, ...evidence });
   } catch (e) {
-    if (isAppError(e) && e.entry.code === "4000006") return "malformed";
-    if (isAppError(e) && e.entry.code === "5010000") return "notImplemented";
+    const refusal = appraisalRefusal(e);
+    if (refusal) return refusal;
     throw new Error(`escaped: ${isAppError(e) ? `AppError ${e.entry.code} ${e.reason}` : ((e as Error)?.stack ?? String(e))}`);
   }
   const rec = r.record as unknown as Record<string, unknown>;

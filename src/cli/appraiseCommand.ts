@@ -14,7 +14,7 @@ import { systemClock } from "../clock.ts";
 import { isAppError } from "../errors/AppError.ts";
 import { partAErrorBody } from "../http/render.ts";
 import { createLogger, type LogFormat } from "../logging.ts";
-import { openStores } from "../store/openStores.ts";
+import { CLI_STORE_OPTIONS, openStores } from "../store/openStores.ts";
 import { openTrust } from "../trust/openTrust.ts";
 import { appAttestReceiptsChecked } from "../trust/appAttestRoots.ts";
 import { addSettings, CliError, configFrom, readFileOrFail, STORAGE_SETTINGS, TRUST_SETTINGS, type CommandDefinitions } from "./options.ts";
@@ -185,7 +185,7 @@ function defineAppraise(appraise: Command): void {
     const appAttest = { apps, ...(appAttestReceiptsChecked(config.appAttestRoots) ? { receiptCheck: appAttestReceiptCheck() } : {}) };
     const log = createLogger({ level: config.logLevel === "info" ? "warn" : config.logLevel, format: config.logFormat as LogFormat, fd: 2 });
     const useStore = config.store !== "sqlite" || existsSync(path.join(config.dataDir, "attestd.sqlite"));
-    const stores = useStore ? await openStores(config) : undefined;
+    const stores = useStore ? await openStores(config, CLI_STORE_OPTIONS) : undefined;
     try {
       const sources = await openTrust(config, { log, clock: systemClock, serving: false, ...(stores ? { referenceValues: stores.durable } : {}) });
       const tenant = opts.tenant !== undefined && stores ? await stores.durable.getTenantByName(opts.tenant) : undefined;

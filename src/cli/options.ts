@@ -71,8 +71,8 @@ export function configFrom(cmd: Command): Config {
 export async function withStores<T>(cmd: Command, fn: (stores: Stores, config: Config) => Promise<T>): Promise<T> {
   const config = configFrom(cmd);
   // loaded here, not at the top: commands that never touch the store (dev-ca, --help) skip the store modules
-  const { openStores } = await import("../store/openStores.ts");
-  const stores = await openStores(config);
+  const { openStores, CLI_STORE_OPTIONS } = await import("../store/openStores.ts");
+  const stores = await openStores(config, CLI_STORE_OPTIONS);
   try {
     return await fn(stores, config);
   } finally {

@@ -46,10 +46,22 @@ export function lostStoreProblem(dataDir: string): string | undefined {
   );
 }
 
-/** The `onBackgroundError` of a serving process: the store carries on, slower, so a warning says why. */
-export function walCheckpointFailed(log: { warn: (obj: object, msg: string) => void }) {
-  return (err: unknown) => log.warn({ err }, "SQLite checkpoint thread failed: checkpoints are back on the request path");
+/**
+ * The options of a serving process (`serve`, each `--workers` worker). A failed checkpoint thread leaves the store
+ * carrying on, slower, so a warning says why; a first connection tried again is logged.
+ */
+export function servingStoreOptions(log: { warn: (obj: object, msg: string) => void }): OpenStoresOptions {
+  return {
+    serving: true,
+    onBackgroundError: (err) => log.warn({ err }, "SQLite checkpoint thread failed: checkpoints are back on the request path"),
+    onConnectRetry: (message) => log.warn({}, message),
+  };
 }
+
+/** The options of a one-shot CLI command: a first connection tried again is a line on stderr, as errors are. */
+export const CLI_STORE_OPTIONS: OpenStoresOptions = {
+  onConnectRetry: (message) => process.stderr.write(`attestd: ${message}\n`),
+};
 
 export interface OpenStoresOptions {
   /**
@@ -60,6 +72,11 @@ export interface OpenStoresOptions {
   serving?: boolean;
   /** told when that thread fails (the store falls back to SQLite's automatic checkpoints) */
   onBackgroundError?: (err: unknown) => void;
+  /**
+   * told when a first connection to PostgreSQL or Redis timed out and is tried again with more time
+   * (connectAttempts.ts): the CLI prints the line, `serve` logs it
+   */
+  onConnectRetry?: (message: string) => void;
 }
 
 /** Opens the backends the configuration names. The embedded default: one SQLite file, in-process rate limits. */
@@ -68,7 +85,7 @@ export async function openStores(c: StoreConfig, opts: OpenStoresOptions = {}): 
     if (!c.databaseUrl) throw new Error("--store postgres needs --database-url");
     // loaded on demand: the embedded default never loads the pg and ioredis drivers
     const { openPostgresStores } = await import("./postgres/openPostgresStores.ts");
-    return openPostgresStores({ ...c, databaseUrl: c.databaseUrl, nonceRetain: (c as Partial<Config>).nonceRetain });
+    return openPostgresStores({ ...c, databaseUrl: c.databaseUrl, nonceRetain: (c as Partial<Config>).nonceRetain, onConnectRetry: opts.onConnectRetry });
   }
   if (c.redisUrl) {
     throw new Error(

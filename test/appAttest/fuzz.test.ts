@@ -8,7 +8,7 @@ import { parsePemBundle } from "../../src/attestation/encoding/pem.ts";
 import { VERDICT_FIELDS, type AppAttestKnownKey, type AppraisalInput } from "../../src/attestation/types.ts";
 import { DEMO_APP_ID, makeAppAttestAssertion, makeAppAttestAttestation } from "../../src/attestation/sim/appAttest.ts";
 import { nonceForChallenge } from "../../src/cli/appraiseCommand.ts";
-import { isAppError } from "../../src/errors/AppError.ts";
+import { appraisalRefusal } from "../helpers/appraisalRefusal.ts";
 import { NONCE, NOW, demoCa, knownKey, trustOf } from "./fixtures.ts";
 
 /**
@@ -66,7 +66,7 @@ function outcome(seed: Seed, blob: Uint8Array): "Yes" | "other" {
   try {
     r = appraise(input(seed, blob));
   } catch (e) {
-    if (isAppError(e) && e.entry.message === "BLOB_MALFORMED") return "other";
+    if (appraisalRefusal(e)) return "other";
     throw e;
   }
   assert.deepEqual(Object.keys(r.record), [...VERDICT_FIELDS]);

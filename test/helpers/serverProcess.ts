@@ -66,17 +66,24 @@ export function attestdCli(args: string[], env: NodeJS.ProcessEnv = {}): { stdou
   return { stdout: r.stdout, stderr: r.stderr, status: r.status ?? -1 };
 }
 
-/** `attestdCli` without blocking the event loop: resolves with stdout, rejects with stderr on a non-zero exit. */
-export function attestdCliAsync(args: string[]): Promise<string> {
+/** `attestdCli` without blocking the event loop (a stand-in in this process can answer the command meanwhile). */
+export function attestdCliRun(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string; status: number }> {
   return new Promise((resolve, reject) => {
-    const c = spawn(process.execPath, [...CLI, ...args], { cwd: REPO, env: childEnv() });
-    let out = "";
-    let err = "";
-    c.stdout.on("data", (d) => (out += d));
-    c.stderr.on("data", (d) => (err += d));
+    const c = spawn(process.execPath, [...CLI, ...args], { cwd: REPO, env: childEnv(env) });
+    let stdout = "";
+    let stderr = "";
+    c.stdout.on("data", (d) => (stdout += d));
+    c.stderr.on("data", (d) => (stderr += d));
     c.on("error", reject);
-    c.on("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`attestd ${args.join(" ")} exited ${code}: ${err}`))));
+    c.on("close", (code) => resolve({ stdout, stderr, status: code ?? -1 }));
   });
+}
+
+/** `attestdCliRun` for a command expected to succeed: resolves with stdout, rejects with stderr on a non-zero exit. */
+export async function attestdCliAsync(args: string[]): Promise<string> {
+  const r = await attestdCliRun(args);
+  if (r.status !== 0) throw new Error(`attestd ${args.join(" ")} exited ${r.status}: ${r.stderr}`);
+  return r.stdout;
 }
 
 export interface ServerProcess {

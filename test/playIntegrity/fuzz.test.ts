@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { appraise } from "../../src/attestation/appraise.ts";
 import { openWithApps } from "../../src/attestation/encoding/playIntegrityToken.ts";
 import { VERDICT_FIELDS } from "../../src/attestation/types.ts";
-import { isAppError } from "../../src/errors/AppError.ts";
+import { appraisalRefusal } from "../helpers/appraisalRefusal.ts";
 import { independentPlayToken } from "../helpers/independentJose.ts";
 import { emptyTrust, joseToken, makeApp, NONCE, NOW, payload } from "./fixtures.ts";
 
@@ -41,7 +41,8 @@ async function outcome(blob: Buffer): Promise<string> {
     JSON.stringify(r.detail);
     return r.record.verdict;
   } catch (e) {
-    if (isAppError(e) && e.entry.code === "4000006") return "malformed";
+    const refusal = appraisalRefusal(e);
+    if (refusal) return refusal;
     throw e;
   }
 }

@@ -13,6 +13,9 @@ export class TcpProxy {
   private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
   private hanging = false;
   private readonly held: { to: net.Socket; data: Buffer }[] = [];
+  /** connections accepted so far */
+  accepted = 0;
+  private openAtConnection: number | undefined;
   port = 0;
 
   private constructor(
@@ -52,6 +55,15 @@ export class TcpProxy {
     this.hanging = true;
   }
 
+  /**
+   * hang() until the n-th connection since the start arrives, then forward: a backend that answers a client's
+   * attempt n and not the ones before, however long each took
+   */
+  hangUntilConnection(n: number): void {
+    this.hanging = true;
+    this.openAtConnection = n;
+  }
+
   async close(): Promise<void> {
     const server = this.server;
     this.server = undefined;
@@ -65,6 +77,11 @@ export class TcpProxy {
   }
 
   private accept(client: net.Socket): void {
+    this.accepted++;
+    if (this.openAtConnection !== undefined && this.accepted >= this.openAtConnection) {
+      this.openAtConnection = undefined;
+      void this.open();
+    }
     const upstream = net.connect(this.targetPort, this.targetHost);
     const pair = { client, upstream };
     this.pairs.add(pair);

@@ -15,6 +15,8 @@ export interface NetworkStoreConfig {
   nonceRetain?: number | undefined;
   /** key prefix in Redis (tests give each run its own) */
   redisPrefix?: string | undefined;
+  /** told when a first connection timed out and is tried again (connectAttempts.ts) */
+  onConnectRetry?: ((message: string) => void) | undefined;
 }
 
 /**
@@ -31,11 +33,12 @@ export async function openPostgresStores(c: NetworkStoreConfig): Promise<Stores>
         url: c.redisUrl,
         ...(c.redisPrefix ? { prefix: c.redisPrefix } : {}),
         nonceRetainMs: (c.nonceRetain ?? 86_400) * 1000,
+        onConnectRetry: c.onConnectRetry,
       })
     : undefined;
   let pgStore: PgStore;
   try {
-    pgStore = await PgStore.open({ url: c.databaseUrl, poolMax: c.pgPoolMax });
+    pgStore = await PgStore.open({ url: c.databaseUrl, poolMax: c.pgPoolMax, onConnectRetry: c.onConnectRetry });
   } catch (err) {
     await redis?.close();
     throw err;

@@ -2,6 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import type { ReferenceValue } from "../../attestation/types.ts";
+import { connectPatiently, serverAddress } from "../connectAttempts.ts";
 import { fromPgError } from "../errors.ts";
 import { isStoreUnavailable } from "../../errors/storeUnavailable.ts";
 import { loadMigrations } from "../migrations.ts";
@@ -71,6 +72,8 @@ export interface PgOptions {
   queryTimeoutMs?: number;
   /** idle pool clients broken by the server (restart, failover) are reported here and dropped */
   onIdleError?: (err: Error) => void;
+  /** told when the first connection timed out and is tried again (connectAttempts.ts) */
+  onConnectRetry?: ((message: string) => void) | undefined;
 }
 
 const TENANT_COLS = "tenant_id, name, customer_id, kind, state, enrollment_enabled, created_at";
@@ -81,6 +84,34 @@ const PERSON_COLS = "user_id, tenant_id, email, created_at, updated_at, portal_r
 
 const DEVICE_COLS = "tenant_id, device_id, first_seen, last_seen, seen_count, last_appraisal, latest_facts, pin, resets";
 const DEVICE_FOR_UPDATE = `SELECT ${DEVICE_COLS} FROM attested_devices WHERE tenant_id = $1 AND device_id = $2 FOR UPDATE`;
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
+
+/**
+ * One connection made and closed before the pool opens, tried again with more time if it timed out
+ * (connectAttempts.ts). A separate client, because the pool's connect timeout is also how long a request waits for
+ * a pooled connection while serving, which must stay short.
+ */
+async function reachDatabase(opts: PgOptions): Promise<void> {
+  await connectPatiently(
+    `postgres at ${serverAddress(opts.url, 5432)}`,
+    { firstTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, onRetry: opts.onConnectRetry },
+    async (connectionTimeoutMillis) => {
+      const probe = new pg.Client({ connectionString: opts.url, connectionTimeoutMillis, application_name: "attestd" });
+      // a failed connect still has a socket to close; its own error is not the one to report
+      probe.on("error", () => undefined);
+      try {
+        await probe.connect();
+      } catch (err) {
+        throw fromPgError(err);
+      } finally {
+        await probe.end().catch(() => undefined);
+      }
+    },
+    // pg's own words for a connect that outlived connectionTimeoutMillis, and the socket's
+    (err) => /timeout expired|connection timeout|ETIMEDOUT/i.test(err instanceof Error ? err.message : ""),
+  );
+}
 
 /** A nullable JSON parameter: SQL NULL for null (not the JSON text "null"). */
 const jsonParam = (x: unknown) => (x === null ? null : JSON.stringify(x));
@@ -165,7 +196,7 @@ export class PgStore implements DurableStore, NonceStore, JtiStore, NonceAppAtte
     this.pool = new pg.Pool({
       connectionString: opts.url,
       max: opts.poolMax,
-      connectionTimeoutMillis: opts.connectTimeoutMs ?? 3_000,
+      connectionTimeoutMillis: opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
       query_timeout: queryTimeoutMs,
       statement_timeout: queryTimeoutMs,
       // a connection stuck in a transaction (a crashed client) must not hold row locks for long
@@ -181,6 +212,7 @@ export class PgStore implements DurableStore, NonceStore, JtiStore, NonceAppAtte
 
   /** Connects, applies pending migrations (serialised across instances by an advisory lock) and returns the store. */
   static async open(opts: PgOptions): Promise<PgStore> {
+    await reachDatabase(opts);
     const store = new PgStore(opts);
     try {
       await store.migrate();

@@ -1,5 +1,6 @@
 import { Redis, type RedisOptions } from "ioredis";
 import { StoreUnavailableError } from "../../errors/storeUnavailable.ts";
+import { connectPatiently, serverAddress } from "../connectAttempts.ts";
 import { fromRedisError } from "../errors.ts";
 import type { NonceConsumeOutcome, NonceIssueOutcome, NonceRecord } from "../../nonces/types.ts";
 import type { JtiStore, NonceStore, RateDecision, RateLimitStore } from "../types.ts";
@@ -18,8 +19,13 @@ export interface RedisStoreOptions {
    * schedule; this is the keys' TTL as well, so Redis memory stays bounded even if no instance purges.
    */
   nonceRetainMs?: number;
-  /** connect and per-command time limit: past it the request fails with 503 instead of waiting */
+  /**
+   * per-command time limit, past which the request fails with 503 instead of waiting; also the first connection
+   * attempt's at open (connectAttempts.ts: later attempts wait longer)
+   */
   timeoutMs?: number;
+  /** told when a first connection timed out and is tried again (connectAttempts.ts) */
+  onConnectRetry?: ((message: string) => void) | undefined;
 }
 
 /**
@@ -35,8 +41,7 @@ function splitKeyPrefix(raw: string): { url: string; keyPrefix: string | undefin
   return { url: u.toString(), keyPrefix };
 }
 
-/** how many times RedisStore.open tries a connection that timed out */
-export const OPEN_ATTEMPTS = 3;
+const DEFAULT_TIMEOUT_MS = 2_000;
 
 /** A connect or its first command that got no answer in time (as opposed to a refusal or an error reply). */
 function timedOut(err: unknown): boolean {
@@ -62,17 +67,17 @@ export class RedisStore implements NonceStore, RateLimitStore, JtiStore {
   /** the last connection error, for /readyz detail */
   private lastError: Error | undefined;
 
-  private constructor(opts: RedisStoreOptions) {
+  private constructor(opts: RedisStoreOptions, connectTimeoutMs: number) {
     const { url, keyPrefix } = splitKeyPrefix(opts.url);
     this.prefix = opts.prefix ?? keyPrefix ?? "attestd:";
     this.retainMs = opts.nonceRetainMs ?? 86_400_000;
-    const timeout = opts.timeoutMs ?? 2_000;
+    const timeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const options: RedisOptions = {
       lazyConnect: true,
       enableOfflineQueue: false,
       autoResendUnfulfilledCommands: false,
       maxRetriesPerRequest: 0,
-      connectTimeout: timeout,
+      connectTimeout: connectTimeoutMs,
       commandTimeout: timeout,
       // reconnect forever, backing off to one attempt every 2 s: recovery needs no restart
       retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
@@ -93,24 +98,27 @@ export class RedisStore implements NonceStore, RateLimitStore, JtiStore {
 
   /**
    * Connects (failing start-up with a clear message if Redis is unreachable) and returns the store. A connection
-   * that timed out is tried again, up to OPEN_ATTEMPTS in all: a network still coming up (an `attestd` command
-   * exec'd in a container that has just started, seen in CI with podman) answers the next attempt. A refusal, an
-   * unknown host or an auth error is final at once: nothing is listening, and waiting would not change it.
+   * that timed out is tried again with more time (connectAttempts.ts); a refusal, an unknown host or an auth error
+   * fails at once.
    */
   static async open(opts: RedisStoreOptions): Promise<RedisStore> {
-    for (let attempt = 1; ; attempt++) {
-      const store = new RedisStore(opts);
-      try {
-        await store.redis.connect();
-        return store;
-      } catch (err) {
-        store.redis.disconnect();
-        // connect() only says "Connection is closed."; the error event before it says why (ECONNREFUSED, auth, ...)
-        const cause = store.lastError ?? err;
-        if (attempt < OPEN_ATTEMPTS && timedOut(cause)) continue;
-        throw new StoreUnavailableError("redis", cause);
-      }
-    }
+    const attempts = { firstTimeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, onRetry: opts.onConnectRetry };
+    return connectPatiently(
+      `redis at ${serverAddress(opts.url, 6379)}`,
+      attempts,
+      async (connectTimeoutMs) => {
+        const store = new RedisStore(opts, connectTimeoutMs);
+        try {
+          await store.redis.connect();
+          return store;
+        } catch (err) {
+          store.redis.disconnect();
+          // connect() only says "Connection is closed."; the error event before it says why (ECONNREFUSED, auth, ...)
+          throw new StoreUnavailableError("redis", store.lastError ?? err);
+        }
+      },
+      (err) => timedOut((err as StoreUnavailableError).cause),
+    );
   }
 
   private key(...parts: string[]): string {
