@@ -2,7 +2,7 @@ import { Command } from "commander";
 import { cryptoRng, systemClock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { Tenant } from "../domain/tenants.ts";
-import { WEBHOOK_EVENT_TYPES } from "../domain/webhooks.ts";
+import { deliveryDetailView, deliveryView, WEBHOOK_EVENT_TYPES } from "../domain/webhooks.ts";
 import { openSecrets } from "../secrets/openSecrets.ts";
 import { DEFAULT_ROTATION_OVERLAP_S, WEBHOOK_CACHE_MS, WebhookPlanner, WebhookRegistry } from "../services/webhooks.ts";
 import type { SettingName } from "../config.ts";
@@ -141,7 +141,7 @@ function defineWebhook(webhook: Command): void {
   ).action(async (o: { tenant: string; id?: string; limit?: string }, cmd: Command) => {
     const limit = o.limit === undefined ? 50 : Number(o.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CliError("--limit is a whole number from 1 to 1000");
-    await withRegistry(cmd, o.tenant, async (hooks, tenant) => json(await hooks.deliveries(tenant, { endpointId: o.id, limit })));
+    await withRegistry(cmd, o.tenant, async (hooks, tenant) => json((await hooks.deliveries(tenant, { endpointId: o.id, limit })).map(deliveryView)));
   });
 
   addSettings(
@@ -151,7 +151,7 @@ function defineWebhook(webhook: Command): void {
     await withRegistry(cmd, o.tenant, async (hooks, tenant) => {
       const d = await hooks.delivery(tenant, o.delivery);
       if (!d) throw new CliError(`tenant ${tenant.name} has no webhook delivery ${o.delivery}`);
-      json(d);
+      json(deliveryDetailView(d));
     });
   });
 

@@ -87,6 +87,31 @@ export interface WebhookAttempt {
   response: string | null;
 }
 
+/**
+ * A delivery as the admin API and `attestd webhook deliveries|show` show it: what an operator reads, with the
+ * outbox's scheduling in ISO times and without the tenant (named by the request) or the backoff's counter.
+ */
+export function deliveryView(d: WebhookDelivery) {
+  return {
+    id: d.id,
+    eventId: d.eventId,
+    endpointId: d.endpointId,
+    eventType: d.eventType,
+    state: d.state,
+    attempts: d.attempts,
+    lastStatus: d.lastStatus,
+    createdAt: d.createdAt,
+    nextAttemptAt: d.state === "pending" ? new Date(d.nextAttemptMs).toISOString() : null,
+    giveUpAt: new Date(d.giveUpAtMs).toISOString(),
+    finishedAt: d.finishedAt,
+  };
+}
+
+/** One delivery with its payload and every attempt, as `GET /portal/api/webhook-deliveries/{id}` and `webhook show` give it. */
+export function deliveryDetailView(d: { delivery: WebhookDelivery; attempts: WebhookAttempt[] }) {
+  return { delivery: deliveryView(d.delivery), payload: d.delivery.payload, attempts: d.attempts.map(({ deliveryId: _d, ...a }) => a) };
+}
+
 /** What an attempt leaves the delivery as: delivered, failed for good, or pending again at `nextAttemptMs`. */
 export type WebhookAttemptOutcome =
   | { state: "delivered" | "failed"; at: string }

@@ -110,9 +110,16 @@ describe("webhooks: one process on SQLite", () => {
     await receiver.waitFor(1, 30_000);
     const list = JSON.parse(attestdCli(["webhook", "deliveries", "--tenant", "acme", "--limit", "1", ...data]).stdout) as { id: string }[];
     const shown = JSON.parse(attestdCli(["webhook", "show", "--tenant", "acme", "--delivery", list[0]!.id, ...data]).stdout) as {
+      delivery: { id: string };
+      payload: string;
       attempts: { status: number | null; error: string | null }[];
     };
     assert.match(shown.attempts[0]!.error ?? "", /no answer within 1000 ms/);
+    // the admin API's shapes (GET /portal/api/webhook-deliveries[/{id}]), not the outbox's rows
+    assert.deepEqual(Object.keys(list[0]!), ["id", "eventId", "endpointId", "eventType", "state", "attempts", "lastStatus", "createdAt", "nextAttemptAt", "giveUpAt", "finishedAt"]);
+    assert.deepEqual([Object.keys(shown), shown.delivery], [["delivery", "payload", "attempts"], list[0]]);
+    assert.deepEqual(Object.keys(shown.attempts[0]!), ["attempt", "at", "status", "durationMs", "error", "response"]);
+    assert.equal((JSON.parse(shown.payload) as { type: string }).type, "verdict.stored");
   });
 });
 
@@ -182,8 +189,8 @@ describe("webhooks: events a CLI command writes", () => {
     assert.equal(revoked.status, 0, revoked.stderr);
     const unset = attestdCli(["key", "create", "--tenant", "acme", ...data]);
     assert.equal(unset.status, 0, unset.stderr);
-    const list = JSON.parse(attestdCli(["webhook", "deliveries", "--tenant", "acme", ...data]).stdout) as { eventType: string; createdAt: string; giveUpAtMs: number }[];
-    const periods = list.map((d) => [d.eventType, (d.giveUpAtMs - Date.parse(d.createdAt)) / 1000]).reverse();
+    const list = JSON.parse(attestdCli(["webhook", "deliveries", "--tenant", "acme", ...data]).stdout) as { eventType: string; createdAt: string; giveUpAt: string }[];
+    const periods = list.map((d) => [d.eventType, (Date.parse(d.giveUpAt) - Date.parse(d.createdAt)) / 1000]).reverse();
     assert.deepEqual(periods, [
       ["key.created", 600],
       ["key.revoked", 7200],

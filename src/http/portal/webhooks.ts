@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import { WEBHOOK_EVENT_TYPES, type WebhookDelivery, type WebhookEndpointSummary } from "../../domain/webhooks.ts";
+import { deliveryDetailView, deliveryView, WEBHOOK_EVENT_TYPES, type WebhookEndpointSummary } from "../../domain/webhooks.ts";
 import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { DEFAULT_ROTATION_OVERLAP_S, MAX_DESCRIPTION, MAX_ROTATION_OVERLAP_S, MAX_URL_LENGTH, WEBHOOK_CACHE_MS } from "../../services/webhooks.ts";
@@ -57,20 +57,6 @@ const AttemptItem = Type.Object({
 });
 
 const endpointItem = (e: WebhookEndpointSummary) => ({ ...e, events: [...e.events] });
-const deliveryItem = (d: WebhookDelivery) => ({
-  id: d.id,
-  eventId: d.eventId,
-  endpointId: d.endpointId,
-  eventType: d.eventType,
-  state: d.state,
-  attempts: d.attempts,
-  lastStatus: d.lastStatus,
-  createdAt: d.createdAt,
-  nextAttemptAt: d.state === "pending" ? new Date(d.nextAttemptMs).toISOString() : null,
-  giveUpAt: new Date(d.giveUpAtMs).toISOString(),
-  finishedAt: d.finishedAt,
-});
-
 const Url = Type.String({ minLength: 1, maxLength: MAX_URL_LENGTH, description: "https URL the events are POSTed to (no private address unless the operator allows it)" });
 const Description = Type.String({ maxLength: MAX_DESCRIPTION });
 const Id = Type.Object({ id: Type.String({ minLength: 1, maxLength: 40 }) });
@@ -230,7 +216,7 @@ export function registerWebhookRoutes(app: AppInstance, { deps, scope, ctxOf, ht
       config: { portal: "viewer" },
     },
     async (request) =>
-      (await deps.webhooks.deliveries(await tenantOf(request), { endpointId: request.query.endpoint, limit: request.query.limit ?? 50 })).map(deliveryItem),
+      (await deps.webhooks.deliveries(await tenantOf(request), { endpointId: request.query.endpoint, limit: request.query.limit ?? 50 })).map(deliveryView),
   );
 
   app.get(
@@ -249,7 +235,7 @@ export function registerWebhookRoutes(app: AppInstance, { deps, scope, ctxOf, ht
     async (request) => {
       const d = await deps.webhooks.delivery(await tenantOf(request), request.params.id);
       if (!d) throw new AppError(catalog.PORTAL_NOT_FOUND, "no webhook delivery of that id for this tenant");
-      return { delivery: deliveryItem(d.delivery), payload: d.delivery.payload, attempts: d.attempts.map(({ deliveryId: _d, ...a }) => a) };
+      return deliveryDetailView(d);
     },
   );
 
