@@ -1,3 +1,5 @@
+import type { Rng } from "../clock.ts";
+
 /**
  * The audit trail (issue 26, item 2; docs/audit.md): one record per change of state made through the services, with
  * who made it, from where, what it changed and the record before and after, secrets removed. Verdicts and nonces
@@ -37,7 +39,7 @@ export interface AuditChange {
 
 /** One audit record as stored and read back. */
 export interface AuditRecord {
-  /** `au_` and 16 random bytes, base64url */
+  /** `au_` and 30 characters that sort as the records were made (`newAuditId`) */
   id: string;
   /** ISO 8601, the recorder's clock */
   time: string;
@@ -119,4 +121,26 @@ export function redactSecrets(value: unknown): unknown {
     return out;
   };
   return walk(value);
+}
+
+/** Crockford's base32 in lower case: its ASCII order is its numeric order, in SQLite, PostgreSQL and JavaScript alike */
+const SORTABLE_BASE32 = "0123456789abcdefghjkmnpqrstvwxyz";
+
+function sortableBase32(n: number, width: number): string {
+  let out = "";
+  for (let i = 0; i < width; i++, n = Math.floor(n / 32)) out = SORTABLE_BASE32[n % 32]! + out;
+  return out;
+}
+
+/**
+ * An audit record's id: `au_`, the milliseconds (10 characters), a sequence within that millisecond (4), then 80
+ * random bits (16). Records are read newest first by (time, id), so records one process made in the same
+ * millisecond (a sign-in that also links an identity, a bulk change) read back in the order they were made, where a
+ * random id shuffled them. Records of different processes in one millisecond have no order to keep; the random
+ * part keeps every id unique.
+ */
+export function newAuditId(nowMs: number, sequence: number, rng: Rng): string {
+  const random = rng.bytes(10);
+  const ms = Math.max(0, Math.min(nowMs, 32 ** 10 - 1));
+  return `au_${sortableBase32(ms, 10)}${sortableBase32(Math.min(sequence, 32 ** 4 - 1), 4)}${sortableBase32(random.readUIntBE(0, 5), 8)}${sortableBase32(random.readUIntBE(5, 5), 8)}`;
 }

@@ -1,5 +1,5 @@
 import type { Clock, Rng } from "../clock.ts";
-import { redactSecrets, type AuditActor, type AuditChange, type AuditRecord, type AuditSource } from "../domain/audit.ts";
+import { newAuditId, redactSecrets, type AuditActor, type AuditChange, type AuditRecord, type AuditSource } from "../domain/audit.ts";
 import type { AuditStore } from "../store/types.ts";
 
 
@@ -45,6 +45,9 @@ export interface ChangeActor {
  * counted and logged the same way, and never slows the change.
  */
 export class AuditTrail {
+  private lastStampMs = -1;
+  private sequence = 0;
+
   constructor(
     private readonly store: AuditStore,
     private readonly clock: Clock,
@@ -74,10 +77,18 @@ export class AuditTrail {
     return record;
   }
 
+  /** the how-manieth record of this millisecond this trail stamps (newAuditId) */
+  private sequenceAt(nowMs: number): number {
+    if (nowMs === this.lastStampMs) return ++this.sequence;
+    this.lastStampMs = nowMs;
+    return (this.sequence = 0);
+  }
+
   private stamp(actor: AuditActor, from: AuditSource, change: AuditChange): AuditRecord {
+    const nowMs = this.clock.nowMs();
     return {
-      id: "au_" + this.rng.bytes(16).toString("base64url"),
-      time: new Date(this.clock.nowMs()).toISOString(),
+      id: newAuditId(nowMs, this.sequenceAt(nowMs), this.rng),
+      time: new Date(nowMs).toISOString(),
       actor,
       tenantId: change.tenantId,
       action: change.action,

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { cryptoRng } from "../../src/clock.ts";
-import type { AuditRecord } from "../../src/domain/audit.ts";
+import { newAuditId, type AuditRecord } from "../../src/domain/audit.ts";
 import { AuditFileSink, AuditSyslogSink, parseSyslogTarget, syslogLine } from "../../src/services/auditSinks.ts";
 import { AuditTrail } from "../../src/services/auditTrail.ts";
 import { MemoryDurableStore } from "../../src/store/memory/memoryDurableStore.ts";
@@ -58,5 +58,35 @@ describe("AuditTrail", () => {
     assert.deepEqual(parseSyslogTarget("/run/syslog.sock"), { kind: "unix", path: "/run/syslog.sock" });
     assert.deepEqual(parseSyslogTarget("unix:/run/syslog.sock"), { kind: "unix", path: "/run/syslog.sock" });
     assert.throws(() => parseSyslogTarget("tcp://host:514"), /expected udp:\/\/HOST:PORT or a unix socket path/);
+  });
+});
+
+describe("audit record ids", () => {
+  it("records one trail makes in one millisecond read back newest first in the order they were made", async () => {
+    const store = new MemoryDurableStore();
+    let now = T0;
+    const trail = new AuditTrail(store, { nowMs: () => now }, cryptoRng);
+    const by = trail.as({ kind: "operator", id: "alice" }, { kind: "cli", hostname: "h" });
+    for (let i = 0; i < 40; i++) {
+      if (i === 30) now += 1;
+      await by.record({ tenantId: "t_1", action: "key.created", target: { kind: "api-key", id: `k${i}` } });
+    }
+    await trail.close();
+    const read = await store.queryAudit({ limit: 100 });
+    assert.deepEqual(
+      read.map((r) => r.target.id),
+      Array.from({ length: 40 }, (_, i) => `k${39 - i}`),
+    );
+    for (const r of read) assert.match(r.id, /^au_[0-9a-hjkmnp-tv-z]{30}$/);
+    assert.equal(new Set(read.map((r) => r.id)).size, 40);
+  });
+
+  it("the id starts with the time: ids of later milliseconds sort after, whatever the sequence", () => {
+    const rng = { bytes: (n: number) => Buffer.alloc(n, 0xff) };
+    const low = { bytes: (n: number) => Buffer.alloc(n, 0) };
+    assert.ok(newAuditId(T0, 1000, rng) < newAuditId(T0 + 1, 0, low));
+    assert.ok(newAuditId(T0, 1, low) > newAuditId(T0, 0, rng));
+    assert.equal(newAuditId(0, 0, low), `au_${"0".repeat(30)}`);
+    assert.equal(newAuditId(31, 1, rng), `au_${"0".repeat(9)}z0001${"z".repeat(16)}`);
   });
 });
