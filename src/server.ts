@@ -51,7 +51,8 @@ import { WebhookRegistry } from "./services/webhooks.ts";
 import { WebhookDeliverer } from "./services/webhookDelivery.ts";
 import { WebhookTrustEvents } from "./services/webhookTrustEvents.ts";
 import { PortalOverview } from "./portal/overview.ts";
-import { PortalSso, ssoSettingsFrom } from "./portal/sso.ts";
+import type { PortalSso } from "./portal/sso.ts";
+import { ssoSettingsFrom } from "./portal/ssoSettings.ts";
 import { SsoMappings } from "./portal/ssoMappings.ts";
 import { startTracing, type Tracing } from "./tracing/sdk.ts";
 import { tracedFetch } from "./tracing/spans.ts";
@@ -286,7 +287,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     accounts: new PortalAccounts(stores.durable, clock, rng, rateLimiter, publicUrl, new PasswordHasher(opts.passwordCost)),
     sessions: new PortalSessions(stores.durable, clock, rng, { idleMs: config.portalIdleTimeout * 1000, absoluteMs: config.portalSessionLifetime * 1000 }),
     passkeys: new PortalPasskeys(stores.durable, clock, rng, rateLimiter, { origin: new URL(publicUrl).origin, name: "attestd" }),
-    sso: ssoSettings ? new PortalSso(stores.durable, clock, rng, ssoSettings) : undefined,
+    // loaded only when configured: openid-client is not read at all by a deployment without single sign-on
+    sso: ssoSettings ? new (await import("./portal/sso.ts")).PortalSso(stores.durable, clock, rng, ssoSettings) : undefined,
   };
   const devices = new DeviceService(stores.durable, clock, webhooks);
 

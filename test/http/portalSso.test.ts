@@ -4,7 +4,7 @@ import { after, before, describe, it } from "node:test";
 import type { LightMyRequestResponse } from "fastify";
 import { ConfigError, loadConfig } from "../../src/config.ts";
 import { SESSION_COOKIE } from "../../src/portal/sessions.ts";
-import { SSO_COOKIE } from "../../src/portal/sso.ts";
+import { SSO_COOKIE } from "../../src/portal/ssoSettings.ts";
 import { catalog } from "../../src/errors/catalog.ts";
 import { startOidcProvider, throughProvider, type TestAccount, type TestOidcProvider } from "../helpers/oidcProvider.ts";
 import { PORTAL_PASSWORD, portalPeople } from "../helpers/portalPeople.ts";

@@ -1,7 +1,7 @@
 import { Type } from "typebox";
 import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
-import { SSO_COOKIE } from "../../portal/sso.ts";
+import { SSO_COOKIE } from "../../portal/ssoSettings.ts";
 import { ssoLandingPage } from "../../../web/pages/account.ts";
 import { partBErrors, SafeText } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
