@@ -57,6 +57,7 @@ export const NAV: { label: string; links: NavLink[] }[] = [
     links: [
       { href: "/portal/tenants", label: "Tenants", only: ["operator"] },
       { href: "/portal/trust", label: "Trust sources", only: ["operator"] },
+      { href: "/portal/sso", label: "Single sign-on", only: ["operator"] },
     ],
   },
   {

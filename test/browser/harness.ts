@@ -79,7 +79,13 @@ export interface PortalInBrowser {
  * (dev TLS) on a free port, Debian's Chromium trusting its leaf, and a way to sign people in.
  */
 export async function startPortalInBrowser(
-  opts: { tenants?: string[]; seed?: (dir: string, data: string[]) => Promise<void> | void; args?: string[] } = {},
+  opts: {
+    tenants?: string[];
+    seed?: (dir: string, data: string[]) => Promise<void> | void;
+    args?: string[];
+    /** the port to serve on, for a test that must name the portal's URL before it starts (an identity provider's redirect) */
+    port?: number;
+  } = {},
 ): Promise<PortalInBrowser> {
   const dir = mkdtempSync(path.join(tmpdir(), "attestd-browser-"));
   const data = ["--data-dir", dir];
@@ -88,7 +94,7 @@ export async function startPortalInBrowser(
     assert.equal(made.status, 0, made.stderr);
   }
   await opts.seed?.(dir, data);
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const base = `https://localhost:${port}`;
   const server = await startServer([...data, ...(opts.args ?? [])], { port, tls: { caFile: path.join(dir, "tls/ca.pem") } });
   const api = new Agent({ connect: { ca: readFileSync(path.join(dir, "tls/ca.pem"), "utf8") } });

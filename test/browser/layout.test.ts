@@ -46,6 +46,9 @@ describe("the portal's frame at a laptop's and a phone's width", { timeout: 2_40
         // an iOS app with a long bundle id, so the iOS apps page shows a row of each of its tables
         const ios = attestdCli(["ios-app", "add", "--tenant", LONG_TENANT, "--app-id", IOS_APP_ID, "--environment", "both", ...data]);
         assert.equal(ios.status, 0, ios.stderr);
+        // an SSO mapping of a long email, so the operators' Single sign-on page shows a row with its Remove
+        const sso = attestdCli(["sso", "map", "--email", LONG_EMAIL, "--tenant", LONG_TENANT, "--role", "viewer", ...data]);
+        assert.equal(sso.status, 0, sso.stderr);
         await seedHistory(dir);
       },
     });

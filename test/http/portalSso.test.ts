@@ -263,6 +263,44 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
     assert.equal(bad.statusCode, 400);
   });
 
+  it("the operators' Single sign-on page: the provider, the mappings with Remove, the form; no one else may open it", async () => {
+    const ops = portalPeople(t);
+    const op = await ops.add("page-op@ops.example", "operator");
+    const admin = await ops.add("page-admin@acme.example", "admin", "acme");
+    const put = await t.runtime.app.inject({
+      method: "PUT",
+      url: "/portal/api/sso/mappings",
+      cookies: { [SESSION_COOKIE]: op.cookie },
+      headers: { "x-csrf-token": op.csrf },
+      payload: { kind: "email", value: "Grace@Acme.example", tenant: "globex", role: "viewer" },
+    });
+    assert.equal(put.statusCode, 200, put.body);
+    const page = await t.runtime.app.inject({ method: "GET", url: "/portal/sso", cookies: { [SESSION_COOKIE]: op.cookie } });
+    assert.equal(page.statusCode, 200, page.body);
+    assert.ok(page.body.includes(`<strong>Test IdP</strong> (<code>${idp.issuer}</code>)`), "the provider by its name and issuer");
+    assert.match(page.body, /then the ID token(&#39;|&#x27;|')s tenant and role claims/, "claims are mapped in this deployment");
+    // the stored mapping (the email in lower case) in a row, its Remove calling the API's DELETE
+    const rows = page.body.slice(page.body.indexOf("<tbody>"), page.body.indexOf("</tbody>")).split("</tr>");
+    const row = rows.find((r) => r.includes("<code>grace@acme.example</code>")) ?? "";
+    assert.match(row, /<td[^>]*>verified email<\/td>/);
+    assert.match(row, />globex<\/a>/);
+    assert.match(row, /data-api="\/portal\/api\/sso\/mappings\/email\/grace%40acme\.example" data-method="DELETE"/);
+    assert.match(page.body, /<form data-api="\/portal\/api\/sso\/mappings" data-method="PUT"/);
+    assert.match(page.body, /<option value="globex" >globex<\/option>/);
+    // the tenant the operator is looking at is the form's first choice
+    const globex = await t.runtime.app.inject({ method: "GET", url: "/portal/sso?tenant=globex", cookies: { [SESSION_COOKIE]: op.cookie } });
+    assert.match(globex.body, /<option value="globex" selected>globex<\/option>/);
+    assert.match(globex.body, /<option value="acme" >acme<\/option>/);
+    assert.match(page.body, /href="\/portal\/sso" aria-current="page">Single sign-on</);
+    const refused = await t.runtime.app.inject({ method: "GET", url: "/portal/sso", cookies: { [SESSION_COOKIE]: admin.cookie } });
+    assert.equal(refused.statusCode, 403);
+    assert.doesNotMatch(
+      (await t.runtime.app.inject({ method: "GET", url: "/portal/", cookies: { [SESSION_COOKIE]: admin.cookie } })).body,
+      /href="\/portal\/sso"/,
+      "a tenant admin's navigation has no Single sign-on entry",
+    );
+  });
+
   it("a first SSO sign-in links to the existing portal user of a verified email (whose password still works); an unverified email, an operator's email or a disabled user is refused", async () => {
     const people = portalPeople(t);
     await people.add("carol@acme.example", "admin", "acme");
@@ -336,6 +374,11 @@ describe("single sign-on's settings", () => {
       const start = await t.runtime.app.inject({ method: "GET", url: "/portal/sso/start" });
       assert.equal(start.statusCode, 404);
       assert.match(start.body, new RegExp(`<code>${catalog.PORTAL_NOT_FOUND.code}</code>`));
+      // the operators' page says so, and still keeps mappings for when it is configured
+      const op = await portalPeople(t).add("root@ops.example", "operator");
+      const mappings = await t.runtime.app.inject({ method: "GET", url: "/portal/sso", cookies: { [SESSION_COOKIE]: op.cookie } });
+      assert.equal(mappings.statusCode, 200);
+      assert.match(mappings.body, /Single sign-on is not configured/);
     } finally {
       await t.close();
     }

@@ -3,6 +3,7 @@ import { AppError } from "../../errors/AppError.ts";
 import { catalog } from "../../errors/catalog.ts";
 import { SSO_COOKIE } from "../../portal/ssoSettings.ts";
 import { ssoLandingPage } from "../../../web/pages/account.ts";
+import { ssoPage } from "../../../web/pages/ssoMappings.ts";
 import { partBErrors, SafeText } from "../schemas/common.ts";
 import type { AppInstance } from "../types.ts";
 import { safeNext } from "./account.ts";
@@ -23,9 +24,10 @@ const Kind = Type.Union([Type.Literal("subject"), Type.Literal("email")]);
 /**
  * Single sign-on through the deployment's OpenID Connect provider (docs/sso.md): /portal/sso/start sends the
  * browser to the provider, /portal/sso/callback takes it back and opens the same session a password opens; and the
- * operators' mappings under /portal/api/sso/mappings, the same service as `attestd sso ...`.
+ * operators' mappings on the Single sign-on page (/portal/sso) and under /portal/api/sso/mappings, the same service
+ * as `attestd sso ...`.
  */
-export function registerSsoRoutes(app: AppInstance, { deps, html, tags, startSession, by }: PortalRoutes): void {
+export function registerSsoRoutes(app: AppInstance, { deps, html, tags, startSession, by, ctxOf }: PortalRoutes): void {
   const configured = () => {
     if (!deps.sso) throw new AppError(catalog.PORTAL_NOT_FOUND, "single sign-on is not configured (--sso-issuer)");
     return deps.sso;
@@ -58,6 +60,13 @@ export function registerSsoRoutes(app: AppInstance, { deps, html, tags, startSes
       return html(reply, ssoLandingPage(next));
     },
   );
+
+  app.get("/portal/sso", { schema: { hide: true }, config: { portal: "operator" } }, async (request, reply) => {
+    const [mappings, tenants] = await Promise.all([deps.ssoMappings.list(), deps.tenantAdmin.list()]);
+    const s = deps.sso?.settings;
+    const provider = s && { name: s.name, issuer: s.issuer, claims: s.claims !== undefined };
+    return html(reply, ssoPage(ctxOf(request), { mappings, provider, tenants: tenants.map((t) => t.name) }));
+  });
 
   app.get(
     "/portal/api/sso/mappings",
