@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { POLICY_CACHE_MS } from "../../src/services/tenantPolicies.ts";
-import { attestdCliAsync, startInstance, type Instance } from "../helpers/serverProcess.ts";
+import { attestdCliAsync, attestdCliRun, startInstance, type Instance } from "../helpers/serverProcess.ts";
 import { createTestDatabase, type TestDatabase } from "../store/backends.ts";
 import { issueNonce, KEY, postBlob, request, tenantWithKeys } from "./harness.ts";
 
@@ -24,11 +24,14 @@ describe("tenant policy across two real instances on one PostgreSQL", { timeout:
   let key: string;
   let storeFlags: string[];
   let ca: string;
+  let scratch: string;
 
   before(async () => {
     db = await createTestDatabase("policyscale");
     storeFlags = ["--store", "postgres", "--database-url", db.url];
     dirs = [0, 1].map(() => mkdtempSync(path.join(tmpdir(), "attestd-policy-scale-")));
+    // the phones' chains in a directory of their own, not in an instance's data directory
+    scratch = mkdtempSync(path.join(tmpdir(), "attestd-policy-scale-chains-"));
     ca = path.join(dirs[0]!, "android-ca");
     await attestdCliAsync(["dev-ca", "--android", "--out", ca]);
     const keyFile = path.join(dirs[0]!, "shared-secrets.key");
@@ -46,17 +49,32 @@ describe("tenant policy across two real instances on one PostgreSQL", { timeout:
         await i.exited;
       }
     }
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    for (const d of [...dirs, scratch]) if (d) rmSync(d, { recursive: true, force: true });
     await db?.drop();
   });
+
+  /**
+   * The chain device-sim just wrote. Once in CI (not reproduced in dozens of runs here) the file was gone by the time
+   * it was read; a second failure should say what was there instead of only ENOENT.
+   */
+  function readChain(file: string, simOutput: string): Buffer {
+    try {
+      return readFileSync(file);
+    } catch (e) {
+      const dir = path.dirname(file);
+      const seen = existsSync(dir) ? `${dir} holds ${JSON.stringify(readdirSync(dir))}` : `${dir} is gone`;
+      throw new Error(`device-sim exited 0 (it said ${JSON.stringify(simOutput)}) but ${file} cannot be read (${(e as Error).message}); ${seen}`);
+    }
+  }
 
   /** a fresh nonce from `inst`, a TEE phone's chain for it; answers when the post began, the verdict and its policy version */
   async function appraiseOn(inst: Instance): Promise<{ startedAt: number; verdict: string; policyVersion: unknown }> {
     const nonce = await issueNonce(inst.base, key);
-    const chain = path.join(dirs[1]!, `chain-${randomBytes(4).toString("hex")}.der`);
-    await attestdCliAsync(["device-sim", "--format", "android-key", "--ca", ca, "--nonce", nonce, "--out", chain]);
+    const chain = path.join(scratch, `chain-${randomBytes(4).toString("hex")}.der`);
+    const made = await attestdCliRun(["device-sim", "--format", "android-key", "--ca", ca, "--nonce", nonce, "--out", chain]);
+    assert.equal(made.status, 0, made.stderr);
     const startedAt = Date.now();
-    const res = await postBlob(inst.base, key, nonce, readFileSync(chain));
+    const res = await postBlob(inst.base, key, nonce, readChain(chain, made.stderr));
     assert.equal(res.status, 200, res.body);
     const full = await request("GET", `${inst.base}${res.headers.location}?detail=full`, { [KEY]: key });
     return { startedAt, verdict: res.json().verdict, policyVersion: full.json().attestation.detail.policyVersion };
