@@ -91,6 +91,10 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
     assert.equal(sessionOf(res), undefined);
   }
 
+  /** the admin API's PUT of a mapping, as this signed-in person */
+  const putMapping = (who: { cookie: string; csrf: string }, payload: Record<string, string>) =>
+    t.runtime.app.inject({ method: "PUT", url: "/portal/api/sso/mappings", cookies: { [SESSION_COOKIE]: who.cookie }, headers: { "x-csrf-token": who.csrf }, payload });
+
   it("the sign-in page offers the provider by its name, beside the password form", async () => {
     const page = await inject("/portal/signin?next=%2Fportal%2Fverdicts");
     assert.equal(page.statusCode, 200);
@@ -233,13 +237,7 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
   it("an operator's subject mapping (CLI or admin API) wins over the claims; removing it refuses the person at the next sign-in", async () => {
     const ops = portalPeople(t);
     const op = await ops.add("root@ops.example", "operator");
-    const put = await t.runtime.app.inject({
-      method: "PUT",
-      url: "/portal/api/sso/mappings",
-      cookies: { [SESSION_COOKIE]: op.cookie },
-      headers: { "x-csrf-token": op.csrf },
-      payload: { kind: "subject", value: "idp-hopper", tenant: "acme", role: "admin" },
-    });
+    const put = await putMapping(op, { kind: "subject", value: "idp-hopper", tenant: "acme", role: "admin" });
     assert.equal(put.statusCode, 200, put.body);
     assert.deepEqual({ ...(put.json() as object), createdAt: undefined }, { kind: "subject", value: "idp-hopper", tenant: "acme", role: "admin", createdAt: undefined });
     const list = await t.runtime.app.inject({ method: "GET", url: "/portal/api/sso/mappings", cookies: { [SESSION_COOKIE]: op.cookie } });
@@ -253,13 +251,7 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
     // now only the claims map hopper, to globex: the linked portal user is acme's, so the sign-in is refused
     refusedWith(await signIn(account), 403, "PORTAL_SSO_REFUSED");
     // a tenant admin may not touch the mappings; a mapping never makes an operator
-    const bad = await t.runtime.app.inject({
-      method: "PUT",
-      url: "/portal/api/sso/mappings",
-      cookies: { [SESSION_COOKIE]: op.cookie },
-      headers: { "x-csrf-token": op.csrf },
-      payload: { kind: "subject", value: "x", tenant: "acme", role: "operator" },
-    });
+    const bad = await putMapping(op, { kind: "subject", value: "x", tenant: "acme", role: "operator" });
     assert.equal(bad.statusCode, 400);
   });
 
@@ -267,13 +259,7 @@ describe("portal single sign-on against a real OpenID Connect provider (oidc-pro
     const ops = portalPeople(t);
     const op = await ops.add("page-op@ops.example", "operator");
     const admin = await ops.add("page-admin@acme.example", "admin", "acme");
-    const put = await t.runtime.app.inject({
-      method: "PUT",
-      url: "/portal/api/sso/mappings",
-      cookies: { [SESSION_COOKIE]: op.cookie },
-      headers: { "x-csrf-token": op.csrf },
-      payload: { kind: "email", value: "Grace@Acme.example", tenant: "globex", role: "viewer" },
-    });
+    const put = await putMapping(op, { kind: "email", value: "Grace@Acme.example", tenant: "globex", role: "viewer" });
     assert.equal(put.statusCode, 200, put.body);
     const page = await t.runtime.app.inject({ method: "GET", url: "/portal/sso", cookies: { [SESSION_COOKIE]: op.cookie } });
     assert.equal(page.statusCode, 200, page.body);
