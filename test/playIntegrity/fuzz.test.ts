@@ -10,9 +10,10 @@ import { emptyTrust, joseToken, makeApp, NONCE, NOW, payload } from "./fixtures.
 
 /**
  * Mutated Play Integrity tokens, through the production path (openWithApps, then appraise with every format
- * registered): every outcome is a well-formed verdict record or AppError BLOB_MALFORMED, never another exception,
- * and no mutant appraises Yes unless it is the seed token itself with only surrounding whitespace changed (every
- * byte of a token is authenticated: the header as GCM's additional data, the rest by key wrap and tag).
+ * registered): every outcome is a well-formed verdict record or a refusal appraise documents
+ * (test/helpers/appraisalRefusal.ts), never another exception, and no mutant appraises Yes unless it is the seed
+ * token itself with only surrounding whitespace changed (every byte of a token is authenticated: the header as
+ * GCM's additional data, the rest by key wrap and tag).
  * 12,000 cases, more than test/android/fuzz.test.ts's 10,000.
  */
 
@@ -76,7 +77,7 @@ function applyChars(token: string, muts: CharMutation[]): Buffer {
   return b;
 }
 
-test("fuzz: character-level mutations of tokens that appraise Yes give a record or BLOB_MALFORMED, never a Yes", async () => {
+test("fuzz: character-level mutations of tokens that appraise Yes give a record or a documented refusal, never a Yes", async () => {
   const seen = new Map<string, number>();
   await fc.assert(
     fc.asyncProperty(fc.nat(), fc.array(charMutation, { minLength: 1, maxLength: 3 }), async (i, muts) => {
