@@ -78,11 +78,19 @@ function must(command: string, args: string[], o: Parameters<typeof run>[2]): st
 const podman = (args: string[], what: string, timeoutMs = 60_000) => must("podman", args, { what, timeoutMs });
 const quiet = (args: string[]) => run("podman", args, { what: `podman ${args.join(" ")}`, timeoutMs: 60_000 });
 
-/** The containers of this run, their state and the end of their logs: what a failure message needs to be read. */
+/**
+ * The containers of this run, their state, their address and MAC on each network, the host's firewall rules for
+ * the networks and the end of each container's logs: what a failure message needs to be read. The addresses are
+ * there because the compose test has failed on connections between healthy containers timing out (an instance to
+ * PostgreSQL and Redis on the internal network), which a duplicate address or a rule would explain.
+ */
 function diagnostics(): string {
   const names = quiet(["ps", "-a", "--filter", `name=^${RUN}`, "--format", "{{.Names}}\t{{.Status}}"]).stdout.trim();
   if (!names) return "";
   let out = `\n--- containers of this run ---\n${names}\n`;
+  const addresses = quiet(["inspect", "--format", "{{.Name}}{{range $net, $a := .NetworkSettings.Networks}} {{$net}}={{$a.IPAddress}}/{{$a.MacAddress}}{{end}}", ...names.split("\n").map((l) => l.split("\t")[0]!)]);
+  const rules = spawnSync("iptables", ["-S", "NETAVARK_FORWARD"], { encoding: "utf8" });
+  out += `--- addresses ---\n${addresses.stdout.trim()}\n--- iptables -S NETAVARK_FORWARD ---\n${(rules.stdout ?? "").trim() || (rules.stderr ?? "").trim()}\n`;
   for (const line of names.split("\n")) {
     const name = line.split("\t")[0]!;
     const logs = quiet(["logs", name]);
